@@ -1,0 +1,283 @@
+package catalog
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// VersionRequest is the catalog version of a config without tools: every
+// request brings its own.
+const VersionRequest = "request"
+
+// Compile turns a Config into a Snapshot: it reads the tool files and the
+// recovery prompt file (relative paths against baseDir), compiles every
+// schema and rule once, and resolves secrets from the environment. Like
+// Parse, it reports every problem it finds in one *ConfigError. It fills
+// defaults and validates first, so a Config built in code is safe to pass.
+func Compile(c *Config, baseDir string) (*Snapshot, error) {
+	return compile(c, baseDir, os.LookupEnv)
+}
+
+// catalogEntry is one tool on its way into the Snapshot, with where to
+// point an error about it.
+type catalogEntry struct {
+	cfg ToolConfig
+	// path is the config field that brought the tool in.
+	path string
+	// fromFile marks tools read from catalog.files, whose problems are
+	// reported against the file entry.
+	fromFile bool
+}
+
+func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (*Snapshot, error) {
+	if c == nil {
+		return nil, errors.New("catalog: no config")
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	ps := &problems{src: c.src}
+
+	entries := c.gatherTools(ps, baseDir)
+	s := &Snapshot{
+		Config:  c,
+		Tools:   make(map[string]*Tool, len(entries)),
+		Names:   make([]string, 0, len(entries)),
+		schemas: requestSchemas,
+	}
+	for _, e := range entries {
+		if t := compileTool(ps, e); t != nil {
+			s.Tools[t.Name] = t
+		}
+		s.Names = append(s.Names, e.cfg.Name)
+	}
+	sort.Strings(s.Names)
+	if c.Catalog.Mode == CatalogConfig && len(entries) == 0 && len(c.Catalog.Files) > 0 {
+		ps.add("catalog.files", "mode config needs a catalog, and these files hold no function tools")
+	}
+
+	s.Secrets = c.resolveSecrets(ps, lookupEnv)
+	if f := c.Recovery.PromptFile; f != "" {
+		data, err := os.ReadFile(resolvePath(baseDir, f))
+		switch {
+		case err != nil:
+			ps.add("recovery.prompt_file", "%v", err)
+		case len(bytes.TrimSpace(data)) == 0:
+			ps.add("recovery.prompt_file", "%s is empty; remove prompt_file to use the built-in prompt", f)
+		default:
+			s.Prompt = string(data)
+		}
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+
+	s.Version = c.Catalog.Version
+	if s.Version == "" {
+		s.Version = catalogHash(entries)
+	}
+	s.all = s.catalogOnly()
+	return s, nil
+}
+
+// gatherTools lists the config's tools followed by those of each file, in
+// order, and refuses a name defined twice anywhere.
+func (c *Config) gatherTools(ps *problems, baseDir string) []catalogEntry {
+	var entries []catalogEntry
+	origin := map[string]string{}
+	for i, t := range c.Catalog.Tools {
+		at := indexPath("catalog.tools", i)
+		if t.Origin == "" {
+			t.Origin = at
+		}
+		if _, dup := origin[t.Name]; dup {
+			continue // Validate has reported it
+		}
+		origin[t.Name] = t.Origin
+		entries = append(entries, catalogEntry{cfg: t, path: at})
+	}
+	for j, f := range c.Catalog.Files {
+		at := indexPath("catalog.files", j)
+		tools, err := readToolFile(resolvePath(baseDir, f), f)
+		if err != nil {
+			ps.add(at, "%v", err)
+			continue
+		}
+		for _, t := range tools {
+			t.setDefaults()
+			sub := &problems{}
+			t.validate(sub, "")
+			for _, p := range sub.list {
+				ps.add(at, "%s: %s: %s", t.Origin, strings.TrimPrefix(p.Path, "."), p.Message)
+			}
+			if len(sub.list) > 0 {
+				continue
+			}
+			if prev, dup := origin[t.Name]; dup {
+				ps.add(at, "tool %q in %s is already defined at %s", t.Name, t.Origin, prev)
+				continue
+			}
+			if c.Abstain.Enabled && t.Name == c.Abstain.ToolName {
+				ps.add(at, "tool %q in %s has the name of abstain.tool_name; the virtual tool would hide it", t.Name, t.Origin)
+			}
+			origin[t.Name] = t.Origin
+			entries = append(entries, catalogEntry{cfg: t, path: at, fromFile: true})
+		}
+	}
+	return entries
+}
+
+// compileTool builds one Tool, adding a problem for a schema or rule that
+// does not compile.
+func compileTool(ps *problems, e catalogEntry) *Tool {
+	tc := &e.cfg
+	t := &Tool{
+		Name:          tc.Name,
+		Description:   tc.Description,
+		Policy:        tc.Policy,
+		Substitutable: tc.Substitutable != nil && *tc.Substitutable,
+		Provenance:    tc.Provenance,
+	}
+	ok := true
+	where := func(field string) string {
+		if e.fromFile {
+			return e.path
+		}
+		return e.path + field
+	}
+	if params := compactJSON(tc.Parameters); params != nil {
+		t.Parameters = params
+		sch, err := compileSchema("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params)
+		if err != nil {
+			ps.add(where(".parameters"), "tool %q (%s): schema does not compile: %v", tc.Name, tc.Origin, err)
+			ok = false
+		}
+		t.Schema = sch
+	}
+	for i, rc := range tc.Rules {
+		r, err := NewRule(rc.Expr, rc.Message)
+		if err != nil {
+			ps.add(where(indexPath(".rules", i)+".expr"), "tool %q: rule %q: %v", tc.Name, rc.Expr, err)
+			ok = false
+			continue
+		}
+		t.Rules = append(t.Rules, r)
+	}
+	if !ok {
+		return nil
+	}
+	return t
+}
+
+// compactJSON strips insignificant whitespace, so that reformatting a
+// schema does not change the catalog version. An absent or null schema is
+// nil: the tool takes any argument object.
+func compactJSON(v []byte) []byte {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || bytes.Equal(v, []byte("null")) {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return v // Validate has refused invalid JSON already
+	}
+	return b.Bytes()
+}
+
+func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bool)) Secrets {
+	sec := Secrets{UpstreamKeys: map[string]string{}}
+	for i, u := range c.Upstreams {
+		if u.APIKeyEnv == "" {
+			continue
+		}
+		// Keys mounted from secret files often end in a newline, and no
+		// real key contains whitespace.
+		v, _ := lookupEnv(u.APIKeyEnv)
+		if v = strings.TrimSpace(v); v == "" {
+			ps.add(indexPath("upstreams", i)+".api_key_env", "environment variable %s is not set or empty", u.APIKeyEnv)
+			continue
+		}
+		sec.UpstreamKeys[u.Name] = v
+	}
+	if name := c.InboundAuth.TokensEnv; name != "" {
+		v, _ := lookupEnv(name)
+		for _, tok := range strings.Split(v, ",") {
+			if tok = strings.TrimSpace(tok); tok != "" {
+				sec.InboundTokens = append(sec.InboundTokens, tok)
+			}
+		}
+		if len(sec.InboundTokens) == 0 {
+			// Starting without tokens would silently turn authentication off.
+			ps.add("inbound_auth.tokens_env", "environment variable %s holds no tokens", name)
+		}
+	}
+	if name := c.Escalation.Sinks.WebhookSecretEnv; name != "" {
+		v, _ := lookupEnv(name)
+		if v = strings.TrimSpace(v); v == "" {
+			ps.add("escalation.sinks.webhook_secret_env", "environment variable %s is not set or empty", name)
+		}
+		sec.WebhookSecret = v
+	}
+	return sec
+}
+
+func resolvePath(baseDir, p string) string {
+	if baseDir == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(baseDir, p)
+}
+
+// catalogHash is the default catalog version: the first 12 hex digits of a
+// SHA-256 over every field that changes how a call is judged, in name
+// order. The same catalog gets the same version on every host and restart,
+// so metrics from a fleet line up; any change gets a new one.
+func catalogHash(entries []catalogEntry) string {
+	if len(entries) == 0 {
+		return VersionRequest
+	}
+	type canon struct {
+		Name          string          `json:"name"`
+		Description   string          `json:"description"`
+		Parameters    json.RawMessage `json:"parameters"`
+		Policy        string          `json:"policy"`
+		Substitutable bool            `json:"substitutable"`
+		Provenance    []string        `json:"provenance"`
+		Rules         [][2]string     `json:"rules"`
+	}
+	list := make([]canon, 0, len(entries))
+	for _, e := range entries {
+		t := e.cfg
+		c := canon{
+			Name:          t.Name,
+			Description:   t.Description,
+			Parameters:    compactJSON(t.Parameters),
+			Policy:        t.Policy,
+			Substitutable: t.Substitutable != nil && *t.Substitutable,
+			Provenance:    t.Provenance,
+		}
+		for _, r := range t.Rules {
+			c.Rules = append(c.Rules, [2]string{r.Expr, r.Message})
+		}
+		list = append(list, c)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	data, err := json.Marshal(list)
+	if err != nil {
+		// Only invalid parameters JSON can fail here, and Validate refuses
+		// that; hash the Go form so the version still tracks the content.
+		data = fmt.Appendf(nil, "%#v", list)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:12]
+}

@@ -1,0 +1,209 @@
+// Package catalog owns toolgate's configuration: the config.yaml file form, its
+// defaults and validation, and the compiled, immutable Snapshot that every
+// request reads. It is a leaf package: nothing here does I/O on the request path.
+package catalog
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Mode says whether toolgate enforces its verdicts or only reports them.
+type Mode string
+
+// Modes of operation.
+const (
+	// ModeEnforce repairs or escalates bad calls.
+	ModeEnforce Mode = "enforce"
+	// ModeShadow validates, counts and logs, but forwards every answer unchanged.
+	ModeShadow Mode = "shadow"
+)
+
+// Config is config.yaml as written by an operator. Load fills defaults and
+// validates it; Compile turns it into a Snapshot.
+type Config struct {
+	Mode        Mode        `yaml:"mode"`
+	Listen      string      `yaml:"listen"`
+	AdminListen string      `yaml:"admin_listen"`
+	InboundAuth InboundAuth `yaml:"inbound_auth"`
+	Upstreams   []Upstream  `yaml:"upstreams"`
+	Catalog     Catalog     `yaml:"catalog"`
+	Recovery    Recovery    `yaml:"recovery"`
+	Reprompt    Reprompt    `yaml:"reprompt"`
+	Abstain     Abstain     `yaml:"abstain"`
+	Truncated   string      `yaml:"truncated"`
+	Escalation  Escalation  `yaml:"escalation"`
+	Limits      Limits      `yaml:"limits"`
+	Log         Log         `yaml:"log"`
+	Shutdown    Shutdown    `yaml:"shutdown"`
+
+	// src locates fields in the file Parse read, so that later checks can
+	// give line numbers too. Nil for a Config built in code.
+	src *source
+}
+
+// InboundAuth guards the proxy listener with shared tokens.
+type InboundAuth struct {
+	// TokensEnv names an environment variable holding a comma-separated list of
+	// accepted tokens. Empty disables inbound authentication.
+	TokensEnv string `yaml:"tokens_env"`
+}
+
+// Upstream is one model API that toolgate forwards to.
+type Upstream struct {
+	Name             string            `yaml:"name"`
+	URL              string            `yaml:"url"`
+	PathPrefix       string            `yaml:"path_prefix"`
+	APIPaths         map[string]string `yaml:"api_paths"`
+	APIKeyEnv        string            `yaml:"api_key_env"`
+	APIKeyMode       string            `yaml:"api_key_mode"`
+	ConnectTimeout   Duration          `yaml:"connect_timeout"`
+	FirstByteTimeout Duration          `yaml:"first_byte_timeout"`
+	IdleTimeout      Duration          `yaml:"idle_timeout"`
+}
+
+// API shapes an upstreams[].api_paths entry can map a path to.
+const (
+	APIChat      = "chat"
+	APIMessages  = "messages"
+	APIResponses = "responses"
+)
+
+// How an upstream's own key combines with the client's credentials.
+const (
+	// APIKeyIfMissing sends toolgate's key only when the client sent none.
+	APIKeyIfMissing = "if_missing"
+	// APIKeyReplace always sends toolgate's key instead of the client's.
+	APIKeyReplace = "replace"
+)
+
+// Catalog modes (SPEC §3).
+const (
+	CatalogIntersect = "intersect"
+	CatalogConfig    = "config"
+	CatalogRequest   = "request"
+)
+
+// What happens to an offered tool the catalog lacks (SPEC §3).
+const (
+	UnlistedAllow  = "allow"
+	UnlistedReject = "reject"
+)
+
+// Catalog is the operator's list of real tools and how it combines with
+// the tools a request offers.
+type Catalog struct {
+	Version       string       `yaml:"version"`
+	Mode          string       `yaml:"mode"`
+	Unlisted      string       `yaml:"unlisted"`
+	StripPrefixes []string     `yaml:"strip_prefixes"`
+	Tools         []ToolConfig `yaml:"tools"`
+	Files         []string     `yaml:"files"`
+}
+
+// Tool policies.
+const (
+	PolicyExecute = "execute"
+	PolicyConfirm = "confirm"
+)
+
+// ToolConfig is one tool as written in config.yaml or a tool file.
+type ToolConfig struct {
+	Name          string       `yaml:"name"`
+	Description   string       `yaml:"description"`
+	Parameters    JSONValue    `yaml:"parameters"`
+	Policy        string       `yaml:"policy"`
+	Substitutable *bool        `yaml:"substitutable"`
+	Provenance    []string     `yaml:"provenance"`
+	Rules         []RuleConfig `yaml:"rules"`
+
+	// Origin names where the tool came from ("config.yaml:42", "tools.json"),
+	// for error messages. Not read from YAML.
+	Origin string `yaml:"-"`
+}
+
+// RuleConfig is one CEL rule over a call's arguments.
+type RuleConfig struct {
+	Expr    string `yaml:"expr"`
+	Message string `yaml:"message"`
+}
+
+// Recovery strategies (SPEC §4).
+const (
+	StrategyDecision   = "decision"
+	StrategyCorrection = "correction"
+)
+
+// Recovery configures the repair of calls to tools that do not exist.
+type Recovery struct {
+	Strategy            string   `yaml:"strategy"`
+	MaxAttempts         *int     `yaml:"max_attempts"`
+	ConfidenceThreshold *float64 `yaml:"confidence_threshold"`
+	Shortlist           *int     `yaml:"shortlist"`
+	PromptFile          string   `yaml:"prompt_file"`
+	Deadline            Duration `yaml:"deadline"`
+}
+
+// Reprompt configures the repair of calls with bad arguments.
+type Reprompt struct {
+	MaxAttempts *int `yaml:"max_attempts"`
+}
+
+// Abstain configures the virtual "no tool fits" exit.
+type Abstain struct {
+	Enabled  bool   `yaml:"enabled"`
+	ToolName string `yaml:"tool_name"`
+}
+
+// Truncated call handling.
+const (
+	TruncatedEscalate = "escalate"
+	TruncatedPass     = "pass"
+)
+
+// Escalation modes (SPEC §5).
+const (
+	EscalationError   = "error"
+	EscalationMessage = "message"
+)
+
+// Escalation configures how escalations reach the caller and the sinks.
+type Escalation struct {
+	Mode   string   `yaml:"mode"`
+	Redact []string `yaml:"redact"`
+	Sinks  Sinks    `yaml:"sinks"`
+}
+
+// Sinks are where every escalation is recorded.
+type Sinks struct {
+	File             string `yaml:"file"`
+	Webhook          string `yaml:"webhook"`
+	WebhookSecretEnv string `yaml:"webhook_secret_env"`
+}
+
+// Limits bound what toolgate buffers.
+type Limits struct {
+	MaxRequestBytes  int64 `yaml:"max_request_bytes"`
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+}
+
+// Log configures the zap logger.
+type Log struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// Shutdown configures the drain on SIGTERM.
+type Shutdown struct {
+	Grace Duration `yaml:"grace"`
+}
+
+// JSONValue is a YAML value kept as the equivalent JSON text, so JSON Schemas
+// can be written in YAML and still reach the schema compiler byte-exact.
+type JSONValue json.RawMessage
+
+// Duration is a time.Duration written as a Go duration string ("10s").
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

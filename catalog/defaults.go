@@ -1,0 +1,105 @@
+package catalog
+
+import (
+	"strconv"
+	"time"
+)
+
+// Defaults from SPEC §2. They live here as named values so that tests and
+// `toolgate check` can refer to them.
+const (
+	DefaultListen             = "127.0.0.1:8080"
+	DefaultAdminListen        = "127.0.0.1:9091"
+	DefaultAPIKeyMode         = APIKeyIfMissing
+	DefaultConnectTimeout     = 10 * time.Second
+	DefaultFirstByteTimeout   = 120 * time.Second
+	DefaultIdleTimeout        = 60 * time.Second
+	DefaultMaxAttempts        = 1
+	DefaultConfidence         = 0.8
+	DefaultShortlist          = 20
+	DefaultRecoveryDeadline   = 60 * time.Second
+	DefaultAbstainToolName    = "toolgate_no_suitable_tool"
+	DefaultMaxBodyBytes       = 64 << 20
+	DefaultLogLevel           = "info"
+	DefaultLogFormat          = "json"
+	DefaultShutdownGrace      = 25 * time.Second
+	defaultUpstreamNamePrefix = "upstream"
+)
+
+// SetDefaults fills every field the operator left out. It is idempotent, and
+// it never overrides a value that was written: the pointer fields exist so
+// that an explicit 0 (no recovery attempts, say) survives. Durations and byte
+// limits have no such pointer, so 0 there means "not set".
+func (c *Config) SetDefaults() {
+	setString((*string)(&c.Mode), string(ModeEnforce))
+	setString(&c.Listen, DefaultListen)
+	setString(&c.AdminListen, DefaultAdminListen)
+
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		setString(&u.Name, defaultUpstreamNamePrefix+strconv.Itoa(i))
+		setString(&u.APIKeyMode, DefaultAPIKeyMode)
+		setDuration(&u.ConnectTimeout, DefaultConnectTimeout)
+		setDuration(&u.FirstByteTimeout, DefaultFirstByteTimeout)
+		setDuration(&u.IdleTimeout, DefaultIdleTimeout)
+	}
+
+	setString(&c.Catalog.Mode, CatalogIntersect)
+	setString(&c.Catalog.Unlisted, UnlistedAllow)
+	for i := range c.Catalog.Tools {
+		c.Catalog.Tools[i].setDefaults()
+	}
+
+	setString(&c.Recovery.Strategy, StrategyDecision)
+	setInt(&c.Recovery.MaxAttempts, DefaultMaxAttempts)
+	if c.Recovery.ConfidenceThreshold == nil {
+		v := DefaultConfidence
+		c.Recovery.ConfidenceThreshold = &v
+	}
+	setInt(&c.Recovery.Shortlist, DefaultShortlist)
+	setDuration(&c.Recovery.Deadline, DefaultRecoveryDeadline)
+	setInt(&c.Reprompt.MaxAttempts, DefaultMaxAttempts)
+
+	setString(&c.Abstain.ToolName, DefaultAbstainToolName)
+	setString(&c.Truncated, TruncatedEscalate)
+	setString(&c.Escalation.Mode, EscalationError)
+
+	if c.Limits.MaxRequestBytes == 0 {
+		c.Limits.MaxRequestBytes = DefaultMaxBodyBytes
+	}
+	if c.Limits.MaxResponseBytes == 0 {
+		c.Limits.MaxResponseBytes = DefaultMaxBodyBytes
+	}
+	setString(&c.Log.Level, DefaultLogLevel)
+	setString(&c.Log.Format, DefaultLogFormat)
+	setDuration(&c.Shutdown.Grace, DefaultShutdownGrace)
+}
+
+// setDefaults fills a tool's policy and substitutability. A confirm tool is
+// not substitutable by default: mapping an invented call onto an
+// irreversible action is exactly what an operator would not expect.
+func (t *ToolConfig) setDefaults() {
+	setString(&t.Policy, PolicyExecute)
+	if t.Substitutable == nil {
+		v := t.Policy != PolicyConfirm
+		t.Substitutable = &v
+	}
+}
+
+func setString(p *string, v string) {
+	if *p == "" {
+		*p = v
+	}
+}
+
+func setDuration(p *Duration, v time.Duration) {
+	if *p == 0 {
+		*p = Duration(v)
+	}
+}
+
+func setInt(p **int, v int) {
+	if *p == nil {
+		*p = &v
+	}
+}

@@ -1,0 +1,176 @@
+package catalog
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"reflect"
+	"sort"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads, checks and compiles the config file at path. Relative paths
+// inside it (catalog.files, recovery.prompt_file) are taken from the file's
+// own folder, so the result does not depend on the working directory.
+func Load(path string) (*Snapshot, error) {
+	c, err := LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(c, filepath.Dir(path))
+}
+
+// LoadConfig reads and checks the config file at path without compiling it:
+// no tool file, prompt file or environment variable is read.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes a config file strictly, fills in defaults and validates the
+// result. name labels error messages. Every problem found is reported in one
+// *ConfigError; each names its field path and, where known, its line.
+func Parse(data []byte, name string) (*Config, error) {
+	var root yaml.Node
+	err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, &ConfigError{File: name, Problems: []Problem{syntaxProblem(err)}}
+	}
+	src := newSource(name, &root)
+
+	var decoded []Problem
+	c := &Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, &ConfigError{File: name, Problems: []Problem{syntaxProblem(err)}}
+		}
+		for _, m := range te.Errors {
+			decoded = append(decoded, src.translate(m))
+		}
+	} else if err == nil {
+		// A second document would be ignored silently; an operator who
+		// wrote one expects it to count.
+		var extra yaml.Node
+		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+			line := extra.Line
+			if err != nil {
+				line = syntaxProblem(err).Line
+			}
+			decoded = append(decoded, Problem{Line: line, Message: "only one YAML document is allowed"})
+		}
+	}
+	if len(root.Content) > 0 {
+		decoded = append(decoded, fractionalInts(src, root.Content[0], reflect.TypeOf(c).Elem(), "")...)
+	}
+	c.src = src
+	for i := range c.Catalog.Tools {
+		line := src.lineOf(indexPath("catalog.tools", i))
+		if line > 0 {
+			c.Catalog.Tools[i].Origin = name + ":" + strconv.Itoa(line)
+		}
+	}
+
+	c.SetDefaults()
+	var all []Problem
+	all = append(all, decoded...)
+	if err := c.Validate(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			// A field the decoder could not read holds a zero value, and
+			// validating that would only repeat the decoder's complaint.
+			for _, p := range ce.Problems {
+				if !covered(decoded, p.Path) {
+					all = append(all, p)
+				}
+			}
+		}
+	}
+	if len(all) > 0 {
+		// File order reads best; problems without a line (defaults) last.
+		sort.SliceStable(all, func(i, j int) bool {
+			li, lj := all[i].Line, all[j].Line
+			return li != 0 && (lj == 0 || li < lj)
+		})
+		return nil, &ConfigError{File: name, Problems: all}
+	}
+	return c, nil
+}
+
+// fractionalInts finds numbers with a fraction written where the config
+// wants an integer. The yaml decoder truncates those silently (1.5 attempts
+// becomes 1), which would hide a typo, so they are refused here. It walks
+// the file alongside the Config type using the same yaml tags the decoder
+// uses, so new integer fields are covered without a list to keep in sync.
+func fractionalInts(src *source, n *yaml.Node, t reflect.Type, path string) []Problem {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []Problem
+	switch {
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			for f := range t.Fields() {
+				if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag == key && f.IsExported() {
+					out = append(out, fractionalInts(src, n.Content[i+1], f.Type, fieldPath(path, key))...)
+					break
+				}
+			}
+		}
+	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice:
+		for i, e := range n.Content {
+			out = append(out, fractionalInts(src, e, t.Elem(), indexPath(path, i))...)
+		}
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float":
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			var f float64
+			if err := n.Decode(&f); err != nil || f != math.Trunc(f) {
+				out = append(out, Problem{Path: path, Line: n.Line, Message: "expected an integer, got `" + n.Value + "`"})
+			}
+		}
+	}
+	return out
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// covered reports whether path is, or lies under, a path the decoder
+// already complained about.
+func covered(decoded []Problem, path string) bool {
+	for _, d := range decoded {
+		if d.Path == "" {
+			return true // the document as a whole could not be read
+		}
+		if path == d.Path || strings.HasPrefix(path, d.Path+".") || strings.HasPrefix(path, d.Path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// syntaxProblem turns a YAML syntax error ("yaml: line 3: ...") into a
+// Problem carrying that line.
+func syntaxProblem(err error) Problem {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := reLine.FindStringSubmatch(msg); m != nil {
+		return Problem{Line: atoi(m[1]), Message: m[2]}
+	}
+	return Problem{Message: msg}
+}

@@ -1,0 +1,199 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Tool is one real tool in compiled, ready-to-check form. Tools are shared
+// between requests and never mutated after Compile.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema as JSON text, for recovery prompts.
+	Parameters json.RawMessage
+	// Schema is nil when the tool declares no parameters or its schema could
+	// not be compiled (request tools only); then arguments must only be a JSON
+	// object.
+	Schema        *jsonschema.Schema
+	Policy        string
+	Substitutable bool
+	Provenance    []string
+	Rules         []*Rule
+	// FromRequest marks a tool judged by the request's own schema.
+	FromRequest bool
+	// SchemaError is set when a request tool's schema did not compile.
+	SchemaError error
+}
+
+// Rule is a compiled semantic rule; its program is filled by the rules
+// compiler (see rules.go).
+type Rule struct {
+	Expr    string
+	Message string
+	prog    ruleProgram
+}
+
+// ruleProgram is the compiled form of a rule expression. It takes a context
+// so that a cancelled request also stops its rule evaluation.
+type ruleProgram interface {
+	eval(ctx context.Context, tool string, args any) (bool, error)
+}
+
+// Snapshot is one immutable, fully compiled configuration. A request takes
+// the current Snapshot once at its start and keeps it to the end, so a reload
+// never changes the rules under a request in flight.
+type Snapshot struct {
+	Config *Config
+	// Version labels metrics and escalations: catalog.version, or a short hash
+	// of the catalog, or "request" when the catalog is empty.
+	Version string
+	// Tools are the config catalog's tools by name.
+	Tools map[string]*Tool
+	// Names are the catalog's tool names, sorted.
+	Names []string
+	// Prompt is the recovery prompt template (default or prompt_file).
+	Prompt string
+	// Secrets resolved from the environment at load time.
+	Secrets Secrets
+
+	schemas *schemaCache
+	// all is the Effective of the whole catalog, built once and shared by
+	// every request that needs no other.
+	all *Effective
+}
+
+// Secrets are values read from environment variables named in the config.
+// They are kept apart so that logging a Config can never print them.
+type Secrets struct {
+	// UpstreamKeys by upstream name.
+	UpstreamKeys map[string]string
+	// InboundTokens accepted from clients; empty disables inbound auth.
+	InboundTokens []string
+	// WebhookSecret signs webhook deliveries.
+	WebhookSecret string
+}
+
+// Store holds the live Snapshot and swaps it atomically on reload.
+type Store struct {
+	cur atomic.Pointer[Snapshot]
+}
+
+// NewStore returns a Store serving s.
+func NewStore(s *Snapshot) *Store {
+	st := &Store{}
+	st.cur.Store(s)
+	return st
+}
+
+// Load returns the live Snapshot.
+func (st *Store) Load() *Snapshot { return st.cur.Load() }
+
+// Swap installs s as the live Snapshot.
+func (st *Store) Swap(s *Snapshot) { st.cur.Store(s) }
+
+// Offered is a function tool as a request declares it.
+type Offered struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// ChoiceKind is the request's tool_choice, reduced to what narrows tools.
+type ChoiceKind uint8
+
+// Tool choices.
+const (
+	ChoiceAuto     ChoiceKind = iota // "auto", absent, or "required"/"any"
+	ChoiceRequired                   // a call is required, any tool
+	ChoiceNone                       // no tool may be called
+	ChoiceNamed                      // exactly Names[0]
+	ChoiceAllowed                    // one of Names
+)
+
+// ToolChoice narrows the effective catalog.
+type ToolChoice struct {
+	Kind  ChoiceKind
+	Names []string
+}
+
+// Status says how a called name relates to the effective catalog.
+type Status uint8
+
+// Name statuses, mapped to finding codes by package validate.
+const (
+	Found        Status = iota // callable in this request
+	NotOffered                 // a catalog tool this request did not offer
+	NotInCatalog               // offered, but the catalog lacks it and unlisted is reject
+	Unknown                    // nothing of that name exists
+)
+
+// Effective is the set of tools one request may call (SPEC §3). It is
+// read-only once built; the one built for the whole catalog is shared by
+// requests.
+type Effective struct {
+	Version string
+	tools   map[string]*Tool
+	// narrowed are the tools tool_choice took out of reach in this request.
+	narrowed map[string]*Tool
+	// catalog is the config catalog in intersect mode, where a catalog tool
+	// the request did not offer is not offered rather than unknown.
+	catalog  map[string]*Tool
+	rejected map[string]struct{}
+	strip    []string
+	sorted   []*Tool
+}
+
+// Len is the number of callable tools.
+func (e *Effective) Len() int { return len(e.tools) }
+
+// Tools returns the callable tools sorted by name. The slice is shared. It
+// is built on first use, since most requests never need it; the first call
+// must not race with another on the same Effective (the shared catalog-wide
+// one is built up front).
+func (e *Effective) Tools() []*Tool {
+	if e.sorted == nil && len(e.tools) > 0 {
+		out := make([]*Tool, 0, len(e.tools))
+		for _, t := range e.tools {
+			out = append(out, t)
+		}
+		sortTools(out)
+		e.sorted = out
+	}
+	return e.sorted
+}
+
+// Lookup resolves a called name. Names are matched exactly; the only
+// loosening is the operator's strip_prefixes, reported through stripped.
+func (e *Effective) Lookup(name string) (t *Tool, st Status, stripped bool) {
+	if t, st = e.lookup(name); st != Unknown {
+		return t, st, false
+	}
+	for _, p := range e.strip {
+		if len(name) > len(p) && name[:len(p)] == p {
+			if t2, st2 := e.lookup(name[len(p):]); st2 != Unknown {
+				return t2, st2, true
+			}
+		}
+	}
+	return nil, Unknown, false
+}
+
+func (e *Effective) lookup(name string) (*Tool, Status) {
+	if t, ok := e.tools[name]; ok {
+		return t, Found
+	}
+	if _, ok := e.rejected[name]; ok {
+		return nil, NotInCatalog
+	}
+	if _, ok := e.narrowed[name]; ok {
+		return nil, NotOffered
+	}
+	if _, ok := e.catalog[name]; ok {
+		return nil, NotOffered
+	}
+	return nil, Unknown
+}

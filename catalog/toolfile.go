@@ -1,0 +1,136 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// readToolFile reads a tool file from path; label is the name the config
+// gave it, used in origins and messages.
+func readToolFile(path, label string) ([]ToolConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseToolFile(data, label)
+}
+
+// fileTool is the union of the tool shapes the model APIs use, so one decode
+// reads any of them:
+//
+//	OpenAI Chat:      {"type":"function","function":{"name","description","parameters"}}
+//	OpenAI Responses: {"type":"function","name","description","parameters"}
+//	Anthropic:        {"name","description","input_schema"}
+//
+// Other fields (strict, cache_control…) are ignored: the file is usually a
+// copy of what an agent already sends.
+type fileTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Function    *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// parseToolFile reads a JSON or YAML tool list, bare or as the "tools" of
+// an object (so a captured request body works as is). Entries of other tool
+// types (web search, custom, server tools) are skipped: only function tools
+// are judged.
+func parseToolFile(data []byte, label string) ([]ToolConfig, error) {
+	data = bytes.TrimSpace(data)
+	if !json.Valid(data) {
+		var n yaml.Node
+		if err := yaml.Unmarshal(data, &n); err != nil {
+			return nil, fmt.Errorf("%s is neither JSON nor YAML: %v", label, err)
+		}
+		j, err := yamlToJSON(&n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", label, err)
+		}
+		data = j
+	}
+	var items []json.RawMessage
+	switch {
+	case len(data) > 0 && data[0] == '[':
+		if err := json.Unmarshal(data, &items); err != nil {
+			return nil, fmt.Errorf("%s: %v", label, err)
+		}
+	case len(data) > 0 && data[0] == '{':
+		var obj struct {
+			Tools *[]json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(data, &obj); err != nil {
+			return nil, fmt.Errorf("%s: %v", label, err)
+		}
+		if obj.Tools == nil {
+			return nil, fmt.Errorf("%s: expected a list of tools or an object with a \"tools\" list", label)
+		}
+		items = *obj.Tools
+	default:
+		return nil, fmt.Errorf("%s: expected a list of tools or an object with a \"tools\" list", label)
+	}
+
+	var out []ToolConfig
+	for i, raw := range items {
+		origin := fmt.Sprintf("%s[%d]", label, i)
+		t, ok, err := decodeFileTool(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", origin, err)
+		}
+		if !ok {
+			continue
+		}
+		t.Origin = origin
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+var errNotATool = errors.New("not a tool in OpenAI Chat, OpenAI Responses or Anthropic format")
+
+// decodeFileTool reads one entry; ok is false for a tool of another type.
+func decodeFileTool(raw json.RawMessage) (t ToolConfig, ok bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return t, false, errNotATool
+	}
+	var ft fileTool
+	if err := json.Unmarshal(raw, &ft); err != nil {
+		return t, false, err
+	}
+	switch {
+	case ft.Function != nil:
+		if ft.Type != "" && ft.Type != "function" {
+			return t, false, fmt.Errorf("has a \"function\" but type %q", ft.Type)
+		}
+		t = ToolConfig{Name: ft.Function.Name, Description: ft.Function.Description, Parameters: JSONValue(ft.Function.Parameters)}
+	case ft.Type == "function":
+		t = ToolConfig{Name: ft.Name, Description: ft.Description, Parameters: JSONValue(ft.Parameters)}
+	case len(ft.InputSchema) > 0 && (ft.Type == "" || ft.Type == "custom"):
+		// Anthropic client tools may carry type "custom"; OpenAI's custom
+		// tools have no input_schema and are skipped below.
+		t = ToolConfig{Name: ft.Name, Description: ft.Description, Parameters: JSONValue(ft.InputSchema)}
+	case ft.Type != "":
+		return t, false, nil
+	case ft.Name != "":
+		// toolgate's own shape, as in config.yaml: name, description and
+		// an optional parameters schema.
+		t = ToolConfig{Name: ft.Name, Description: ft.Description, Parameters: JSONValue(ft.Parameters)}
+	default:
+		return t, false, errNotATool
+	}
+	if t.Name == "" {
+		return t, false, errors.New("tool has no name")
+	}
+	return t, true, nil
+}

@@ -1,0 +1,339 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// toolName is SPEC's tool name grammar. It is wider than OpenAI's (it admits
+// "." and ":") because MCP-style names use them and Anthropic accepts them.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,128}$`)
+
+// maxAttemptsLimit caps re-queries per answer: each is a paid upstream call
+// on the client's clock, and ten failed repairs in a row mean the eleventh
+// will fail too.
+const maxAttemptsLimit = 10
+
+// Validate checks a defaulted Config and reports every problem at once. It
+// reads no files and no environment, so it gives the same answer at start,
+// on reload and in `toolgate check`.
+func (c *Config) Validate() error {
+	ps := &problems{src: c.src}
+
+	oneOf(ps, "mode", string(c.Mode), string(ModeEnforce), string(ModeShadow))
+	checkListen(ps, "listen", c.Listen)
+	checkListen(ps, "admin_listen", c.AdminListen)
+	if c.Listen != "" && c.Listen == c.AdminListen && !strings.HasSuffix(c.Listen, ":0") {
+		ps.add("admin_listen", "must differ from listen (%s)", c.Listen)
+	}
+
+	c.validateUpstreams(ps)
+	c.validateCatalog(ps)
+
+	oneOf(ps, "recovery.strategy", c.Recovery.Strategy, StrategyDecision, StrategyCorrection)
+	checkAttempts(ps, "recovery.max_attempts", c.Recovery.MaxAttempts)
+	if p := c.Recovery.ConfidenceThreshold; p != nil && (math.IsNaN(*p) || *p < 0 || *p > 1) {
+		ps.add("recovery.confidence_threshold", "must be between 0 and 1, got %v", *p)
+	}
+	if p := c.Recovery.Shortlist; p != nil && *p < 1 {
+		ps.add("recovery.shortlist", "must be at least 1, got %d", *p)
+	}
+	positive(ps, "recovery.deadline", c.Recovery.Deadline)
+	checkAttempts(ps, "reprompt.max_attempts", c.Reprompt.MaxAttempts)
+
+	if !toolName.MatchString(c.Abstain.ToolName) {
+		ps.add("abstain.tool_name", "%q is not a valid tool name (1 to 128 of a-z A-Z 0-9 _ . : -)", c.Abstain.ToolName)
+	} else if c.Abstain.Enabled {
+		for i, t := range c.Catalog.Tools {
+			if t.Name == c.Abstain.ToolName {
+				ps.add("abstain.tool_name", "%q is also the name of catalog.tools[%d]; the virtual tool would hide it", t.Name, i)
+			}
+		}
+	}
+	oneOf(ps, "truncated", c.Truncated, TruncatedEscalate, TruncatedPass)
+
+	oneOf(ps, "escalation.mode", c.Escalation.Mode, EscalationError, EscalationMessage)
+	for i, r := range c.Escalation.Redact {
+		checkPointer(ps, indexPath("escalation.redact", i), r)
+	}
+	if w := c.Escalation.Sinks.Webhook; w != "" {
+		if msg := httpURLProblem(w); msg != "" {
+			ps.add("escalation.sinks.webhook", "%s", msg)
+		}
+	}
+
+	if c.Limits.MaxRequestBytes <= 0 {
+		ps.add("limits.max_request_bytes", "must be greater than 0, got %d", c.Limits.MaxRequestBytes)
+	}
+	if c.Limits.MaxResponseBytes <= 0 {
+		ps.add("limits.max_response_bytes", "must be greater than 0, got %d", c.Limits.MaxResponseBytes)
+	}
+	oneOf(ps, "log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf(ps, "log.format", c.Log.Format, "json", "console")
+	positive(ps, "shutdown.grace", c.Shutdown.Grace)
+
+	c.validateExposure(ps)
+	return ps.err()
+}
+
+func (c *Config) validateUpstreams(ps *problems) {
+	if len(c.Upstreams) == 0 {
+		ps.add("upstreams", "at least one upstream is required, e.g. upstreams: [{url: https://api.openai.com}]")
+		return
+	}
+	names := map[string]int{}
+	prefixes := map[string]int{}
+	for i, u := range c.Upstreams {
+		at := indexPath("upstreams", i)
+		if u.Name == "" {
+			ps.add(at+".name", "must not be empty")
+		} else if j, dup := names[u.Name]; dup {
+			ps.add(at+".name", "%q is also the name of upstreams[%d]", u.Name, j)
+		} else {
+			names[u.Name] = i
+		}
+
+		if msg := httpURLProblem(u.URL); msg != "" {
+			ps.add(at+".url", "%s", msg)
+		}
+
+		switch p := u.PathPrefix; {
+		case p != "" && !strings.HasPrefix(p, "/"):
+			ps.add(at+".path_prefix", "%q must start with \"/\"", p)
+		case strings.HasSuffix(p, "/"):
+			ps.add(at+".path_prefix", "%q must not end with \"/\" (use \"\" for the root)", p)
+		case strings.ContainsAny(p, "?#{}*"):
+			ps.add(at+".path_prefix", "%q must be a plain path", p)
+		}
+		if j, dup := prefixes[u.PathPrefix]; dup {
+			ps.add(at+".path_prefix", "%q is also the path_prefix of upstreams[%d]; the prefix selects the upstream", u.PathPrefix, j)
+		} else {
+			prefixes[u.PathPrefix] = i
+		}
+
+		for _, k := range sortedKeys(u.APIPaths) {
+			kp := fieldPath(at+".api_paths", k)
+			if msg := routePatternProblem(k); msg != "" {
+				ps.add(kp, "%s", msg)
+			}
+			oneOf(ps, kp, u.APIPaths[k], APIChat, APIMessages, APIResponses)
+		}
+
+		oneOf(ps, at+".api_key_mode", u.APIKeyMode, APIKeyIfMissing, APIKeyReplace)
+		positive(ps, at+".connect_timeout", u.ConnectTimeout)
+		positive(ps, at+".first_byte_timeout", u.FirstByteTimeout)
+		positive(ps, at+".idle_timeout", u.IdleTimeout)
+	}
+}
+
+func (c *Config) validateCatalog(ps *problems) {
+	cat := &c.Catalog
+	oneOf(ps, "catalog.mode", cat.Mode, CatalogIntersect, CatalogConfig, CatalogRequest)
+	oneOf(ps, "catalog.unlisted", cat.Unlisted, UnlistedAllow, UnlistedReject)
+	if cat.Mode == CatalogConfig && len(cat.Tools) == 0 && len(cat.Files) == 0 {
+		ps.add("catalog.mode", "mode config needs a catalog: add catalog.tools or catalog.files")
+	}
+	for i, p := range cat.StripPrefixes {
+		if p == "" {
+			ps.add(indexPath("catalog.strip_prefixes", i), "must not be empty")
+		}
+	}
+	for i, f := range cat.Files {
+		if strings.TrimSpace(f) == "" {
+			ps.add(indexPath("catalog.files", i), "must not be empty")
+		}
+	}
+	seen := map[string]int{}
+	for i := range cat.Tools {
+		t := &cat.Tools[i]
+		at := indexPath("catalog.tools", i)
+		t.validate(ps, at)
+		if t.Name == "" {
+			continue
+		}
+		if j, dup := seen[t.Name]; dup {
+			ps.add(at+".name", "tool %q is already defined at catalog.tools[%d]", t.Name, j)
+		} else {
+			seen[t.Name] = i
+		}
+	}
+}
+
+// validate checks one tool, from config.yaml or from a tool file, at path at.
+func (t *ToolConfig) validate(ps *problems, at string) {
+	switch {
+	case t.Name == "":
+		ps.add(at+".name", "must not be empty")
+	case !toolName.MatchString(t.Name):
+		ps.add(at+".name", "%q is not a valid tool name (1 to 128 of a-z A-Z 0-9 _ . : -)", t.Name)
+	}
+	if len(t.Parameters) > 0 {
+		if v := bytes.TrimSpace(t.Parameters); !bytes.Equal(v, []byte("null")) && (len(v) == 0 || v[0] != '{' || !json.Valid(v)) {
+			ps.add(at+".parameters", "must be a JSON Schema object, as the model APIs require")
+		}
+	}
+	oneOf(ps, at+".policy", t.Policy, PolicyExecute, PolicyConfirm)
+	for j, p := range t.Provenance {
+		checkPointer(ps, indexPath(at+".provenance", j), p)
+	}
+	for j, r := range t.Rules {
+		if strings.TrimSpace(r.Expr) == "" {
+			ps.add(indexPath(at+".rules", j)+".expr", "must not be empty")
+		}
+	}
+}
+
+// validateExposure refuses a proxy that would lend its upstream key to
+// anyone who can reach it: SPEC §2's one hard safety rule.
+func (c *Config) validateExposure(ps *problems) {
+	if c.InboundAuth.TokensEnv != "" {
+		return
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil || isLoopback(host) {
+		return
+	}
+	for i, u := range c.Upstreams {
+		if u.APIKeyEnv != "" {
+			ps.add("inbound_auth.tokens_env",
+				"required because listen %q is not a loopback address and upstreams[%d].api_key_env is set: anyone who can reach toolgate could spend that key",
+				c.Listen, i)
+			return
+		}
+	}
+}
+
+// isLoopback reports whether host only ever accepts local connections. An
+// empty host or 0.0.0.0 listens everywhere, and a name other than localhost
+// may resolve anywhere, so both count as exposed.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func checkListen(ps *problems, path, addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		ps.add(path, "%q must be host:port, e.g. 127.0.0.1:8080", addr)
+		return
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		ps.add(path, "%q has an invalid port", addr)
+	}
+	if strings.ContainsAny(host, "/ ") {
+		ps.add(path, "%q has an invalid host", addr)
+	}
+}
+
+// httpURLProblem says what is wrong with an upstream or webhook URL, or "".
+func httpURLProblem(raw string) string {
+	if raw == "" {
+		return "must be set, e.g. https://api.openai.com"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "is not a valid URL: " + strings.TrimPrefix(err.Error(), "parse "+strconv.Quote(raw)+": ")
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return strconv.Quote(raw) + " must be an absolute http:// or https:// URL"
+	case u.Host == "" || u.Opaque != "":
+		return strconv.Quote(raw) + " has no host"
+	case u.User != nil:
+		return strconv.Quote(raw) + " must not carry credentials; they would show in logs (use api_key_env)"
+	case u.RawQuery != "" || u.ForceQuery:
+		return strconv.Quote(raw) + " must not have a query string"
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return strconv.Quote(raw) + " must not have a fragment"
+	}
+	if _, port, err := net.SplitHostPort(u.Host); err == nil {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return strconv.Quote(raw) + " has an invalid port"
+		}
+	}
+	return ""
+}
+
+// routePatternProblem checks an api_paths key: an absolute path whose
+// segments may be chi-style {param} placeholders.
+func routePatternProblem(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return "path must start with \"/\""
+	}
+	if strings.ContainsAny(p, "?#") {
+		return "path must not contain a query or fragment"
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		open := strings.Count(seg, "{")
+		if open != strings.Count(seg, "}") || open > 1 {
+			return "segment " + strconv.Quote(seg) + " has unbalanced or nested braces"
+		}
+		if open == 1 {
+			i, j := strings.IndexByte(seg, '{'), strings.IndexByte(seg, '}')
+			if j < i || j == i+1 {
+				return "segment " + strconv.Quote(seg) + " needs a parameter name between the braces"
+			}
+		}
+	}
+	return ""
+}
+
+// checkPointer checks an RFC 6901 JSON pointer: empty (the whole value) or
+// "/"-separated tokens in which "~" only starts "~0" or "~1".
+func checkPointer(ps *problems, path, p string) {
+	if msg := pointerProblem(p); msg != "" {
+		ps.add(path, "%q is not a JSON pointer: %s", p, msg)
+	}
+}
+
+func pointerProblem(p string) string {
+	if p != "" && p[0] != '/' {
+		return "must be empty or start with \"/\""
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] == '~' && (i+1 == len(p) || (p[i+1] != '0' && p[i+1] != '1')) {
+			return "\"~\" must be followed by 0 or 1"
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func oneOf(ps *problems, path, v string, allowed ...string) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	ps.add(path, "%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+func positive(ps *problems, path string, d Duration) {
+	if d <= 0 {
+		ps.add(path, "must be greater than 0, got %s", d)
+	}
+}
+
+func checkAttempts(ps *problems, path string, p *int) {
+	if p != nil && (*p < 0 || *p > maxAttemptsLimit) {
+		ps.add(path, "must be between 0 and %d, got %d", maxAttemptsLimit, *p)
+	}
+}

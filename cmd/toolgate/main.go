@@ -1,0 +1,155 @@
+// Command toolgate is an HTTP sidecar proxy that lets through only tool calls
+// naming a real tool with valid arguments.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/internal/demo"
+	"github.com/toolgate/toolgate/internal/lint"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `toolgate: only real tools with valid arguments reach your agent.
+
+Usage:
+  toolgate serve   --config config.yaml   run the proxy
+  toolgate check   --config config.yaml   validate the config and lint the catalog
+  toolgate demo                           run a scripted end-to-end demonstration
+  toolgate version                        print the version
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "check":
+		return check(args[1:], stdout, stderr)
+	case "demo":
+		if err := demo.Run(context.Background(), stdout); err != nil {
+			fmt.Fprintln(stderr, "demo failed:", err)
+			return 1
+		}
+		return 0
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "toolgate", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "toolgate: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func configFlag(name string, args []string, stderr io.Writer) (string, bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "config.yaml", "path to config.yaml")
+	if err := fs.Parse(args); err != nil {
+		return "", false
+	}
+	return *path, true
+}
+
+func check(args []string, stdout, stderr io.Writer) int {
+	path, ok := configFlag("check", args, stderr)
+	if !ok {
+		return 2
+	}
+	snap, err := catalog.Load(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: valid; catalog version %s, %d tools\n", path, snap.Version, len(snap.Tools))
+	warnings := lint.Catalog(snap)
+	for _, w := range warnings {
+		fmt.Fprintln(stdout, "warning:", w)
+	}
+	return 0
+}
+
+func serve(args []string, stderr io.Writer) int {
+	path, ok := configFlag("serve", args, stderr)
+	if !ok {
+		return 2
+	}
+	cfg, err := catalog.LoadConfig(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	log, err := newLogger(cfg.Log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer func() { _ = log.Sync() }()
+	a, err := app.Start(path, app.Options{Logger: log})
+	if err != nil {
+		log.Error("start failed", zap.Error(err))
+		return 1
+	}
+	stopWatch, err := a.Watch()
+	if err != nil {
+		log.Warn("config folder not watched; reload with SIGHUP", zap.Error(err))
+	} else {
+		defer stopWatch()
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			_ = a.Reload()
+			continue
+		}
+		log.Info("draining", zap.String("signal", sig.String()), zap.Duration("grace", a.Grace()))
+		ctx, cancel := context.WithTimeout(context.Background(), a.Grace())
+		err := a.Shutdown(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			log.Error("shutdown", zap.Error(err))
+		}
+		return 0
+	}
+	return 0
+}
+
+func newLogger(c catalog.Log) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	zc := zap.NewProductionConfig()
+	if c.Format == "console" {
+		zc = zap.NewDevelopmentConfig()
+	}
+	zc.Level = zap.NewAtomicLevelAt(level)
+	zc.OutputPaths = []string{"stderr"}
+	zc.ErrorOutputPaths = []string{"stderr"}
+	zc.Sampling = nil
+	return zc.Build()
+}

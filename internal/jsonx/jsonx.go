@@ -1,0 +1,330 @@
+// Package jsonx edits JSON documents without re-encoding what it does not
+// touch. Upstream answers carry fields toolgate does not know (and future
+// fields it cannot know); splicing raw byte spans keeps them exactly as sent,
+// key order included.
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// ErrSyntax reports input that is not the JSON shape asked for.
+var ErrSyntax = errors.New("jsonx: malformed JSON")
+
+// Field is one member of an object, its value as raw bytes.
+type Field struct {
+	Key   string
+	Value []byte
+}
+
+// Object is an object's members in document order.
+type Object []Field
+
+// ParseObject splits a JSON object into its members. Values alias data.
+func ParseObject(data []byte) (Object, error) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, ErrSyntax
+	}
+	i++
+	var obj Object
+	for {
+		i = skipWS(data, i)
+		if i < len(data) && data[i] == '}' && len(obj) == 0 {
+			i++
+			break
+		}
+		if i >= len(data) || data[i] != '"' {
+			return nil, ErrSyntax
+		}
+		end, err := skipString(data, i)
+		if err != nil {
+			return nil, err
+		}
+		var key string
+		if bytes.IndexByte(data[i+1:end-1], '\\') < 0 {
+			key = string(data[i+1 : end-1])
+		} else if err := json.Unmarshal(data[i:end], &key); err != nil {
+			return nil, ErrSyntax
+		}
+		i = skipWS(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return nil, ErrSyntax
+		}
+		i = skipWS(data, i+1)
+		vend, err := skipValue(data, i, 0)
+		if err != nil {
+			return nil, err
+		}
+		obj = append(obj, Field{Key: key, Value: data[i:vend]})
+		i = skipWS(data, vend)
+		if i < len(data) && data[i] == ',' {
+			i++
+			continue
+		}
+		if i < len(data) && data[i] == '}' {
+			i++
+			break
+		}
+		return nil, ErrSyntax
+	}
+	if skipWS(data, i) != len(data) {
+		return nil, ErrSyntax
+	}
+	return obj, nil
+}
+
+// Get returns the raw value of key, or nil.
+func (o Object) Get(key string) []byte {
+	for _, f := range o {
+		if f.Key == key {
+			return f.Value
+		}
+	}
+	return nil
+}
+
+// Has reports whether key is present.
+func (o Object) Has(key string) bool { return o.Get(key) != nil }
+
+// Set replaces key's value in place, or appends the member.
+func (o Object) Set(key string, value []byte) Object {
+	for i := range o {
+		if o[i].Key == key {
+			o[i].Value = value
+			return o
+		}
+	}
+	return append(o, Field{Key: key, Value: value})
+}
+
+// Delete removes key.
+func (o Object) Delete(key string) Object {
+	for i := range o {
+		if o[i].Key == key {
+			return append(o[:i:i], o[i+1:]...)
+		}
+	}
+	return o
+}
+
+// Append writes the object to dst, compactly between members and with each
+// value's own bytes.
+func (o Object) Append(dst []byte) []byte {
+	dst = append(dst, '{')
+	for i, f := range o {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, f.Key)
+		dst = append(dst, ':')
+		dst = append(dst, f.Value...)
+	}
+	return append(dst, '}')
+}
+
+// Bytes encodes the object.
+func (o Object) Bytes() []byte { return o.Append(nil) }
+
+// ParseArray splits a JSON array into its elements. Elements alias data.
+func ParseArray(data []byte) ([][]byte, error) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return nil, ErrSyntax
+	}
+	i++
+	var out [][]byte
+	for {
+		i = skipWS(data, i)
+		if i < len(data) && data[i] == ']' && len(out) == 0 {
+			i++
+			break
+		}
+		end, err := skipValue(data, i, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, data[i:end])
+		i = skipWS(data, end)
+		if i < len(data) && data[i] == ',' {
+			i++
+			continue
+		}
+		if i < len(data) && data[i] == ']' {
+			i++
+			break
+		}
+		return nil, ErrSyntax
+	}
+	if skipWS(data, i) != len(data) {
+		return nil, ErrSyntax
+	}
+	return out, nil
+}
+
+// AppendArray writes elems as a JSON array.
+func AppendArray(dst []byte, elems [][]byte) []byte {
+	dst = append(dst, '[')
+	for i, e := range elems {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, e...)
+	}
+	return append(dst, ']')
+}
+
+// AppendString writes s as a JSON string, escaping as encoding/json does
+// but without HTML escaping (the output is never embedded in HTML).
+func AppendString(dst []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	b := buf.Bytes()
+	return append(dst, b[:len(b)-1]...)
+}
+
+// String returns s as a JSON string.
+func String(s string) []byte { return AppendString(nil, s) }
+
+// Marshal encodes v without HTML escaping.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return b[:len(b)-1], nil
+}
+
+// Unquote decodes a raw JSON string value. It reports false for anything
+// that is not a string.
+func Unquote(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// IsNull reports whether raw is absent or the literal null.
+func IsNull(raw []byte) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+func skipWS(d []byte, i int) int {
+	for i < len(d) {
+		switch d[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 10000
+
+func skipString(d []byte, i int) (int, error) {
+	i++
+	for i < len(d) {
+		j := bytes.IndexAny(d[i:], "\"\\")
+		if j < 0 {
+			return 0, ErrSyntax
+		}
+		i += j
+		if d[i] == '"' {
+			return i + 1, nil
+		}
+		i += 2
+	}
+	return 0, ErrSyntax
+}
+
+// skipValue returns the end of the value starting at i. It checks structure
+// enough to find the end; json.Valid remains the judge of full validity.
+func skipValue(d []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, ErrSyntax
+	}
+	if i >= len(d) {
+		return 0, ErrSyntax
+	}
+	switch d[i] {
+	case '"':
+		return skipString(d, i)
+	case '{', '[':
+		open, close := d[i], byte('}')
+		if open == '[' {
+			close = ']'
+		}
+		i = skipWS(d, i+1)
+		if i < len(d) && d[i] == close {
+			return i + 1, nil
+		}
+		for {
+			if open == '{' {
+				if i >= len(d) || d[i] != '"' {
+					return 0, ErrSyntax
+				}
+				end, err := skipString(d, i)
+				if err != nil {
+					return 0, err
+				}
+				i = skipWS(d, end)
+				if i >= len(d) || d[i] != ':' {
+					return 0, ErrSyntax
+				}
+				i = skipWS(d, i+1)
+			}
+			end, err := skipValue(d, i, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			i = skipWS(d, end)
+			if i >= len(d) {
+				return 0, ErrSyntax
+			}
+			if d[i] == ',' {
+				i = skipWS(d, i+1)
+				continue
+			}
+			if d[i] == close {
+				return i + 1, nil
+			}
+			return 0, ErrSyntax
+		}
+	default:
+		j := i
+		for j < len(d) {
+			c := d[j]
+			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				break
+			}
+			j++
+		}
+		if j == i {
+			return 0, ErrSyntax
+		}
+		switch lit := d[i:j]; {
+		case string(lit) == "true", string(lit) == "false", string(lit) == "null":
+		case lit[0] == '-' || (lit[0] >= '0' && lit[0] <= '9'):
+		default:
+			return 0, ErrSyntax
+		}
+		return j, nil
+	}
+}

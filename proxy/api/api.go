@@ -1,0 +1,83 @@
+// Package api is the contract between toolgate's provider-neutral pipeline
+// and its per-API adapters. An adapter translates one wire format into
+// neutral values and back; it never decides anything.
+package api
+
+import (
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// Request is what the pipeline needs to know about a client request.
+type Request struct {
+	// Body is the request exactly as the client sent it.
+	Body    []byte
+	Model   string
+	Stream  bool
+	Offered []catalog.Offered
+	Choice  catalog.ToolChoice
+	// StructuredOutput is set when the request asks for response_format /
+	// text.format: escalations then always use error mode.
+	StructuredOutput bool
+	// HistoryUpstream is set when earlier turns live at the provider.
+	HistoryUpstream bool
+	// Stateful is set when a re-query cannot extend the conversation.
+	Stateful bool
+	// Evidence vouches for provenance from user content and tool results.
+	Evidence validate.Evidence
+	// UserText is the last user message, for shortlist ranking.
+	UserText string
+	// Private is the adapter's own parsed form of the request.
+	Private any
+}
+
+// Response is a decoded non-streaming answer.
+type Response struct {
+	Body []byte
+	// Choices are the answer's assistant turns (one unless n > 1).
+	Choices []*recovery.Turn
+	Usage   recovery.Usage
+	// Private is the adapter's own parsed form of the answer.
+	Private any
+}
+
+// Escalated pairs an escalation with the choice it replaces.
+type Escalated struct {
+	Choice     int
+	Escalation *recovery.Escalation
+	// Body is the escalation object as JSON (already redacted for the wire
+	// where needed), so adapters embed it without re-encoding.
+	Body []byte
+	// Text is the user-facing sentence for message mode.
+	Text string
+}
+
+// Final is the pipeline's decision for one choice, for Render.
+type Final struct {
+	Result *recovery.Result
+	// Escalated is set when this choice is replaced by an escalation message.
+	Escalated *Escalated
+}
+
+// Adapter translates one API's wire format.
+type Adapter interface {
+	// Name is the api metric label: chat, messages or responses.
+	Name() string
+	// ParseRequest reads the client's request. An error means the pipeline
+	// cannot read it; the body is then forwarded as is.
+	ParseRequest(body []byte) (*Request, error)
+	// ParseResponse decodes a non-streaming answer.
+	ParseResponse(body []byte) (*Response, error)
+	// FollowUp builds a re-query from the original request with q's history
+	// appended, in the provider's exact shape.
+	FollowUp(req *Request, prev *Response, q *recovery.Query) ([]byte, error)
+	// Render writes the answer the client gets: the original body with only
+	// repaired calls replaced and escalated or abstained choices rewritten.
+	Render(req *Request, resp *Response, finals []Final) ([]byte, error)
+	// ErrorBody is the error-mode escalation body (SPEC §5).
+	ErrorBody(e *Escalated) []byte
+	// CallJSON renders one validated call in the route's own shape, for the
+	// escalation's "call" field.
+	CallJSON(c validate.ToolCall) []byte
+}

@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// EscalationRecord is what sinks receive: the escalation and where it
+// happened. Sinks redact it before writing; nothing here holds a secret.
+type EscalationRecord struct {
+	Time       time.Time            `json:"time"`
+	API        string               `json:"api"`
+	Model      string               `json:"model"`
+	Escalation *recovery.Escalation `json:"escalation"`
+}
+
+// escalated completes the ladder's escalation with request facts, counts
+// it and hands it to the sinks.
+func (x *exchange) escalated(choice int, r *recovery.Result) *api.Escalated {
+	e := r.Escalation
+	e.CatalogVersion = x.rt.snap.Version
+	e.RequestID = x.rid
+	e.UpstreamRequestIDs = append([]string{}, x.upIDs...)
+	if e.CallIndex >= 0 && e.CallIndex < len(r.Calls) {
+		e.Call = x.ad.CallJSON(r.Calls[e.CallIndex])
+	}
+	if e.Attempts == nil {
+		e.Attempts = []recovery.Attempt{}
+	}
+	body, err := jsonx.Marshal(e)
+	if err != nil {
+		// Every field is a plain type; this cannot fail, but an escalation
+		// must never be lost to it.
+		body = []byte(`{"id":` + string(jsonx.String(e.ID)) + `}`)
+	}
+	x.s.metrics.Escalations.WithLabelValues(e.CatalogVersion, e.Label).Inc()
+	model := ""
+	if x.req != nil {
+		model = x.req.Model
+	}
+	x.s.sink.Record(&EscalationRecord{Time: e.Time, API: x.ad.Name(), Model: model, Escalation: e})
+	x.s.log.Info("escalation",
+		zap.String("request_id", x.rid),
+		zap.String("escalation_id", e.ID),
+		zap.String("reason", e.Label),
+		zap.Strings("codes", e.Codes),
+		zap.String("catalog_version", e.CatalogVersion),
+	)
+	return &api.Escalated{Choice: choice, Escalation: e, Body: body, Text: userText(e)}
+}
+
+// userText is the sentence a person reads in message mode, and the error
+// message in error mode.
+func userText(e *recovery.Escalation) string {
+	reason := e.Reason
+	if reason == "" {
+		reason = "a tool call could not be validated"
+	}
+	return "This step needs a person: " + reason + ". [toolgate:" + e.ID + "]"
+}
+
+// writeEscalation answers in error mode (SPEC §5).
+func (x *exchange) writeEscalation(e *api.Escalated, outcome recovery.Outcome) {
+	body := x.ad.ErrorBody(e)
+	h := x.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Should-Retry", "false")
+	h.Set("X-Toolgate-Escalation-Id", e.Escalation.ID)
+	x.toolgateHeaders(h, outcome)
+	x.w.WriteHeader(http.StatusUnprocessableEntity)
+	_, _ = x.w.Write(body)
+	x.logDone(http.StatusUnprocessableEntity, string(outcome))
+}
+
+// account counts the answer's calls and the ladder's steps. Only the
+// original answer's calls are counted, so the hallucination rate is per
+// model answer, not inflated by repairs.
+func (x *exchange) account(results []*recovery.Result) {
+	m := x.s.metrics
+	version := x.rt.snap.Version
+	api := x.ad.Name()
+	for _, r := range results {
+		for i, v := range r.Verdicts {
+			result := "valid"
+			switch {
+			case v.Stripped && v.Valid():
+				result = "prefix_stripped"
+			case !v.Valid():
+				for _, f := range v.Findings {
+					if f.Blocking() {
+						result = string(f.Code)
+						break
+					}
+				}
+			}
+			for _, f := range v.Findings {
+				x.findings = append(x.findings, string(f.Code))
+				if f.Code == validate.ProvenanceUnverifiable && result == "valid" {
+					result = string(validate.ProvenanceUnverifiable)
+				}
+			}
+			m.ToolCalls.WithLabelValues(api, version, x.toolLabel(r.Original[i].Name, v), result).Inc()
+			if result == string(validate.UnknownTool) {
+				m.Hallucinations.WithLabelValues(api, version).Inc()
+			}
+		}
+		for _, ev := range r.Events {
+			if ev.Result != "" {
+				m.Recoveries.WithLabelValues(version, ev.Strategy, ev.Result).Inc()
+			}
+			if ev.Confidence >= 0 {
+				m.RecoveryConf.Observe(ev.Confidence)
+			}
+			x.s.log.Info("recovery attempt",
+				zap.String("request_id", x.rid),
+				zap.String("strategy", ev.Strategy),
+				zap.String("hallucinated_name", ev.Name),
+				zap.Int("arguments_bytes", ev.ArgsBytes),
+				zap.String("suggested_tool", ev.Suggested),
+				zap.Float64("confidence", ev.Confidence),
+				zap.String("result", ev.Result),
+				zap.Duration("duration", ev.Duration),
+			)
+		}
+	}
+}
+
+// toolLabel bounds the tool label: a catalog name, _request for a tool only
+// the request declared, _unknown for anything else.
+func (x *exchange) toolLabel(name string, v validate.Verdict) string {
+	if v.Tool == nil {
+		if _, ok := x.rt.snap.Tools[name]; ok {
+			return name
+		}
+		return "_unknown"
+	}
+	if v.Tool.FromRequest {
+		return "_request"
+	}
+	return v.Tool.Name
+}
+
+func (m *Metrics) unvalidated(reason string) {
+	m.Unvalidated.WithLabelValues(reason).Inc()
+}

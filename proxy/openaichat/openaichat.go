@@ -1,0 +1,445 @@
+// Package openaichat adapts OpenAI Chat Completions (POST /v1/chat/completions)
+// to toolgate's neutral pipeline: it reads requests and answers, writes
+// re-queries in the shape the provider accepts, and renders the client's
+// answer by splicing only what changed into the upstream's own bytes.
+package openaichat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// Adapter is the Chat Completions adapter. It is stateless and shared.
+type Adapter struct{}
+
+var _ api.Adapter = Adapter{}
+
+// Name implements api.Adapter.
+func (Adapter) Name() string { return "chat" }
+
+type wireRequest struct {
+	Model          string          `json:"model"`
+	Stream         bool            `json:"stream"`
+	Tools          []wireTool      `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	Messages       []wireMessage   `json:"messages"`
+}
+
+type wireTool struct {
+	Type     string `json:"type"`
+	Function *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+	Custom *struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	} `json:"custom"`
+}
+
+type wireMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// ParseRequest implements api.Adapter.
+func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
+	var w wireRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, err
+	}
+	req := &api.Request{Body: body, Model: w.Model, Stream: w.Stream,
+		StructuredOutput: !jsonx.IsNull(w.ResponseFormat) && !isTextFormat(w.ResponseFormat)}
+	for _, t := range w.Tools {
+		switch {
+		case (t.Type == "function" || t.Type == "") && t.Function != nil:
+			req.Offered = append(req.Offered, catalog.Offered{Name: t.Function.Name,
+				Description: t.Function.Description, Parameters: t.Function.Parameters})
+		case t.Type == "custom" && t.Custom != nil:
+			req.Offered = append(req.Offered, catalog.Offered{Name: t.Custom.Name, Description: t.Custom.Description})
+		}
+	}
+	choice, err := parseToolChoice(w.ToolChoice)
+	if err != nil {
+		return nil, err
+	}
+	req.Choice = choice
+	var texts []string
+	for _, m := range w.Messages {
+		if m.Role != "user" && m.Role != "tool" && m.Role != "function" {
+			continue
+		}
+		t := contentText(m.Content)
+		texts = append(texts, t)
+		if m.Role == "user" {
+			req.UserText = t
+		}
+	}
+	req.Evidence = validate.NewCorpus(texts)
+	return req, nil
+}
+
+// isTextFormat reports a response_format of type text, which asks for
+// nothing structured.
+func isTextFormat(raw []byte) bool {
+	var f struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &f) == nil && f.Type == "text"
+}
+
+// contentText flattens a message content (a string or an array of parts)
+// into its text.
+func contentText(raw json.RawMessage) string {
+	if s, ok := jsonx.Unquote(raw); ok {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var out []byte
+	for _, p := range parts {
+		if p.Text != "" {
+			out = append(out, p.Text...)
+			out = append(out, '\n')
+		}
+	}
+	return string(out)
+}
+
+func parseToolChoice(raw json.RawMessage) (catalog.ToolChoice, error) {
+	if jsonx.IsNull(raw) {
+		return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, nil
+	}
+	if s, ok := jsonx.Unquote(raw); ok {
+		switch s {
+		case "none":
+			return catalog.ToolChoice{Kind: catalog.ChoiceNone}, nil
+		case "required":
+			return catalog.ToolChoice{Kind: catalog.ChoiceRequired}, nil
+		default:
+			return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, nil
+		}
+	}
+	var c struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
+		Custom *struct {
+			Name string `json:"name"`
+		} `json:"custom"`
+		AllowedTools *struct {
+			Tools []wireTool `json:"tools"`
+		} `json:"allowed_tools"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return catalog.ToolChoice{}, err
+	}
+	switch {
+	case c.Type == "function" && c.Function != nil:
+		return catalog.ToolChoice{Kind: catalog.ChoiceNamed, Names: []string{c.Function.Name}}, nil
+	case c.Type == "custom" && c.Custom != nil:
+		return catalog.ToolChoice{Kind: catalog.ChoiceNamed, Names: []string{c.Custom.Name}}, nil
+	case c.Type == "allowed_tools" && c.AllowedTools != nil:
+		names := []string{}
+		for _, t := range c.AllowedTools.Tools {
+			if t.Function != nil {
+				names = append(names, t.Function.Name)
+			} else if t.Custom != nil {
+				names = append(names, t.Custom.Name)
+			}
+		}
+		return catalog.ToolChoice{Kind: catalog.ChoiceAllowed, Names: names}, nil
+	}
+	return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, nil
+}
+
+type wireResponse struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Choices []struct {
+		Message struct {
+			Content   json.RawMessage `json:"content"`
+			ToolCalls []wireCall      `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+type wireCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function *struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+	Custom *struct {
+		Name string `json:"name"`
+	} `json:"custom"`
+}
+
+// ErrShape reports an answer that is JSON but not a chat completion.
+var ErrShape = errors.New("openaichat: the answer is not a chat completion")
+
+// turnRef is the adapter's handle on one choice of an answer, for replay.
+type turnRef struct {
+	body   []byte
+	choice int
+}
+
+// ParseResponse implements api.Adapter.
+func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
+	var w wireResponse
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, err
+	}
+	if w.Choices == nil {
+		return nil, ErrShape
+	}
+	resp := &api.Response{Body: body, Choices: make([]*recovery.Turn, len(w.Choices))}
+	if w.Usage != nil {
+		resp.Usage = recovery.Usage{Input: w.Usage.PromptTokens, Output: w.Usage.CompletionTokens}
+	}
+	for i, c := range w.Choices {
+		t := &recovery.Turn{ResponseID: w.ID, Raw: turnRef{body: body, choice: i}}
+		t.Text, _ = jsonx.Unquote(c.Message.Content)
+		for _, tc := range c.Message.ToolCalls {
+			t.Calls = append(t.Calls, neutralCall(tc))
+		}
+		t.Truncated = c.FinishReason == "length" && len(t.Calls) > 0
+		if i == 0 {
+			t.Usage = resp.Usage
+		}
+		resp.Choices[i] = t
+	}
+	return resp, nil
+}
+
+func neutralCall(tc wireCall) validate.ToolCall {
+	c := validate.ToolCall{ID: tc.ID}
+	switch {
+	case tc.Type == "custom" && tc.Custom != nil:
+		c.Kind, c.Name = validate.Custom, tc.Custom.Name
+	case (tc.Type == "function" || tc.Type == "") && tc.Function != nil:
+		c.Kind, c.Name = validate.Function, tc.Function.Name
+		if s, ok := jsonx.Unquote(tc.Function.Arguments); ok {
+			c.Args = []byte(s)
+		} else {
+			// Arguments must be a JSON string; anything else is the wrong
+			// shape, reported as such and never coerced.
+			c.Args = tc.Function.Arguments
+			c.BadShape = true
+		}
+	default:
+		c.Kind = validate.Other
+	}
+	return c
+}
+
+// messageOf returns the raw assistant message of one choice.
+func messageOf(ref turnRef) ([]byte, error) {
+	obj, err := jsonx.ParseObject(ref.body)
+	if err != nil {
+		return nil, err
+	}
+	choices, err := jsonx.ParseArray(obj.Get("choices"))
+	if err != nil || ref.choice >= len(choices) {
+		return nil, ErrShape
+	}
+	c, err := jsonx.ParseObject(choices[ref.choice])
+	if err != nil {
+		return nil, err
+	}
+	msg := c.Get("message")
+	if msg == nil {
+		return nil, ErrShape
+	}
+	return msg, nil
+}
+
+// FollowUp implements api.Adapter. The original request is kept byte for
+// byte except for the fields a re-query must change, and the new messages
+// are appended after the client's own.
+func (Adapter) FollowUp(req *api.Request, _ *api.Response, q *recovery.Query) ([]byte, error) {
+	obj, err := jsonx.ParseObject(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := jsonx.ParseArray(obj.Get("messages"))
+	if err != nil {
+		return nil, fmt.Errorf("openaichat: messages: %w", err)
+	}
+	for _, ex := range q.History {
+		ref, ok := ex.Turn.Raw.(turnRef)
+		if !ok {
+			return nil, errors.New("openaichat: turn from another adapter")
+		}
+		m, err := messageOf(ref)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+		for _, r := range ex.Replies {
+			reply := jsonx.Object{
+				{Key: "role", Value: []byte(`"tool"`)},
+				{Key: "tool_call_id", Value: jsonx.String(r.CallID)},
+				{Key: "content", Value: jsonx.String(r.Content)},
+			}
+			msgs = append(msgs, reply.Bytes())
+		}
+	}
+	obj = obj.Set("messages", jsonx.AppendArray(nil, msgs))
+	if obj.Has("n") {
+		obj = obj.Set("n", []byte("1"))
+	}
+	if obj.Has("stream") {
+		obj = obj.Set("stream", []byte("false"))
+	}
+	obj = obj.Delete("stream_options")
+	if q.Decision {
+		obj = obj.Set("tool_choice", []byte(`"none"`))
+		obj = obj.Delete("response_format")
+		// parallel_tool_calls is only allowed alongside tools; tools stay, so
+		// it may stay too.
+	}
+	return obj.Bytes(), nil
+}
+
+// CallJSON implements api.Adapter.
+func (Adapter) CallJSON(c validate.ToolCall) []byte {
+	fn := jsonx.Object{
+		{Key: "name", Value: jsonx.String(c.Name)},
+		{Key: "arguments", Value: jsonx.String(string(c.Args))},
+	}
+	call := jsonx.Object{
+		{Key: "id", Value: jsonx.String(c.ID)},
+		{Key: "type", Value: []byte(`"function"`)},
+		{Key: "function", Value: fn.Bytes()},
+	}
+	return call.Bytes()
+}
+
+// ErrorBody implements api.Adapter.
+func (Adapter) ErrorBody(e *api.Escalated) []byte {
+	return ErrorEnvelope(e)
+}
+
+// ErrorEnvelope is the OpenAI-style error object carrying an escalation,
+// shared with the Responses adapter.
+func ErrorEnvelope(e *api.Escalated) []byte {
+	inner := jsonx.Object{
+		{Key: "type", Value: []byte(`"tool_call_escalation"`)},
+		{Key: "code", Value: jsonx.String(e.Escalation.Code())},
+		{Key: "message", Value: jsonx.String(e.Text)},
+		{Key: "param", Value: []byte("null")},
+		{Key: "escalation", Value: e.Body},
+	}
+	return jsonx.Object{{Key: "error", Value: inner.Bytes()}}.Bytes()
+}
+
+// Render implements api.Adapter.
+func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([]byte, error) {
+	obj, err := jsonx.ParseObject(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	choices, err := jsonx.ParseArray(obj.Get("choices"))
+	if err != nil {
+		return nil, err
+	}
+	choices = append([][]byte(nil), choices...)
+	var escalation []byte
+	for i, f := range finals {
+		if i >= len(choices) {
+			break
+		}
+		c, err := jsonx.ParseObject(choices[i])
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case f.Escalated != nil:
+			c = c.Set("message", textMessage(f.Escalated.Text))
+			c = c.Set("finish_reason", []byte(`"stop"`))
+			if escalation == nil {
+				escalation = f.Escalated.Body
+			}
+		case f.Result != nil && f.Result.Outcome == recovery.Abstained:
+			c = c.Set("message", textMessage(f.Result.AbstainReason))
+			c = c.Set("finish_reason", []byte(`"stop"`))
+		case f.Result != nil && anyChanged(f.Result.Changed):
+			msg, err := jsonx.ParseObject(c.Get("message"))
+			if err != nil {
+				return nil, err
+			}
+			calls, err := jsonx.ParseArray(msg.Get("tool_calls"))
+			if err != nil {
+				return nil, err
+			}
+			calls = append([][]byte(nil), calls...)
+			for j, changed := range f.Result.Changed {
+				if !changed || j >= len(calls) {
+					continue
+				}
+				call, err := jsonx.ParseObject(calls[j])
+				if err != nil {
+					return nil, err
+				}
+				nc := f.Result.Calls[j]
+				fn := jsonx.Object{
+					{Key: "name", Value: jsonx.String(nc.Name)},
+					{Key: "arguments", Value: jsonx.String(string(nc.Args))},
+				}
+				if old, err := jsonx.ParseObject(call.Get("function")); err == nil {
+					fn = old.Set("name", jsonx.String(nc.Name)).Set("arguments", jsonx.String(string(nc.Args)))
+				}
+				calls[j] = call.Set("type", []byte(`"function"`)).Set("function", fn.Bytes()).Bytes()
+			}
+			msg = msg.Set("tool_calls", jsonx.AppendArray(nil, calls))
+			c = c.Set("message", msg.Bytes())
+		default:
+			continue
+		}
+		choices[i] = c.Bytes()
+	}
+	obj = obj.Set("choices", jsonx.AppendArray(nil, choices))
+	if escalation != nil {
+		obj = obj.Set("toolgate_escalation", escalation)
+	}
+	return obj.Bytes(), nil
+}
+
+func textMessage(text string) []byte {
+	return jsonx.Object{
+		{Key: "role", Value: []byte(`"assistant"`)},
+		{Key: "content", Value: jsonx.String(text)},
+		{Key: "refusal", Value: []byte("null")},
+	}.Bytes()
+}
+
+func anyChanged(c []bool) bool {
+	for _, v := range c {
+		if v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,431 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// exchange is the state of one validated request, from the client's body to
+// the answer it gets. It is the single place where the pipeline's steps are
+// sequenced; adapters translate and the ladder decides.
+type exchange struct {
+	s    *Server
+	rt   *runtime
+	up   *upstream
+	ad   api.Adapter
+	w    http.ResponseWriter
+	r    *http.Request
+	rid  string
+	path string
+
+	start    time.Time
+	upWait   time.Duration
+	calls    int
+	usage    []usageEntry
+	upIDs    []string
+	req      *api.Request
+	eff      *catalog.Effective
+	settings recovery.Settings
+	header   http.Header
+	vctx     validate.Context
+	findings []string
+}
+
+type usageEntry struct {
+	Kind   recovery.Kind `json:"kind"`
+	Input  int64         `json:"input"`
+	Output int64         `json:"output"`
+}
+
+// validated returns the handler for a route whose answers are judged.
+func (s *Server) validated(rt *runtime, u *upstream, ad api.Adapter, prefix string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		x := &exchange{s: s, rt: rt, up: u, ad: ad, w: w, r: r, start: time.Now(),
+			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.Path, prefix)}
+		x.serve()
+	}
+}
+
+func (x *exchange) serve() {
+	snap := x.rt.snap
+	body, ok := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
+	if !ok {
+		return
+	}
+	req, err := x.ad.ParseRequest(body)
+	parsed := err == nil
+	if !parsed {
+		// The upstream is the judge of a request toolgate cannot read; the
+		// answer is still held to the config catalog.
+		x.s.metrics.unvalidated("request_unreadable")
+		req = &api.Request{Body: body}
+	}
+	x.req = req
+	x.eff = snap.Effective(req.Offered, req.Choice, parsed)
+	x.settings = recovery.SettingsFrom(snap)
+	x.vctx = validate.Context{Eff: x.eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
+	x.header = outboundHeader(x.r.Header, false)
+	x.up.applyKey(x.header, x.ad.Name())
+
+	if req.Stream {
+		x.serveStream(body)
+		return
+	}
+	ctx := x.r.Context()
+	c, err := x.send(ctx, recovery.KindOriginal, body)
+	if err != nil {
+		x.failUpstream(err)
+		return
+	}
+	defer c.Close()
+	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
+		x.relay(c)
+		return
+	}
+	answer, err := x.readAnswer(c)
+	if err != nil {
+		x.failUpstream(err)
+		return
+	}
+	resp, err := x.ad.ParseResponse(answer)
+	if err != nil {
+		x.s.metrics.unvalidated("response_unreadable")
+		x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
+		x.writeFinalError(http.StatusBadGateway, "upstream_error", "toolgate could not read the upstream answer, so it was not forwarded")
+		return
+	}
+	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
+
+	results := make([]*recovery.Result, len(resp.Choices))
+	for i, turn := range resp.Choices {
+		res, err := recovery.Run(ctx, &recovery.Input{
+			Turn:     turn,
+			Check:    x.check,
+			Eff:      x.eff,
+			Settings: &x.settings,
+			Ask:      &asker{x: x, prev: resp},
+			Stateful: req.Stateful,
+			UserText: req.UserText,
+		})
+		if err != nil {
+			x.s.log.Info("client went away during recovery", zap.String("request_id", x.rid))
+			return
+		}
+		results[i] = res
+	}
+	x.finish(resp, c.resp.Header, results)
+}
+
+func (x *exchange) check(c validate.ToolCall) validate.Verdict {
+	return validate.Check(c, &x.vctx)
+}
+
+// finish turns the ladder's results into the client's answer.
+func (x *exchange) finish(resp *api.Response, upHeader http.Header, results []*recovery.Result) {
+	outcome := recovery.Pass
+	if x.settings.Shadow {
+		outcome = recovery.ShadowPass
+	}
+	for _, r := range results {
+		outcome = recovery.Worse(outcome, r.Outcome)
+	}
+	x.account(results)
+	for _, r := range results {
+		if r.Upstream != nil {
+			x.writeUpstreamError(r.Upstream, outcome)
+			return
+		}
+	}
+	if x.settings.Shadow {
+		x.writeAnswer(http.StatusOK, upHeader, resp.Body, outcome)
+		return
+	}
+	finals := make([]api.Final, len(results))
+	changed := false
+	for i, r := range results {
+		finals[i].Result = r
+		if r.Outcome != recovery.Pass {
+			changed = true
+		}
+		if r.Escalation == nil {
+			continue
+		}
+		e := x.escalated(i, r)
+		if x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput {
+			x.writeEscalation(e, outcome)
+			return
+		}
+		finals[i].Escalated = e
+	}
+	if !changed {
+		// The common case: every call valid, the upstream's bytes go out as is.
+		x.writeAnswer(http.StatusOK, upHeader, resp.Body, outcome)
+		return
+	}
+	body, err := x.ad.Render(x.req, resp, finals)
+	if err != nil {
+		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
+		x.writeFinalError(http.StatusBadGateway, "toolgate_internal_error", "toolgate could not build the repaired answer")
+		return
+	}
+	var escID string
+	for _, f := range finals {
+		if f.Escalated != nil {
+			escID = f.Escalated.Escalation.ID
+			break
+		}
+	}
+	if escID != "" {
+		x.w.Header().Set("X-Toolgate-Escalation-Id", escID)
+	}
+	x.writeAnswer(http.StatusOK, upHeader, body, outcome)
+}
+
+// asker sends re-queries for one answer through the exchange.
+type asker struct {
+	x    *exchange
+	prev *api.Response
+}
+
+func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, error) {
+	x := a.x
+	body, err := x.ad.FollowUp(x.req, a.prev, q)
+	if err != nil {
+		return nil, fmt.Errorf("building the re-query: %w", err)
+	}
+	c, err := x.send(ctx, q.Kind, body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &recovery.UpstreamError{Err: err}
+	}
+	defer c.Close()
+	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(c.body, 1<<20))
+		return nil, &recovery.UpstreamError{Status: c.resp.StatusCode, Header: c.resp.Header.Clone(), Body: b}
+	}
+	answer, err := x.readAnswer(c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, errIdle) {
+			return nil, &recovery.UpstreamError{Err: err}
+		}
+		return nil, err
+	}
+	resp, err := x.ad.ParseResponse(answer)
+	if err != nil || len(resp.Choices) == 0 {
+		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
+	}
+	x.note(q.Kind, resp.Usage, c.resp.Header)
+	return resp.Choices[0], nil
+}
+
+// send makes one upstream call and times it.
+func (x *exchange) send(ctx context.Context, kind recovery.Kind, body []byte) (*call, error) {
+	t := time.Now()
+	x.calls++
+	c, err := x.up.do(ctx, http.MethodPost, x.path, x.r.URL.RawQuery, x.header.Clone(), body)
+	d := time.Since(t)
+	x.upWait += d
+	x.s.metrics.UpstreamDuration.WithLabelValues(x.ad.Name(), string(kind)).Observe(d.Seconds())
+	return c, err
+}
+
+// errTooLarge reports an upstream answer over max_response_bytes.
+var errTooLarge = errors.New("the upstream answer exceeds max_response_bytes")
+
+// errEncoding reports a compressed answer the transport did not decode.
+var errEncoding = errors.New("the upstream answer uses a content encoding toolgate cannot read")
+
+// readAnswer reads a whole non-streaming answer within the response limit.
+func (x *exchange) readAnswer(c *call) ([]byte, error) {
+	t := time.Now()
+	defer func() { x.upWait += time.Since(t) }()
+	if enc := c.resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return nil, errEncoding
+	}
+	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+	b, err := io.ReadAll(io.LimitReader(c.body, limit+1))
+	if err != nil {
+		if cause := context.Cause(c.ctx); errors.Is(cause, errIdle) {
+			return nil, errIdle
+		}
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+// note records an upstream answer's usage and request id.
+func (x *exchange) note(kind recovery.Kind, u recovery.Usage, h http.Header) {
+	x.usage = append(x.usage, usageEntry{Kind: kind, Input: u.Input, Output: u.Output})
+	if id := upstreamRequestID(h); id != "" {
+		x.upIDs = append(x.upIDs, id)
+	}
+	x.s.metrics.UpstreamTokens.WithLabelValues(x.ad.Name(), string(kind), "input").Add(float64(u.Input))
+	x.s.metrics.UpstreamTokens.WithLabelValues(x.ad.Name(), string(kind), "output").Add(float64(u.Output))
+}
+
+func upstreamRequestID(h http.Header) string {
+	for _, k := range []string{"X-Request-Id", "Request-Id", "Apim-Request-Id"} {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// failUpstream answers when the upstream could not be used at all.
+func (x *exchange) failUpstream(err error) {
+	if x.r.Context().Err() != nil {
+		return
+	}
+	status, msg := http.StatusBadGateway, "the upstream could not be reached"
+	switch {
+	case errors.Is(err, errTooLarge):
+		msg = err.Error()
+	case errors.Is(err, errEncoding):
+		msg = err.Error()
+	case errors.Is(err, errIdle), isTimeout(err):
+		status, msg = http.StatusGatewayTimeout, "the upstream did not answer in time"
+	}
+	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
+	x.writeFinalError(status, "upstream_error", msg)
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// relay passes a non-success upstream answer to the client as is: the SDK
+// knows what to do with the provider's own errors and retry-after.
+func (x *exchange) relay(c *call) {
+	h := x.w.Header()
+	copyHeader(h, c.resp.Header)
+	x.toolgateHeaders(h, "")
+	x.w.WriteHeader(c.resp.StatusCode)
+	_, _ = io.Copy(x.w, io.LimitReader(c.body, x.rt.snap.Config.Limits.MaxResponseBytes))
+	x.logDone(c.resp.StatusCode, "upstream_status")
+}
+
+// writeUpstreamError passes a retryable re-query failure to the client.
+func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError, outcome recovery.Outcome) {
+	if ue.Status == 0 {
+		x.writeFinalError(http.StatusGatewayTimeout, "upstream_error", "the upstream failed while toolgate was repairing a tool call; retry the request")
+		return
+	}
+	h := x.w.Header()
+	copyHeader(h, ue.Header)
+	h.Set("Content-Length", strconv.Itoa(len(ue.Body)))
+	x.toolgateHeaders(h, outcome)
+	x.w.WriteHeader(ue.Status)
+	_, _ = x.w.Write(ue.Body)
+	x.logDone(ue.Status, string(outcome))
+}
+
+func (x *exchange) writeFinalError(status int, typ, msg string) {
+	h := x.w.Header()
+	x.toolgateHeaders(h, "")
+	writeError(x.w, status, typ, msg)
+	x.logDone(status, typ)
+}
+
+func (x *exchange) writeAnswer(status int, upHeader http.Header, body []byte, outcome recovery.Outcome) {
+	h := x.w.Header()
+	copyHeader(h, upHeader)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	x.toolgateHeaders(h, outcome)
+	x.w.WriteHeader(status)
+	_, _ = x.w.Write(body)
+	x.logDone(status, string(outcome))
+}
+
+// copyHeader copies an upstream answer's headers except framing and
+// encoding, which toolgate redoes, and hop-by-hop ones.
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		dst[k] = append([]string(nil), v...)
+	}
+	removeHop(dst)
+	dst.Del("Content-Length")
+	dst.Del("Content-Encoding")
+}
+
+// toolgateHeaders sets SPEC §6 headers. Outcome headers only exist once the
+// whole answer is known.
+func (x *exchange) toolgateHeaders(h http.Header, outcome recovery.Outcome) {
+	h.Set("X-Toolgate-Request-Id", x.rid)
+	h.Set("X-Toolgate-Catalog-Version", x.rt.snap.Version)
+	if outcome == "" {
+		return
+	}
+	h.Set("X-Toolgate-Outcome", string(outcome))
+	h.Set("X-Toolgate-Upstream-Calls", strconv.Itoa(x.calls))
+	h.Set("X-Toolgate-Overhead-Ms", strconv.FormatFloat(float64(x.overhead().Microseconds())/1000, 'f', 3, 64))
+	h.Set("X-Toolgate-Usage", x.usageJSON())
+}
+
+func (x *exchange) overhead() time.Duration {
+	d := time.Since(x.start) - x.upWait
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+func (x *exchange) usageJSON() string {
+	var in, out int64
+	for _, u := range x.usage {
+		in += u.Input
+		out += u.Output
+	}
+	b, _ := jsonx.Marshal(struct {
+		Input  int64        `json:"input_tokens"`
+		Output int64        `json:"output_tokens"`
+		Calls  []usageEntry `json:"calls"`
+	}{in, out, x.usage})
+	return string(b)
+}
+
+// logDone writes the request's one log line. Header values and bodies are
+// never logged.
+func (x *exchange) logDone(status int, outcome string) {
+	x.s.metrics.AddedLatency.WithLabelValues(x.ad.Name()).Observe(x.overhead().Seconds())
+	x.s.metrics.Requests.WithLabelValues(x.ad.Name(), outcome).Inc()
+	model := ""
+	if x.req != nil {
+		model = x.req.Model
+	}
+	x.s.log.Info("request",
+		zap.String("request_id", x.rid),
+		zap.String("api", x.ad.Name()),
+		zap.String("route", x.r.URL.Path),
+		zap.String("model", model),
+		zap.Int("status", status),
+		zap.String("outcome", outcome),
+		zap.Strings("findings", x.findings),
+		zap.Int("upstream_calls", x.calls),
+		zap.Duration("duration", time.Since(x.start)),
+		zap.Duration("overhead", x.overhead()),
+	)
+}

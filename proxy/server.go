@@ -1,0 +1,263 @@
+// Package proxy is toolgate's HTTP side: routes, the upstream client, the
+// provider-neutral validation pipeline for answers and streams, escalation
+// encoding and metrics. Per-API wire formats live in the adapter
+// subpackages; this package only sequences them.
+package proxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/openaichat"
+)
+
+// Sink receives every escalation (SPEC §5). Implementations must not block.
+type Sink interface {
+	Record(rec *EscalationRecord)
+}
+
+// Options configure a Server.
+type Options struct {
+	Store   *catalog.Store
+	Logger  *zap.Logger
+	Metrics *Metrics
+	Sink    Sink
+}
+
+// Server is the proxy listener's handler.
+type Server struct {
+	store   *catalog.Store
+	log     *zap.Logger
+	metrics *Metrics
+	sink    Sink
+	rt      atomic.Pointer[runtime]
+}
+
+// runtime is everything built from one snapshot: its routes and upstream
+// clients. A request keeps the runtime it started with.
+type runtime struct {
+	snap   *catalog.Snapshot
+	router http.Handler
+	ups    []*upstream
+}
+
+// adapters maps api_paths values and built-in routes to adapters.
+var adapters = map[string]api.Adapter{
+	"chat": openaichat.Adapter{},
+}
+
+// builtinRoutes are the validated paths under every prefix.
+var builtinRoutes = map[string]string{
+	"/v1/chat/completions": "chat",
+}
+
+// RegisterAdapter adds an adapter for a built-in path and an api_paths name.
+// It is called from init functions of this package only.
+func registerAdapter(name, path string, a api.Adapter) {
+	adapters[name] = a
+	builtinRoutes[path] = name
+}
+
+// New builds a Server serving the store's current snapshot.
+func New(o Options) (*Server, error) {
+	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.sink == nil {
+		s.sink = nopSink{}
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	rt, err := s.build(o.Store.Load())
+	if err != nil {
+		return nil, err
+	}
+	s.rt.Store(rt)
+	snap := o.Store.Load()
+	s.metrics.SetCatalog(snap.Version, len(snap.Tools))
+	return s, nil
+}
+
+type nopSink struct{}
+
+func (nopSink) Record(*EscalationRecord) {}
+
+// Apply installs a new snapshot: routes and upstream clients are rebuilt off
+// to the side, then swapped in one step. Requests in flight keep the old one.
+func (s *Server) Apply(snap *catalog.Snapshot) error {
+	rt, err := s.build(snap)
+	if err != nil {
+		return err
+	}
+	old := s.rt.Swap(rt)
+	s.store.Swap(snap)
+	s.metrics.SetCatalog(snap.Version, len(snap.Tools))
+	if old != nil {
+		for _, u := range old.ups {
+			u.close()
+		}
+	}
+	return nil
+}
+
+func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
+	rt := &runtime{snap: snap}
+	r := chi.NewRouter()
+	for _, uc := range snap.Config.Upstreams {
+		u, err := newUpstream(uc, snap.Secrets.UpstreamKeys[uc.Name])
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", uc.Name, err)
+		}
+		rt.ups = append(rt.ups, u)
+		prefix := uc.PathPrefix
+		for path, name := range builtinRoutes {
+			r.Post(prefix+path, s.validated(rt, u, adapters[name], prefix))
+		}
+		for path, name := range uc.APIPaths {
+			a, ok := adapters[name]
+			if !ok {
+				return nil, fmt.Errorf("upstream %s: api_paths %s: unknown API %q", uc.Name, path, name)
+			}
+			r.Post(prefix+path, s.validated(rt, u, a, prefix))
+		}
+		pt := s.passthrough(rt, u, prefix)
+		r.Handle(prefix+"/*", pt)
+		if prefix != "" {
+			r.Handle(prefix, pt)
+		}
+	}
+	rt.router = r
+	return rt, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rid := newRequestID()
+	w.Header().Set("X-Toolgate-Request-Id", rid)
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.metrics.PanicsRecovered.Inc()
+			s.log.Error("handler panic", zap.String("request_id", rid), zap.String("path", r.URL.Path),
+				zap.String("panic", fmt.Sprint(p)), zap.Stack("stack"))
+			writeError(w, http.StatusBadGateway, "toolgate_internal_error", "toolgate failed on this request; request id "+rid)
+		}
+	}()
+	rt := s.rt.Load()
+	if !checkInbound(r.Header, rt.snap.Secrets.InboundTokens) {
+		writeError(w, http.StatusUnauthorized, "authentication_error", "a valid toolgate token is required")
+		return
+	}
+	r = r.WithContext(withRequestID(r.Context(), rid))
+	rt.router.ServeHTTP(w, r)
+}
+
+// passthrough forwards anything that is not a validated route byte for byte.
+// The body is read whole first: handing the live inbound body to the
+// transport lets the server close it under the transport's feet and truncate
+// answers (golang/go#40747).
+func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handler {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			path := strings.TrimPrefix(pr.In.URL.Path, prefix)
+			t := u.target(path, pr.In.URL.RawQuery)
+			pr.Out.URL = t
+			pr.Out.Host = ""
+			for k := range pr.Out.Header {
+				if strings.HasPrefix(strings.ToLower(k), "x-toolgate-") {
+					delete(pr.Out.Header, k)
+				}
+			}
+			u.applyKey(pr.Out.Header, "")
+		},
+		Transport:     u.client.Transport,
+		FlushInterval: -1,
+		ErrorLog:      zap.NewStdLog(s.log),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(err))
+			writeError(w, http.StatusBadGateway, "upstream_error", "the upstream could not be reached")
+		},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		rp.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads the whole request body within limit. Over the limit it
+// answers 413 without buffering the rest.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	if r.ContentLength > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("the request body exceeds %d bytes", limit))
+		return nil, false
+	}
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	body, err := io.ReadAll(rd)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large",
+				fmt.Sprintf("the request body exceeds %d bytes", limit))
+		} else {
+			writeError(w, http.StatusBadRequest, "request_read_error", "the request body could not be read")
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+// writeError answers with an OpenAI-style error object, which every
+// official SDK surfaces as an API error with the message.
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Should-Retry", "false")
+	w.WriteHeader(status)
+	_, _ = w.Write(errorJSON(typ, msg))
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Type    string  `json:"type"`
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Param   *string `json:"param"`
+}
+
+func errorJSON(typ, msg string) []byte {
+	b, _ := jsonx.Marshal(errorBody{Error: errorDetail{Type: typ, Code: typ, Message: msg}})
+	return b
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,446 @@
+// Package sse reads and writes Server-Sent Events streams without losing a
+// byte.
+//
+// A proxy that inspects streamed LLM responses has to forward exactly what
+// the upstream sent, so the Reader hands out every event's raw bytes next to
+// its parsed fields instead of expecting callers to re-serialise them. The
+// Reader also tells a stream that was cut mid-event apart from one that ended
+// cleanly, which the plain SSE algorithm (drop the partial event) hides.
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"strings"
+)
+
+// DefaultMaxEvent is the event size limit NewReader uses when given a
+// non-positive maxEvent. It is generous because a final Responses
+// "response.completed" event repeats the whole response.
+const DefaultMaxEvent = 8 << 20
+
+const (
+	initialBufSize = 4 << 10
+	// maxEmptyReads bounds how long a source that keeps returning (0, nil)
+	// is tolerated before it is treated as broken rather than slow.
+	maxEmptyReads = 100
+)
+
+var (
+	// ErrEventTooLarge is reported by Reader.Err when one event, including
+	// its terminating blank line, is longer than the Reader's limit.
+	ErrEventTooLarge = errors.New("sse: event exceeds size limit")
+
+	// ErrTruncated is reported by Reader.Err when the source reaches EOF
+	// after some bytes of an event but before its terminating blank line.
+	ErrTruncated = errors.New("sse: stream ended inside an event")
+
+	errBadRead = errors.New("sse: source returned an invalid byte count")
+)
+
+var bom = []byte("\xEF\xBB\xBF")
+
+// Event is one event of a stream: the lines up to and including the blank
+// line that ends it.
+//
+// Every blank line ends an event, so a blank line that directly follows
+// another one (a bare keep-alive) is returned as an event of its own whose
+// Raw is just that line break and whose other fields are empty. Writing the
+// Raw of every event in order therefore reproduces the stream exactly.
+//
+// The slices of an Event returned by Reader.Event alias the Reader's
+// internal buffers and stay valid only until the next call to Next or
+// Reset; copy anything that must outlive that. Their capacity is capped, so
+// appending to one copies instead of overwriting the bytes that follow it.
+type Event struct {
+	// Raw is the event exactly as received, including the line break of
+	// its terminating blank line.
+	Raw []byte
+	// Event is the value of the last "event" field, or nil if there was
+	// none.
+	Event []byte
+	// Data is the values of all "data" fields joined with "\n", or nil if
+	// the event had no data field (an empty "data:" line gives a non-nil
+	// empty slice).
+	Data []byte
+	// Comment reports whether the event has at least one line and all of
+	// its lines are comments (start with ':'), as in ": keepalive".
+	Comment bool
+	// ID is the value of the last "id" field of this event, or nil. Unlike
+	// a browser, the Reader does not carry it over to later events.
+	ID []byte
+}
+
+// Reader splits an SSE stream into events. Use it as an iterator: call Next
+// until it returns false, read each event with Event, then check Err.
+type Reader struct {
+	src io.Reader
+	max int
+
+	buf []byte
+	// buf[start:end] holds the bytes read but not yet returned. Within
+	// it, line is where the line being scanned begins, and buf[line:scan]
+	// is known to contain no line break, so short reads never cause a
+	// rescan.
+	start, end int
+	line, scan int
+
+	breaks  breakFinder // positions relative to buf
+	data    []byte      // joined Data of multi-line events
+	ev      Event
+	atStart bool // the next event begins at byte 0 of the stream
+	srcErr  error
+	err     error
+	done    bool
+}
+
+// NewReader returns a Reader of the stream src that refuses events longer
+// than maxEvent bytes; maxEvent <= 0 means DefaultMaxEvent. The buffer grows
+// on demand up to about maxEvent bytes.
+func NewReader(src io.Reader, maxEvent int) *Reader {
+	if maxEvent <= 0 {
+		maxEvent = DefaultMaxEvent
+	}
+	return &Reader{src: src, max: maxEvent, atStart: true}
+}
+
+// Reset makes r read a new stream from src with the same size limit,
+// keeping its buffers so that pooled Readers do not allocate per stream.
+func (r *Reader) Reset(src io.Reader) {
+	*r = Reader{src: src, max: r.max, buf: r.buf, data: r.data[:0], atStart: true}
+}
+
+// Next advances to the next event and reports whether there is one. It
+// returns false at the end of the stream or on an error; Err tells which.
+func (r *Reader) Next() bool {
+	if r.done {
+		return false
+	}
+	r.ev = Event{}
+	for {
+		if n, ok := r.scanEvent(); ok {
+			if n > r.max {
+				return r.fail(ErrEventTooLarge)
+			}
+			raw := r.buf[r.start : r.start+n : r.start+n]
+			r.start += n
+			r.line, r.scan = r.start, r.start
+			r.parse(raw)
+			return true
+		}
+		if r.srcErr != nil {
+			err := r.srcErr
+			if err == io.EOF {
+				err = nil
+				if r.start < r.end {
+					err = ErrTruncated
+				}
+			}
+			return r.fail(err)
+		}
+		if r.end-r.start > r.max {
+			return r.fail(ErrEventTooLarge)
+		}
+		r.fill()
+	}
+}
+
+// Event returns the event found by the last successful call to Next. Its
+// slices are valid only until the next call to Next or Reset.
+func (r *Reader) Event() Event { return r.ev }
+
+// Err returns the error that stopped the Reader: nil after a clean end of
+// stream, ErrTruncated, ErrEventTooLarge, or an error from the source.
+func (r *Reader) Err() error { return r.err }
+
+// Pending returns the bytes read from the source but not covered by any
+// returned event. After Next has returned false this is the cut-off or
+// oversized event, so a proxy can still forward it, followed by whatever
+// the source has left, and lose nothing. The slice is valid only until the
+// next call to Next or Reset.
+func (r *Reader) Pending() []byte { return r.buf[r.start:r.end] }
+
+func (r *Reader) fail(err error) bool {
+	r.err = err
+	r.done = true
+	r.ev = Event{}
+	return false
+}
+
+// scanEvent looks for the blank line ending the event at buf[start:] and
+// returns the event's length.
+func (r *Reader) scanEvent() (int, bool) {
+	// Once the source is finished, a trailing '\r' can no longer turn out
+	// to be the first half of "\r\n".
+	atEnd := r.srcErr != nil
+	for {
+		at, width := r.breaks.next(r.buf[:r.end], r.scan, atEnd)
+		if width == 0 {
+			r.scan = r.end
+			if !atEnd && r.scan > r.line && r.buf[r.scan-1] == '\r' {
+				r.scan--
+			}
+			return 0, false
+		}
+		next := at + width
+		if at == r.line {
+			return next - r.start, true
+		}
+		r.line, r.scan = next, next
+	}
+}
+
+// breakFinder locates line breaks in a buffer that is consumed front to
+// back and may grow at the end. It remembers the next '\r' and '\n' it has
+// seen, or how far it looked without finding one, because searching afresh
+// for each line would rescan the rest of the buffer for the kind of break a
+// stream never uses, making CR-only or LF-only input quadratic.
+type breakFinder struct {
+	cr, lf byteFinder
+}
+
+// next returns the position and width (1 or 2) of the first line break in
+// b[from:], or a width of 0 if there is none yet. A '\r' at the very end of
+// b only counts when atEnd, since otherwise a '\n' may still follow. Calls
+// must not move from backwards or change bytes already searched.
+func (f *breakFinder) next(b []byte, from int, atEnd bool) (int, int) {
+	lf := f.lf.find(b, from, '\n')
+	cr := f.cr.find(b, from, '\r')
+	if cr >= 0 && (lf < 0 || cr < lf) {
+		switch {
+		case cr+1 == lf:
+			return cr, 2
+		case cr+1 < len(b) || atEnd:
+			return cr, 1
+		default:
+			return 0, 0
+		}
+	}
+	if lf >= 0 {
+		return lf, 1
+	}
+	return 0, 0
+}
+
+// byteFinder is one half of breakFinder. Its zero value knows nothing.
+type byteFinder struct {
+	found bool
+	at    int // the occurrence, when found
+	upTo  int // when !found: none before upTo, from the last search on
+}
+
+func (f *byteFinder) find(b []byte, from int, c byte) int {
+	if f.found && f.at >= from {
+		return f.at
+	}
+	start := from
+	if !f.found {
+		start = max(from, f.upTo)
+	}
+	if i := bytes.IndexByte(b[start:], c); i >= 0 {
+		f.found, f.at = true, start+i
+		return f.at
+	}
+	f.found, f.upTo = false, len(b)
+	return -1
+}
+
+// parse fills r.ev from one complete event. Fields alias raw; only events
+// with several data lines need r.data.
+func (r *Reader) parse(raw []byte) {
+	ev := Event{Raw: raw}
+	b := raw
+	if r.atStart {
+		b = bytes.TrimPrefix(b, bom)
+		r.atStart = false
+	}
+	var breaks breakFinder
+	lines, comments, dataLines := 0, 0, 0
+	for pos := 0; pos < len(b); {
+		at, width := breaks.next(b, pos, true)
+		if width == 0 {
+			// Unreachable while raw ends in a line break, but a parse
+			// that cannot advance must not spin forever.
+			at = len(b)
+		}
+		line := b[pos:at]
+		pos = at + width
+		n := len(line)
+		if n == 0 {
+			continue
+		}
+		lines++
+		if line[0] == ':' {
+			comments++
+			continue
+		}
+		name, value := line, line[n:]
+		if colon := bytes.IndexByte(line, ':'); colon >= 0 {
+			name, value = line[:colon], line[colon+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		// Capping capacity keeps a caller's append to a field from
+		// overwriting the rest of Raw.
+		value = value[:len(value):len(value)]
+		switch string(name) {
+		case "data":
+			// The common single-line case keeps aliasing raw; joining
+			// is deferred until a second line shows it is needed.
+			switch dataLines {
+			case 0:
+				ev.Data = value
+			case 1:
+				r.data = append(r.data[:0], ev.Data...)
+				fallthrough
+			default:
+				r.data = append(r.data, '\n')
+				r.data = append(r.data, value...)
+				ev.Data = r.data
+			}
+			dataLines++
+		case "event":
+			ev.Event = value
+		case "id":
+			// The spec ignores ids containing NUL.
+			if bytes.IndexByte(value, 0) < 0 {
+				ev.ID = value
+			}
+		}
+	}
+	ev.Comment = lines > 0 && comments == lines
+	r.ev = ev
+}
+
+// fill reads more of the source into buf, making room first if needed.
+func (r *Reader) fill() {
+	if r.start == r.end {
+		// Nothing pending: rewinding is free and avoids a later copy.
+		r.start, r.end, r.line, r.scan = 0, 0, 0, 0
+		r.breaks = breakFinder{}
+	}
+	if r.end == len(r.buf) {
+		r.makeRoom()
+	}
+	for range maxEmptyReads {
+		n, err := r.src.Read(r.buf[r.end:])
+		if n < 0 || n > len(r.buf)-r.end {
+			r.srcErr = errBadRead
+			return
+		}
+		r.end += n
+		if err != nil {
+			r.srcErr = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	r.srcErr = io.ErrNoProgress
+}
+
+// makeRoom frees space at the end of a full buffer. It slides pending bytes
+// to the front only when at least as many bytes were consumed as must be
+// copied (so copying stays proportional to the stream length) and doubles
+// the buffer otherwise, never past what one event of the limit needs.
+func (r *Reader) makeRoom() {
+	// One byte past the limit is enough to prove an event too large, and
+	// lets an event of exactly max bytes ending in '\r' see whether '\n'
+	// follows.
+	limit := r.max
+	if limit < math.MaxInt {
+		limit++
+	}
+	pending := r.end - r.start
+	size := len(r.buf)
+	switch {
+	case size == 0:
+		size = min(initialBufSize, limit)
+	case size < limit && (r.start == 0 || r.start < pending):
+		if size > limit/2 {
+			size = limit
+		} else {
+			size *= 2
+		}
+	}
+	if size != len(r.buf) {
+		grown := make([]byte, size)
+		copy(grown, r.buf[r.start:r.end])
+		r.buf = grown
+	} else {
+		copy(r.buf, r.buf[r.start:r.end])
+	}
+	r.line -= r.start
+	r.scan -= r.start
+	r.start, r.end = 0, pending
+	// Rescanning pending bytes costs no more than the copy just made.
+	r.breaks = breakFinder{}
+}
+
+// AppendEvent appends an event with the given name and data to dst in the
+// form "event: NAME\ndata: LINE\n...\n\n" and returns the extended slice.
+// The event line is left out when event is "". Data is split into one data
+// line per line of data, so a Reader gives it back unchanged, except that
+// "\r\n" and "\r" come back as "\n" because SSE cannot carry them. Anything
+// from the first line break of event on is dropped, as it would otherwise
+// forge extra fields.
+func AppendEvent(dst []byte, event string, data []byte) []byte {
+	if i := strings.IndexAny(event, "\r\n"); i >= 0 {
+		event = event[:i]
+	}
+	if event != "" {
+		dst = append(dst, "event: "...)
+		dst = append(dst, event...)
+		dst = append(dst, '\n')
+	}
+	var breaks breakFinder
+	for pos := 0; ; {
+		at, width := breaks.next(data, pos, true)
+		if width == 0 {
+			at = len(data)
+		}
+		dst = append(dst, "data:"...)
+		if at > pos {
+			dst = append(dst, ' ')
+			dst = append(dst, data[pos:at]...)
+		}
+		dst = append(dst, '\n')
+		if width == 0 {
+			break
+		}
+		pos = at + width
+	}
+	return append(dst, '\n')
+}
+
+// AppendComment appends a comment event ": TEXT\n\n" to dst and returns the
+// extended slice; a multi-line text becomes one comment line per line. It is
+// what a proxy sends to keep an idle connection open.
+func AppendComment(dst []byte, text string) []byte {
+	for {
+		n := strings.IndexAny(text, "\r\n")
+		line := text
+		if n >= 0 {
+			line = text[:n]
+		}
+		dst = append(dst, ':')
+		if line != "" {
+			dst = append(dst, ' ')
+			dst = append(dst, line...)
+		}
+		dst = append(dst, '\n')
+		if n < 0 {
+			break
+		}
+		width := 1
+		if text[n] == '\r' && n+1 < len(text) && text[n+1] == '\n' {
+			width = 2
+		}
+		text = text[n+width:]
+	}
+	return append(dst, '\n')
+}

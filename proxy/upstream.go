@@ -1,0 +1,255 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/catalog"
+)
+
+// upstream is one configured model API with its own connection pool.
+type upstream struct {
+	cfg    catalog.Upstream
+	base   *url.URL
+	client *http.Client
+	key    string
+}
+
+// errIdle is the cause recorded when an upstream body goes silent.
+var errIdle = errors.New("upstream went silent for longer than idle_timeout")
+
+func newUpstream(cfg catalog.Upstream, key string) (*upstream, error) {
+	base, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   cfg.ConnectTimeout.D(),
+		ResponseHeaderTimeout: cfg.FirstByteTimeout.D(),
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+		// A sidecar talks to one host at high concurrency; keep enough idle
+		// connections that a burst does not pay new handshakes.
+		MaxIdleConns:        512,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &upstream{
+		cfg:  cfg,
+		base: base,
+		key:  key,
+		client: &http.Client{
+			Transport: tr,
+			// The upstream is fixed by config; a redirect must not move it.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}, nil
+}
+
+func (u *upstream) close() {
+	if tr, ok := u.client.Transport.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
+}
+
+// target builds the upstream URL for a client path (prefix removed) and query.
+func (u *upstream) target(path, rawQuery string) *url.URL {
+	t := *u.base
+	t.Path = strings.TrimSuffix(u.base.Path, "/") + path
+	t.RawPath = ""
+	t.RawQuery = rawQuery
+	return &t
+}
+
+// call is one upstream round trip. The returned body enforces idle_timeout:
+// if no byte arrives for that long, the read fails instead of hanging.
+type call struct {
+	ctx    context.Context
+	resp   *http.Response
+	cancel context.CancelCauseFunc
+	body   io.ReadCloser
+}
+
+func (c *call) Close() {
+	if c.body != nil {
+		c.body.Close()
+	}
+	c.cancel(context.Canceled)
+}
+
+func (u *upstream) do(ctx context.Context, method, path, rawQuery string, header http.Header, body []byte) (*call, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	req, err := http.NewRequestWithContext(ctx, method, u.target(path, rawQuery).String(), bytes.NewReader(body))
+	if err != nil {
+		cancel(err)
+		return nil, err
+	}
+	req.Header = header
+	req.ContentLength = int64(len(body))
+	resp, err := u.client.Do(req)
+	if err != nil {
+		cancel(err)
+		return nil, err
+	}
+	c := &call{ctx: ctx, resp: resp, cancel: cancel}
+	c.body = newIdleBody(resp.Body, u.cfg.IdleTimeout.D(), cancel)
+	return c, nil
+}
+
+// idleBody cancels the upstream request when reads stall for longer than d.
+type idleBody struct {
+	rc    io.ReadCloser
+	d     time.Duration
+	timer *time.Timer
+	once  sync.Once
+}
+
+func newIdleBody(rc io.ReadCloser, d time.Duration, cancel context.CancelCauseFunc) io.ReadCloser {
+	if d <= 0 {
+		return rc
+	}
+	b := &idleBody{rc: rc, d: d}
+	b.timer = time.AfterFunc(d, func() { cancel(errIdle) })
+	return b
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.d)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.once.Do(func() { b.timer.Stop() })
+	return b.rc.Close()
+}
+
+// hopHeaders are connection-level headers never forwarded (RFC 9110 §7.6.1).
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// outboundHeader copies the client's headers for the upstream: everything but
+// hop-by-hop headers, toolgate's own namespace, and framing toolgate redoes.
+// keepEncoding is false on validated routes so the transport negotiates
+// compression itself and toolgate reads plain bytes whatever the client
+// accepts.
+func outboundHeader(in http.Header, keepEncoding bool) http.Header {
+	out := make(http.Header, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	removeHop(out)
+	for k := range out {
+		if strings.HasPrefix(strings.ToLower(k), "x-toolgate-") {
+			delete(out, k)
+		}
+	}
+	out.Del("Content-Length")
+	out.Del("Host")
+	if !keepEncoding {
+		out.Del("Accept-Encoding")
+	}
+	return out
+}
+
+func removeHop(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// credentialHeaders are where SDKs put API keys.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
+
+// applyKey puts the upstream key toolgate holds into h, following
+// api_key_mode: if_missing keeps a key the client sent, replace always uses
+// toolgate's.
+func (u *upstream) applyKey(h http.Header, api string) {
+	if u.key == "" {
+		return
+	}
+	if u.cfg.APIKeyMode != "replace" {
+		for _, k := range credentialHeaders {
+			if h.Get(k) != "" {
+				return
+			}
+		}
+	}
+	for _, k := range credentialHeaders {
+		h.Del(k)
+	}
+	switch keyHeader(u.base.Host, api) {
+	case "x-api-key":
+		h.Set("X-Api-Key", u.key)
+	case "api-key":
+		h.Set("Api-Key", u.key)
+	default:
+		h.Set("Authorization", "Bearer "+u.key)
+	}
+}
+
+// keyHeader picks the header a provider reads its key from: Anthropic uses
+// x-api-key, Azure OpenAI api-key, everything OpenAI-compatible a bearer.
+func keyHeader(host, api string) string {
+	host = strings.ToLower(host)
+	switch {
+	case api == "messages" || strings.HasSuffix(host, "anthropic.com"):
+		return "x-api-key"
+	case strings.HasSuffix(host, ".azure.com"):
+		return "api-key"
+	}
+	return "authorization"
+}
+
+// checkInbound authenticates a client against the configured tokens. The
+// token is read from the headers SDKs send keys in, compared in constant
+// time, and removed so it never reaches the upstream.
+func checkInbound(h http.Header, tokens []string) bool {
+	if len(tokens) == 0 {
+		return true
+	}
+	for _, k := range credentialHeaders {
+		v := h.Get(k)
+		if v == "" {
+			continue
+		}
+		if k == "Authorization" {
+			if len(v) < 7 || !strings.EqualFold(v[:7], "bearer ") {
+				continue
+			}
+			v = strings.TrimSpace(v[7:])
+		}
+		ok := 0
+		for _, t := range tokens {
+			ok |= subtle.ConstantTimeCompare([]byte(v), []byte(t))
+		}
+		if ok == 1 {
+			h.Del(k)
+			return true
+		}
+	}
+	return false
+}

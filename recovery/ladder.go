@@ -1,0 +1,739 @@
+package recovery
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// Settings are the ladder's knobs, taken from one config snapshot.
+type Settings struct {
+	Strategy         string
+	RecoveryAttempts int
+	RepromptAttempts int
+	Threshold        float64
+	Shortlist        int
+	// Prompt is the decision template; empty means DefaultPrompt.
+	Prompt    string
+	Deadline  time.Duration
+	Truncated string
+	Shadow    bool
+	// AbstainTool is the virtual tool's name when it was injected into this
+	// request, else empty.
+	AbstainTool string
+}
+
+// SettingsFrom reads the ladder's settings from a snapshot.
+func SettingsFrom(s *catalog.Snapshot) Settings {
+	c := s.Config
+	return Settings{
+		Strategy:         c.Recovery.Strategy,
+		RecoveryAttempts: deref(c.Recovery.MaxAttempts),
+		RepromptAttempts: deref(c.Reprompt.MaxAttempts),
+		Threshold:        derefF(c.Recovery.ConfidenceThreshold),
+		Shortlist:        deref(c.Recovery.Shortlist),
+		Prompt:           s.Prompt,
+		Deadline:         c.Recovery.Deadline.D(),
+		Truncated:        c.Truncated,
+		Shadow:           c.Mode == catalog.ModeShadow,
+	}
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func derefF(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// Input is one answer to judge and everything needed to repair it.
+type Input struct {
+	Turn *Turn
+	// Check judges a call in this request's context.
+	Check    func(validate.ToolCall) validate.Verdict
+	Eff      *catalog.Effective
+	Settings *Settings
+	Ask      Asker
+	// Stateful is set when the conversation lives upstream and cannot be
+	// extended by a re-query (Responses `conversation`, or a stream whose
+	// stored id was already sent).
+	Stateful bool
+	// UserText is the last user message, used to rank a shortlist.
+	UserText string
+}
+
+// Result is the ladder's verdict on one answer.
+type Result struct {
+	Outcome Outcome
+	// Calls are the final calls, position for position with Turn.Calls and
+	// with the same ids. Only repaired positions differ.
+	Calls []validate.ToolCall
+	// Changed marks the positions whose call was replaced.
+	Changed []bool
+	// Original are the answer's calls as the model sent them.
+	Original []validate.ToolCall
+	// Verdicts judge the original calls, for metrics.
+	Verdicts   []validate.Verdict
+	Escalation *Escalation
+	// AbstainReason is the model's reason when it used the abstain exit.
+	AbstainReason string
+	// Upstream is a retryable re-query failure to pass to the client as is.
+	Upstream *UpstreamError
+	Events   []Event
+	// Turns are the re-query answers, for usage accounting.
+	Turns []*Turn
+}
+
+// Reply texts. They are sent to the model; keep them short and literal.
+const (
+	heldText = "Not executed: this call is held until every call in the batch is valid. Do not repeat it."
+)
+
+// ErrCanceled is returned when the client went away during a re-query.
+var ErrCanceled = errors.New("the client canceled the request")
+
+// Run judges one answer and climbs the ladder. It returns ErrCanceled when
+// ctx was canceled by the client; every other failure becomes an escalation
+// or an upstream error in the Result.
+func Run(ctx context.Context, in *Input) (*Result, error) {
+	l := &ladder{in: in, s: in.Settings}
+	l.res.Original = in.Turn.Calls
+	l.res.Calls = append([]validate.ToolCall(nil), in.Turn.Calls...)
+	l.res.Changed = make([]bool, len(in.Turn.Calls))
+	l.res.Verdicts = make([]validate.Verdict, len(in.Turn.Calls))
+	for i, c := range in.Turn.Calls {
+		l.res.Verdicts[i] = in.Check(c)
+	}
+	l.verdicts = append([]validate.Verdict(nil), l.res.Verdicts...)
+	l.recLeft, l.repLeft = l.s.RecoveryAttempts, l.s.RepromptAttempts
+	err := l.run(ctx)
+	return &l.res, err
+}
+
+type ladder struct {
+	in       *Input
+	s        *Settings
+	res      Result
+	verdicts []validate.Verdict // current verdicts, position for position
+	recLeft  int
+	repLeft  int
+	attempts []Attempt
+}
+
+func (l *ladder) run(ctx context.Context) error {
+	calls := l.in.Turn.Calls
+	judged := 0
+	for _, c := range calls {
+		if c.Kind != validate.Other {
+			judged++
+		}
+	}
+	if judged == 0 {
+		l.res.Outcome = l.pass()
+		return nil
+	}
+	if l.s.AbstainTool != "" && !l.s.Shadow {
+		for _, c := range calls {
+			if c.Name == l.s.AbstainTool && c.Kind == validate.Function {
+				l.res.Outcome = Abstained
+				l.res.AbstainReason = abstainReason(c.Args)
+				return nil
+			}
+		}
+	}
+	if l.in.Turn.Truncated {
+		if l.s.Truncated == catalog.TruncatedPass {
+			l.res.Outcome = l.pass()
+			return nil
+		}
+		for i := range calls {
+			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Finding{Code: validate.Truncated,
+				Message: "the answer was cut off by the token limit", Detail: "the answer was cut off by the token limit"})
+			l.res.Verdicts[i] = l.verdicts[i]
+		}
+		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1)
+	}
+	if l.in.Eff.Len() == 0 {
+		return l.escalate("no_tools_offered", "the model called a tool but no tool may be called in this request", -1)
+	}
+	bad := l.badPositions(validate.ClassName, validate.ClassArgs)
+	if len(bad) == 0 {
+		return l.finishValid()
+	}
+	if l.s.Shadow {
+		if len(l.badPositions(validate.ClassName)) > 0 {
+			l.res.Outcome = ShadowWouldRecover
+		} else {
+			l.res.Outcome = ShadowWouldReprompt
+		}
+		return nil
+	}
+	if l.in.Stateful {
+		return l.escalate("stateful_unrecoverable", "the conversation is stored upstream, so the call cannot be repaired", -1)
+	}
+	if l.s.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.s.Deadline)
+		defer cancel()
+	}
+	outcome := Pass
+	if names := l.badPositions(validate.ClassName); len(names) > 0 {
+		var err error
+		var o Outcome
+		if l.s.Strategy == catalog.StrategyCorrection {
+			o, err = l.chain(ctx, names, KindRecovery)
+		} else {
+			o, err = l.decideAll(ctx, names)
+		}
+		if err != nil || l.res.Escalation != nil || l.res.Upstream != nil {
+			return err
+		}
+		outcome = Worse(outcome, o)
+	}
+	if args := l.badPositions(validate.ClassArgs); len(args) > 0 {
+		o, err := l.chain(ctx, args, KindReprompt)
+		if err != nil || l.res.Escalation != nil || l.res.Upstream != nil {
+			return err
+		}
+		outcome = Worse(outcome, o)
+	}
+	if err := l.finishValid(); err != nil || l.res.Escalation != nil {
+		return err
+	}
+	l.res.Outcome = Worse(l.res.Outcome, outcome)
+	return nil
+}
+
+func (l *ladder) pass() Outcome {
+	if l.s.Shadow {
+		return ShadowPass
+	}
+	return Pass
+}
+
+// finishValid applies the last rung to a batch that is valid: a call to a
+// confirm tool needs a person before it runs.
+func (l *ladder) finishValid() error {
+	for i, v := range l.verdicts {
+		if v.Tool != nil && v.Tool.Policy == catalog.PolicyConfirm {
+			if l.s.Shadow {
+				l.res.Outcome = ShadowWouldEscalate
+				return nil
+			}
+			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Finding{Code: validate.ConfirmationRequired,
+				Message: "the tool requires confirmation by a person", Detail: "the tool requires confirmation by a person"})
+			return l.escalate(string(validate.ConfirmationRequired), "the call is valid but its tool needs a person to confirm it", i)
+		}
+	}
+	l.res.Outcome = l.pass()
+	return nil
+}
+
+// badPositions lists the positions whose worst finding is in one of classes.
+func (l *ladder) badPositions(classes ...validate.Class) []int {
+	var out []int
+	for i, v := range l.verdicts {
+		w := v.Worst()
+		for _, c := range classes {
+			if w == c {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// replies answers every call of turn in order: the calls at the given turn
+// indexes get their error text, all others are held.
+func replies(turn *Turn, errs map[int]string) []Reply {
+	out := make([]Reply, len(turn.Calls))
+	for j, c := range turn.Calls {
+		if msg, ok := errs[j]; ok {
+			out[j] = Reply{CallID: c.ID, Content: msg, IsError: true}
+		} else {
+			out[j] = Reply{CallID: c.ID, Content: heldText}
+		}
+	}
+	return out
+}
+
+// decideAll runs the decision strategy for each call naming a tool that does
+// not exist here. Each call costs one recovery attempt.
+func (l *ladder) decideAll(ctx context.Context, positions []int) (Outcome, error) {
+	for _, i := range positions {
+		if l.recLeft <= 0 {
+			return "", l.escalate("budget", "the recovery budget is spent", -1)
+		}
+		l.recLeft--
+		if err := l.decide(ctx, i); err != nil || l.res.Escalation != nil || l.res.Upstream != nil {
+			return "", err
+		}
+	}
+	return Substituted, nil
+}
+
+func (l *ladder) decide(ctx context.Context, i int) error {
+	orig := l.in.Turn.Calls[i]
+	start := time.Now()
+	ev := Event{Strategy: catalog.StrategyDecision, Name: orig.Name, ArgsBytes: len(orig.Args), Confidence: -1}
+	l.attempts = append(l.attempts, callAttempt("call", orig, l.verdicts[i].Findings))
+
+	prompt := FillPrompt(l.s.Prompt, PromptInput{
+		ToolName:     orig.Name,
+		Arguments:    string(orig.Args),
+		ErrorMessage: findingText(l.verdicts[i].Findings),
+		Tools:        l.promptTools(orig),
+		Threshold:    l.s.Threshold,
+	})
+	q := &Query{Kind: KindRecovery, Decision: true, History: []Exchange{{
+		Turn:    l.in.Turn,
+		Replies: replies(l.in.Turn, map[int]string{i: prompt}),
+	}}}
+	turn, err := l.ask(ctx, q)
+	ev.Duration = time.Since(start)
+	if err != nil || turn == nil {
+		ev.Result = "upstream_error"
+		l.res.Events = append(l.res.Events, ev)
+		return l.upstreamFailed(err)
+	}
+	code := string(l.verdicts[i].Codes()[0])
+	if len(turn.Calls) > 0 && strings.TrimSpace(turn.Text) == "" {
+		ev.Result = "invalid_decision"
+		l.res.Events = append(l.res.Events, ev)
+		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
+		return l.escalate("invalid_decision", "the model answered the recovery prompt with a tool call instead of a decision", -1)
+	}
+	d, perr := ParseDecision(turn.Text)
+	if perr != nil {
+		ev.Result = "invalid_decision"
+		l.res.Events = append(l.res.Events, ev)
+		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
+		return l.escalate("invalid_decision", "the recovery answer was not a valid decision: "+perr.Error(), -1)
+	}
+	conf := d.Confidence
+	ev.Confidence = conf
+	ev.Suggested = d.Tool
+	da := Attempt{Kind: "decision", Decision: d.Decision, Confidence: &conf, Tool: d.Tool}
+	if d.Decision == DecisionSubstitute {
+		raw := string(d.Arguments)
+		da.Arguments, da.ArgumentsRaw = objectOrNil(d.Arguments), &raw
+	}
+	l.attempts = append(l.attempts, da)
+	if d.Decision == DecisionEscalate {
+		ev.Result = "escalated"
+		l.res.Events = append(l.res.Events, ev)
+		err := l.escalate(code, d.Reason, -1)
+		l.res.Escalation.OriginalIntent = d.OriginalIntent
+		l.res.Escalation.MissingCapability = d.MissingCapability
+		return err
+	}
+	if conf < l.s.Threshold {
+		ev.Result = "escalated"
+		l.res.Events = append(l.res.Events, ev)
+		return l.escalate(code, "the proposed substitute is below the confidence threshold", -1)
+	}
+	tool, st, stripped := l.in.Eff.Lookup(d.Tool)
+	if st != catalog.Found || stripped {
+		ev.Result = "invalid_decision"
+		l.res.Events = append(l.res.Events, ev)
+		return l.escalate("invalid_decision", "the proposed substitute is not a tool of this request", -1)
+	}
+	sub := validate.ToolCall{ID: orig.ID, Name: d.Tool, Args: d.Arguments, Kind: validate.Function}
+	if tool.Policy == catalog.PolicyConfirm {
+		ev.Result = "escalated"
+		l.res.Events = append(l.res.Events, ev)
+		l.res.Calls[i], l.res.Changed[i] = sub, true
+		return l.escalate(string(validate.ConfirmationRequired), "the substitute's tool needs a person to confirm it", i)
+	}
+	if !tool.Substitutable {
+		ev.Result = "invalid_decision"
+		l.res.Events = append(l.res.Events, ev)
+		return l.escalate("invalid_decision", "the proposed substitute's tool may not be substituted", -1)
+	}
+	v := l.in.Check(sub)
+	if !v.Valid() {
+		ev.Result = "invalid_decision"
+		l.res.Events = append(l.res.Events, ev)
+		l.attempts = append(l.attempts, callAttempt("call", sub, v.Findings))
+		return l.escalate("invalid_decision", "the proposed substitute's arguments are not valid", -1)
+	}
+	ev.Result = "substituted"
+	l.res.Events = append(l.res.Events, ev)
+	l.res.Calls[i], l.res.Changed[i], l.verdicts[i] = sub, true, v
+	return nil
+}
+
+// promptTools lists the substitutable tools for the recovery prompt,
+// shortlisted when the catalog is large.
+func (l *ladder) promptTools(bad validate.ToolCall) []PromptTool {
+	var tools []*catalog.Tool
+	for _, t := range l.in.Eff.Tools() {
+		if t.Substitutable && t.Policy != catalog.PolicyConfirm && t.Name != l.s.AbstainTool {
+			tools = append(tools, t)
+		}
+	}
+	if l.s.Shortlist > 0 && len(tools) > l.s.Shortlist {
+		tools = Shortlist(tools, bad.Name, bad.Args, l.in.UserText, l.s.Shortlist)
+	}
+	out := make([]PromptTool, len(tools))
+	for i, t := range tools {
+		out[i] = PromptTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+	}
+	return out
+}
+
+// chain asks the model to fix the calls at positions by replying with the
+// reasons, and keeps asking with the new answer while the budget allows.
+// It serves the correction strategy and the reprompt step alike.
+func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome, error) {
+	turn := l.in.Turn
+	// at maps a call index of turn to the position it answers for, or -1.
+	at := make([]int, len(turn.Calls))
+	for j := range at {
+		at[j] = j
+	}
+	pending := positions
+	var history []Exchange
+	for {
+		nameLevel := false
+		for _, p := range pending {
+			if l.verdicts[p].Worst() == validate.ClassName {
+				nameLevel = true
+			}
+		}
+		qkind := KindReprompt
+		if nameLevel {
+			qkind = KindRecovery
+			if l.recLeft <= 0 {
+				return "", l.escalate("budget", "the recovery budget is spent", -1)
+			}
+			l.recLeft--
+		} else {
+			if l.repLeft <= 0 {
+				return "", l.escalate("budget", "the reprompt budget is spent", -1)
+			}
+			l.repLeft--
+		}
+		errs := map[int]string{}
+		for j := range turn.Calls {
+			p := at[j]
+			if p < 0 || !contains(pending, p) {
+				continue
+			}
+			l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.verdicts[p].Findings))
+			errs[j] = l.errorText(turn.Calls[j], l.verdicts[p])
+		}
+		history = append(history, Exchange{Turn: turn, Replies: replies(turn, errs)})
+		start := time.Now()
+		strategy := "reprompt"
+		if qkind == KindRecovery {
+			strategy = catalog.StrategyCorrection
+		}
+		next, err := l.ask(ctx, &Query{Kind: qkind, History: append([]Exchange(nil), history...)})
+		ev := Event{Strategy: strategy, Confidence: -1, Duration: time.Since(start)}
+		if len(pending) > 0 {
+			ev.Name = l.in.Turn.Calls[pending[0]].Name
+			ev.ArgsBytes = len(l.in.Turn.Calls[pending[0]].Args)
+		}
+		if err != nil || next == nil {
+			ev.Result = "upstream_error"
+			l.res.Events = append(l.res.Events, ev)
+			return "", l.upstreamFailed(err)
+		}
+		if next.Truncated {
+			ev.Result = "escalated"
+			l.res.Events = append(l.res.Events, ev)
+			return "", l.escalate(string(validate.Truncated), "the repaired answer was cut off by the token limit", -1)
+		}
+		nextAt, ok := l.mapCalls(next, pending)
+		if !ok {
+			ev.Result = "escalated"
+			l.res.Events = append(l.res.Events, ev)
+			l.attempts = append(l.attempts, Attempt{Kind: string(qkind), Decision: "unmatched"})
+			return "", l.escalate(l.primaryCode(pending), "the model's new answer did not replace every rejected call", -1)
+		}
+		var still []int
+		for j, c := range next.Calls {
+			p := nextAt[j]
+			if p < 0 {
+				continue
+			}
+			fixed := validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind}
+			v := l.in.Check(fixed)
+			l.res.Calls[p], l.res.Changed[p], l.verdicts[p] = fixed, true, v
+			if !v.Valid() {
+				still = append(still, p)
+			}
+			ev.Suggested = c.Name
+		}
+		if len(still) == 0 {
+			if qkind == KindRecovery {
+				ev.Result = "corrected"
+				l.res.Events = append(l.res.Events, ev)
+				return Corrected, nil
+			}
+			ev.Result = "reprompted"
+			l.res.Events = append(l.res.Events, ev)
+			return Reprompted, nil
+		}
+		ev.Result = "escalated"
+		if l.verdicts[still[0]].Worst() == validate.ClassFinal {
+			l.res.Events = append(l.res.Events, ev)
+			return "", l.escalate(l.primaryCode(still), "the repaired call is still not acceptable", -1)
+		}
+		// Only the last event of a chain decides the metric result.
+		ev.Result = ""
+		l.res.Events = append(l.res.Events, ev)
+		turn, at, pending = next, nextAt, still
+	}
+}
+
+// mapCalls pairs the calls of a new answer with the positions that were
+// rejected. A new call that repeats a held call exactly is ignored: the
+// model was told not to repeat it. What remains must match the rejected
+// positions one for one, in order; anything else is not a repair.
+func (l *ladder) mapCalls(next *Turn, pending []int) ([]int, bool) {
+	at := make([]int, len(next.Calls))
+	k := 0
+	for j, c := range next.Calls {
+		at[j] = -1
+		if l.repeatsHeld(c, pending) {
+			continue
+		}
+		if k >= len(pending) {
+			return nil, false
+		}
+		at[j] = pending[k]
+		k++
+	}
+	return at, k == len(pending)
+}
+
+func (l *ladder) repeatsHeld(c validate.ToolCall, pending []int) bool {
+	for p, held := range l.res.Calls {
+		if contains(pending, p) {
+			continue
+		}
+		if held.Name == c.Name && sameJSON(held.Args, c.Args) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// errorText is the tool result for a rejected call: the exact reasons, for
+// the model only (it may quote values).
+func (l *ladder) errorText(c validate.ToolCall, v validate.Verdict) string {
+	if v.Worst() == validate.ClassName {
+		names := make([]string, 0, l.in.Eff.Len())
+		for _, t := range l.in.Eff.Tools() {
+			if t.Name != l.s.AbstainTool {
+				names = append(names, t.Name)
+			}
+		}
+		return CorrectionMessage(c.Name, names)
+	}
+	var b strings.Builder
+	b.WriteString("Error: this call was rejected and not executed. Fix these problems and call the tool again:\n")
+	for _, f := range v.Findings {
+		if !f.Blocking() {
+			continue
+		}
+		b.WriteString("- ")
+		b.WriteString(f.Detail)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func findingText(fs []validate.Finding) string {
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts = append(parts, f.Detail)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (l *ladder) ask(ctx context.Context, q *Query) (*Turn, error) {
+	t, err := l.in.Ask.Ask(ctx, q)
+	if t != nil {
+		l.res.Turns = append(l.res.Turns, t)
+	}
+	return t, err
+}
+
+// upstreamFailed turns a failed re-query into the right result: the client's
+// own cancellation aborts, a spent deadline escalates, a retryable provider
+// failure goes back to the client as is, anything else escalates.
+func (l *ladder) upstreamFailed(err error) error {
+	var ue *UpstreamError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return ErrCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return l.escalate("deadline", "the recovery deadline passed", -1)
+	case errors.As(err, &ue) && ue.Retryable():
+		l.res.Upstream = ue
+		return nil
+	}
+	a := Attempt{Kind: "upstream_error"}
+	if ue != nil {
+		a.Status = ue.Status
+	}
+	l.attempts = append(l.attempts, a)
+	return l.escalate(l.primaryCode(l.badPositions(validate.ClassName, validate.ClassArgs, validate.ClassFinal)),
+		"the model could not be asked again", -1)
+}
+
+func (l *ladder) primaryCode(positions []int) string {
+	for _, p := range positions {
+		if cs := l.verdicts[p].Codes(); len(cs) > 0 {
+			return string(cs[0])
+		}
+	}
+	return "invalid_decision"
+}
+
+// escalate ends the ladder with an escalation. label is the metric reason;
+// call is the position of a validated call to include, or -1.
+func (l *ladder) escalate(label, reason string, call int) error {
+	e := &Escalation{
+		ID:        NewEscalationID(),
+		Reason:    reason,
+		Label:     label,
+		CallIndex: call,
+		Time:      time.Now(),
+	}
+	seen := map[string]bool{}
+	add := func(c string) {
+		if !seen[c] {
+			seen[c] = true
+			e.Codes = append(e.Codes, c)
+		}
+	}
+	for _, v := range l.verdicts {
+		for _, f := range v.Findings {
+			if f.Blocking() {
+				add(string(f.Code))
+			}
+		}
+	}
+	for _, v := range l.res.Verdicts {
+		for _, f := range v.Findings {
+			if f.Blocking() {
+				add(string(f.Code))
+			}
+		}
+	}
+	switch label {
+	case "invalid_decision", "budget", "deadline", "stateful_unrecoverable", "no_tools_offered":
+		add(label)
+	default:
+		// A finding code leads the list.
+		if len(e.Codes) == 0 || e.Codes[0] != label {
+			rest := make([]string, 0, len(e.Codes))
+			for _, c := range e.Codes {
+				if c != label {
+					rest = append(rest, c)
+				}
+			}
+			e.Codes = append([]string{label}, rest...)
+		}
+	}
+	if len(l.attempts) == 0 {
+		for i, c := range l.in.Turn.Calls {
+			if len(l.res.Verdicts[i].Findings) > 0 || call == i {
+				l.attempts = append(l.attempts, callAttempt("call", c, l.verdicts[i].Findings))
+			}
+		}
+	}
+	e.Attempts = l.attempts
+	l.res.Escalation = e
+	if l.s.Shadow {
+		l.res.Outcome = ShadowWouldEscalate
+	} else {
+		l.res.Outcome = Escalated
+	}
+	return nil
+}
+
+func callAttempt(kind string, c validate.ToolCall, fs []validate.Finding) Attempt {
+	raw := string(c.Args)
+	return Attempt{Kind: kind, Tool: c.Name, Arguments: objectOrNil(c.Args), ArgumentsRaw: &raw,
+		Findings: append([]validate.Finding(nil), fs...)}
+}
+
+// objectOrNil returns the arguments as a JSON value when they are a valid
+// JSON object, so the escalation carries them structured; otherwise the raw
+// text alone says what the model sent.
+func objectOrNil(b []byte) json.RawMessage {
+	t := bytes.TrimSpace(b)
+	if len(t) > 0 && t[0] == '{' && json.Valid(t) {
+		return json.RawMessage(t)
+	}
+	return nil
+}
+
+func abstainReason(args []byte) string {
+	var v struct {
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(args, &v) != nil || strings.TrimSpace(v.Reason) == "" {
+		return "No available tool fits this request."
+	}
+	return v.Reason
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// NewEscalationID returns a fresh, unguessable escalation id.
+func NewEscalationID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "esc_" + hex.EncodeToString(b[:])
+}
+
+// sortedNames returns the names of tools, sorted.
+func sortedNames(tools []*catalog.Tool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	sort.Strings(out)
+	return out
+}

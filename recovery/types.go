@@ -1,0 +1,217 @@
+// Package recovery runs the bounded ladder of SPEC §4: pass a valid answer,
+// repair a bad one by asking the model again, or escalate. It is provider
+// neutral: it sees neutral Turns and asks the upstream through the Asker that
+// each API adapter implements, so it is tested without HTTP.
+package recovery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate/validate"
+)
+
+// Turn is one assistant answer (one choice) in neutral form.
+type Turn struct {
+	Calls []validate.ToolCall
+	// Text is the answer's visible text, read when a decision is expected.
+	Text string
+	// Truncated is set when the token limit cut the answer off.
+	Truncated bool
+	// Usage of the upstream call that produced this turn.
+	Usage Usage
+	// ResponseID is the provider's id of the answer, where it has one.
+	ResponseID string
+	// Raw is the adapter's own form of the turn, replayed byte for byte in
+	// re-queries. The ladder never looks inside it.
+	Raw any
+}
+
+// Usage counts the tokens of one upstream call.
+type Usage struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+}
+
+// Reply answers one call of a replayed turn.
+type Reply struct {
+	CallID  string
+	Content string
+	IsError bool
+}
+
+// Exchange is a replayed assistant turn followed by a reply to each of its
+// calls, in the turn's order.
+type Exchange struct {
+	Turn    *Turn
+	Replies []Reply
+}
+
+// Kind says why the upstream is asked again; it labels metrics.
+type Kind string
+
+// Query kinds.
+const (
+	KindOriginal Kind = "original"
+	KindRecovery Kind = "recovery"
+	KindReprompt Kind = "reprompt"
+)
+
+// Query is one re-query: the original request with History appended.
+type Query struct {
+	Kind    Kind
+	History []Exchange
+	// Decision asks for a text answer: tool_choice none, no response_format.
+	Decision bool
+}
+
+// Asker sends a re-query in its API's wire shape and decodes the answer.
+// Implementations return *UpstreamError for a non-success status.
+type Asker interface {
+	Ask(ctx context.Context, q *Query) (*Turn, error)
+}
+
+// UpstreamError is a re-query the provider did not answer with success.
+type UpstreamError struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Err is set for transport failures (timeouts, resets) with no status.
+	Err error
+}
+
+func (e *UpstreamError) Error() string {
+	if e.Err != nil {
+		return "upstream: " + e.Err.Error()
+	}
+	return fmt.Sprintf("upstream: status %d", e.Status)
+}
+
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// Retryable reports whether the client's SDK should retry the whole request:
+// the statuses the official SDKs retry, and transport failures.
+func (e *UpstreamError) Retryable() bool {
+	if e.Err != nil {
+		return true
+	}
+	switch e.Status {
+	case 408, 409, 429:
+		return true
+	}
+	return e.Status >= 500
+}
+
+// ErrBadAnswer wraps a re-query answer the adapter could not decode.
+var ErrBadAnswer = errors.New("the upstream answer could not be read")
+
+// Outcome is what happened to one answer; it is the X-Toolgate-Outcome value.
+type Outcome string
+
+// Outcomes (SPEC §6).
+const (
+	Pass        Outcome = "pass"
+	Substituted Outcome = "substituted"
+	Corrected   Outcome = "corrected"
+	Reprompted  Outcome = "reprompted"
+	Abstained   Outcome = "abstained"
+	Escalated   Outcome = "escalated"
+
+	ShadowPass          Outcome = "shadow-pass"
+	ShadowWouldRecover  Outcome = "shadow-would-recover"
+	ShadowWouldReprompt Outcome = "shadow-would-reprompt"
+	ShadowWouldEscalate Outcome = "shadow-would-escalate"
+)
+
+// rank orders outcomes so that a request with several choices reports the
+// most significant one.
+func (o Outcome) rank() int {
+	switch o {
+	case Pass, ShadowPass:
+		return 0
+	case Substituted:
+		return 1
+	case Corrected:
+		return 2
+	case Reprompted, ShadowWouldRecover, ShadowWouldReprompt:
+		return 3
+	case Abstained:
+		return 4
+	case Escalated, ShadowWouldEscalate:
+		return 5
+	}
+	return 0
+}
+
+// Worse returns the more significant of two outcomes.
+func Worse(a, b Outcome) Outcome {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// Escalation is the structured record a caller acts on (SPEC §5).
+type Escalation struct {
+	ID                 string          `json:"id"`
+	Codes              []string        `json:"codes"`
+	Reason             string          `json:"reason"`
+	OriginalIntent     string          `json:"original_intent"`
+	MissingCapability  string          `json:"missing_capability"`
+	CatalogVersion     string          `json:"catalog_version"`
+	RequestID          string          `json:"request_id"`
+	UpstreamRequestIDs []string        `json:"upstream_request_ids"`
+	Call               json.RawMessage `json:"call"`
+	Attempts           []Attempt       `json:"attempts"`
+
+	// Label is the escalations_total reason: a finding code, or one of
+	// invalid_decision, budget, deadline, stateful_unrecoverable,
+	// no_tools_offered.
+	Label string `json:"-"`
+	// CallIndex is the position of the call that Call holds, or -1.
+	CallIndex int `json:"-"`
+	// Time is when the escalation was decided.
+	Time time.Time `json:"-"`
+}
+
+// Code is the primary code, the error's top-level "code".
+func (e *Escalation) Code() string {
+	if len(e.Codes) > 0 {
+		return e.Codes[0]
+	}
+	return e.Label
+}
+
+// Attempt is one step that led to an escalation.
+type Attempt struct {
+	// Kind is call, decision, correction, reprompt or upstream_error.
+	Kind         string             `json:"kind"`
+	Tool         string             `json:"tool,omitempty"`
+	Arguments    json.RawMessage    `json:"arguments,omitempty"`
+	ArgumentsRaw *string            `json:"arguments_raw,omitempty"`
+	Findings     []validate.Finding `json:"findings,omitempty"`
+	Decision     string             `json:"decision,omitempty"`
+	Confidence   *float64           `json:"confidence,omitempty"`
+	Status       int                `json:"status,omitempty"`
+}
+
+// Event is one recovery step, for metrics and the audit log.
+type Event struct {
+	Strategy string
+	// Result is substituted, corrected, reprompted, escalated,
+	// invalid_decision or upstream_error.
+	Result string
+	// Name is the invented tool name (decision and correction).
+	Name string
+	// ArgsBytes is the size of the invented call's arguments.
+	ArgsBytes int
+	// Suggested is the tool the model proposed, if any.
+	Suggested string
+	// Confidence is the decision's confidence, or -1.
+	Confidence float64
+	Duration   time.Duration
+}

@@ -1,0 +1,300 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/toolgate/toolgate/catalog"
+)
+
+// Kind is the type of a tool call as the API spells it.
+type Kind uint8
+
+// Call kinds. Only function calls are judged in full (SPEC §3).
+const (
+	// Function calls name a function tool and carry JSON arguments.
+	Function Kind = iota
+	// Custom calls (OpenAI custom tools) carry free text; only the name is judged.
+	Custom
+	// Other calls (server tools, built-ins, MCP) pass untouched.
+	Other
+)
+
+// ToolCall is one call in neutral form.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Args is the argument JSON text exactly as the model produced it.
+	Args []byte
+	Kind Kind
+	// BadShape is set by an adapter when the call's arguments are not in the
+	// wire shape the API defines (e.g. not a string where one is required).
+	BadShape bool
+}
+
+// Evidence answers provenance questions about the request's own history.
+type Evidence interface {
+	// Seen reports whether token occurred, as a whole token, in user content or
+	// a tool result of the request.
+	Seen(token string) bool
+}
+
+// Context is what Check needs beyond the call itself.
+type Context struct {
+	Eff *catalog.Effective
+	// Evidence is nil when the request could not be read; provenance is then
+	// unverifiable.
+	Evidence Evidence
+	// HistoryUpstream is set when earlier turns live at the provider
+	// (previous_response_id, conversation), so provenance is unverifiable.
+	HistoryUpstream bool
+}
+
+// Verdict is the judgement of one call.
+type Verdict struct {
+	// Tool is the resolved tool, nil when the name is bad.
+	Tool *catalog.Tool
+	// Stripped is set when the name matched only after removing a configured
+	// provider prefix.
+	Stripped bool
+	Findings []Finding
+}
+
+// Valid reports whether no finding blocks the call.
+func (v *Verdict) Valid() bool {
+	for _, f := range v.Findings {
+		if f.Blocking() {
+			return false
+		}
+	}
+	return true
+}
+
+// Worst returns the class of the most severe blocking finding: final, then
+// name, then arguments.
+func (v *Verdict) Worst() Class {
+	worst := ClassNone
+	for _, f := range v.Findings {
+		switch c := f.Code.Class(); {
+		case c == ClassFinal:
+			return ClassFinal
+		case c == ClassName:
+			worst = ClassName
+		case c == ClassArgs && worst == ClassNone:
+			worst = ClassArgs
+		}
+	}
+	return worst
+}
+
+// Codes returns the distinct codes of v's findings in first-seen order.
+func (v *Verdict) Codes() []Code {
+	var out []Code
+	for _, f := range v.Findings {
+		dup := false
+		for _, c := range out {
+			if c == f.Code {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, f.Code)
+		}
+	}
+	return out
+}
+
+// maxArgBytes bounds the arguments of one call; larger ones are malformed.
+const maxArgBytes = 8 << 20
+
+// Check judges one call against cx. Every problem is reported, not only the
+// first, so a reprompt can name them all at once.
+func Check(c ToolCall, cx *Context) Verdict {
+	var v Verdict
+	if c.Kind == Other {
+		return v
+	}
+	tool, st, stripped := cx.Eff.Lookup(c.Name)
+	v.Stripped = stripped
+	switch st {
+	case catalog.Unknown:
+		v.Findings = append(v.Findings, Finding{Code: UnknownTool,
+			Message: "the tool does not exist", Detail: "no tool named " + strconv.Quote(c.Name) + " exists"})
+		return v
+	case catalog.NotOffered:
+		v.Findings = append(v.Findings, Finding{Code: ToolNotOffered,
+			Message: "the tool was not offered in this request", Detail: "the tool " + strconv.Quote(c.Name) + " is not available in this request"})
+		return v
+	case catalog.NotInCatalog:
+		v.Findings = append(v.Findings, Finding{Code: ToolNotInCatalog,
+			Message: "the tool is not in the configured catalog", Detail: "the tool " + strconv.Quote(c.Name) + " is not an approved tool"})
+		return v
+	}
+	v.Tool = tool
+	if c.Kind == Custom {
+		return v
+	}
+	if c.BadShape {
+		msg := "the arguments are not in the shape the API defines"
+		v.Findings = append(v.Findings, Finding{Code: MalformedArguments, Message: msg, Detail: msg})
+		return v
+	}
+	args, f := decodeArgs(c.Args)
+	if f != nil {
+		v.Findings = append(v.Findings, *f)
+		return v
+	}
+	if tool.Schema != nil {
+		if err := tool.Schema.Validate(args); err != nil {
+			v.Findings = appendSchemaFindings(v.Findings, err)
+		}
+	}
+	if len(v.Findings) == 0 {
+		v.Findings = checkProvenance(v.Findings, tool, args, cx)
+		v.Findings = checkRules(v.Findings, tool, args)
+	}
+	return v
+}
+
+// decodeArgs parses argument text into the value form the schema validator
+// and CEL read. Numbers stay json.Number so no precision is lost.
+func decodeArgs(raw []byte) (any, *Finding) {
+	malformed := func(msg string) *Finding {
+		return &Finding{Code: MalformedArguments, Message: msg, Detail: msg}
+	}
+	if len(raw) > maxArgBytes {
+		return nil, malformed("the arguments exceed " + strconv.Itoa(maxArgBytes) + " bytes")
+	}
+	if !utf8.Valid(raw) {
+		return nil, malformed("the arguments are not valid UTF-8")
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, malformed("the arguments are not a JSON object")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(trimmed))
+	if err != nil {
+		return nil, malformed("the arguments are not valid JSON: " + jsonErrorSummary(err))
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, malformed("the arguments are not a JSON object")
+	}
+	return v, nil
+}
+
+// jsonErrorSummary keeps the position of a JSON syntax error but never the
+// offending text, which is model output.
+func jsonErrorSummary(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "syntax error at byte " + strconv.FormatInt(se.Offset, 10)
+	}
+	return "unexpected end or trailing data"
+}
+
+var printer = message.NewPrinter(language.English)
+
+// appendSchemaFindings walks the validation error tree to its leaves, so each
+// finding names one instance location and one keyword.
+func appendSchemaFindings(dst []Finding, err error) []Finding {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return append(dst, Finding{Code: SchemaViolation, Message: "the arguments do not match the schema", Detail: err.Error()})
+	}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		ptr := pointer(e.InstanceLocation)
+		kw := strings.Join(e.ErrorKind.KeywordPath(), "/")
+		dst = append(dst, Finding{
+			Code:    SchemaViolation,
+			Pointer: ptr,
+			Keyword: kw,
+			Message: safeMessage(ptr, kw, e.ErrorKind),
+			Detail:  displayPointer(ptr) + ": " + e.ErrorKind.LocalizedString(printer),
+		})
+	}
+	walk(ve)
+	return dst
+}
+
+// safeMessage describes a schema failure without quoting argument values:
+// sinks and logs may only carry pointers, keywords and schema facts.
+func safeMessage(ptr, kw string, ek jsonschema.ErrorKind) string {
+	var detail string
+	switch k := ek.(type) {
+	case *kind.Type:
+		detail = "expected " + strings.Join(k.Want, " or ") + ", got " + k.Got
+	case *kind.Required:
+		detail = "missing " + strings.Join(quoteAll(k.Missing), ", ")
+	case *kind.AdditionalProperties:
+		detail = "unexpected " + strings.Join(quoteAll(k.Properties), ", ")
+	default:
+		detail = "value fails " + kw
+	}
+	return displayPointer(ptr) + ": " + detail
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strconv.Quote(v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func displayPointer(p string) string {
+	if p == "" {
+		return "arguments"
+	}
+	return "arguments" + p
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// pointer turns a path of tokens into an RFC 6901 JSON pointer.
+func pointer(tokens []string) string {
+	if len(tokens) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(t))
+	}
+	return b.String()
+}
+
+// checkRules runs the tool's CEL rules. A rule that cannot be evaluated
+// (missing key, cost limit) is a violation: an unchecked rule must not pass.
+func checkRules(dst []Finding, tool *catalog.Tool, args any) []Finding {
+	for _, r := range tool.Rules {
+		ok, err := r.Eval(tool.Name, args)
+		switch {
+		case err != nil:
+			msg := fmt.Sprintf("rule could not be evaluated: %s", r.Message)
+			dst = append(dst, Finding{Code: RuleViolation, Keyword: "rule", Message: msg, Detail: msg})
+		case !ok:
+			dst = append(dst, Finding{Code: RuleViolation, Keyword: "rule", Message: r.Message, Detail: r.Message})
+		}
+	}
+	return dst
+}
