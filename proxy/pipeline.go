@@ -134,65 +134,79 @@ func (x *exchange) check(c validate.ToolCall) validate.Verdict {
 	return validate.Check(c, &x.vctx)
 }
 
-// finish turns the ladder's results into the client's answer.
-func (x *exchange) finish(resp *api.Response, upHeader http.Header, results []*recovery.Result) {
-	outcome := recovery.Pass
+// verdict is the pipeline's decision on a whole answer, before any byte of
+// it is written. Streams and plain answers share it.
+type verdict struct {
+	outcome recovery.Outcome
+	// upstream is a retryable re-query failure to hand to the client.
+	upstream *recovery.UpstreamError
+	// escalation, when set, replaces the whole answer (error mode).
+	escalation *api.Escalated
+	finals     []api.Final
+	// changed is false when the upstream's bytes can go out as they are.
+	changed bool
+}
+
+// decide turns the ladder's results into one verdict, counting and
+// recording what happened.
+func (x *exchange) decide(results []*recovery.Result) verdict {
+	v := verdict{outcome: recovery.Pass}
 	if x.settings.Shadow {
-		outcome = recovery.ShadowPass
+		v.outcome = recovery.ShadowPass
 	}
 	for _, r := range results {
-		outcome = recovery.Worse(outcome, r.Outcome)
+		v.outcome = recovery.Worse(v.outcome, r.Outcome)
 	}
 	x.account(results)
 	for _, r := range results {
 		if r.Upstream != nil {
-			x.writeUpstreamError(r.Upstream, outcome)
-			return
+			v.upstream = r.Upstream
+			return v
 		}
 	}
 	if x.settings.Shadow {
-		x.writeAnswer(http.StatusOK, upHeader, resp.Body, outcome)
-		return
+		return v
 	}
-	finals := make([]api.Final, len(results))
-	changed := false
+	v.finals = make([]api.Final, len(results))
 	for i, r := range results {
-		finals[i].Result = r
+		v.finals[i].Result = r
 		if r.Outcome != recovery.Pass {
-			changed = true
+			v.changed = true
 		}
 		if r.Escalation == nil {
 			continue
 		}
 		e := x.escalated(i, r)
 		if x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput {
-			x.writeEscalation(e, outcome)
+			v.escalation = e
+			return v
+		}
+		v.finals[i].Escalated = e
+		x.w.Header().Set("X-Toolgate-Escalation-Id", e.Escalation.ID)
+	}
+	return v
+}
+
+// finish writes a plain answer according to the verdict.
+func (x *exchange) finish(resp *api.Response, upHeader http.Header, results []*recovery.Result) {
+	v := x.decide(results)
+	switch {
+	case v.upstream != nil:
+		x.writeUpstreamError(v.upstream, v.outcome)
+	case v.escalation != nil:
+		x.writeEscalation(v.escalation, v.outcome)
+	case !v.changed:
+		// The common case: every call valid, the upstream's bytes go out as is.
+		x.writeAnswer(http.StatusOK, upHeader, resp.Body, v.outcome)
+	default:
+		body, err := x.ad.Render(x.req, resp, v.finals)
+		if err != nil {
+			x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
+			x.writeFinalError(http.StatusBadGateway, "toolgate_internal_error", "toolgate could not build the repaired answer")
 			return
 		}
-		finals[i].Escalated = e
+		x.writeAnswer(http.StatusOK, upHeader, body, v.outcome)
 	}
-	if !changed {
-		// The common case: every call valid, the upstream's bytes go out as is.
-		x.writeAnswer(http.StatusOK, upHeader, resp.Body, outcome)
-		return
-	}
-	body, err := x.ad.Render(x.req, resp, finals)
-	if err != nil {
-		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-		x.writeFinalError(http.StatusBadGateway, "toolgate_internal_error", "toolgate could not build the repaired answer")
-		return
-	}
-	var escID string
-	for _, f := range finals {
-		if f.Escalated != nil {
-			escID = f.Escalated.Escalation.ID
-			break
-		}
-	}
-	if escID != "" {
-		x.w.Header().Set("X-Toolgate-Escalation-Id", escID)
-	}
-	x.writeAnswer(http.StatusOK, upHeader, body, outcome)
 }
 
 // asker sends re-queries for one answer through the exchange.

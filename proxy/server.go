@@ -15,6 +15,7 @@ import (
 	"net/http/httputil"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,8 +23,10 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/openaichat"
+	"github.com/toolgate/toolgate/proxy/responses"
 )
 
 // Sink receives every escalation (SPEC §5). Implementations must not block.
@@ -37,6 +40,9 @@ type Options struct {
 	Logger  *zap.Logger
 	Metrics *Metrics
 	Sink    Sink
+	// Keepalive is the interval of ": keepalive" comments on held streams
+	// (default 15s).
+	Keepalive time.Duration
 }
 
 // Server is the proxy listener's handler.
@@ -46,6 +52,15 @@ type Server struct {
 	metrics *Metrics
 	sink    Sink
 	rt      atomic.Pointer[runtime]
+
+	keepalive time.Duration
+}
+
+func (s *Server) keepaliveInterval() time.Duration {
+	if s.keepalive <= 0 {
+		return 15 * time.Second
+	}
+	return s.keepalive
 }
 
 // runtime is everything built from one snapshot: its routes and upstream
@@ -58,24 +73,21 @@ type runtime struct {
 
 // adapters maps api_paths values and built-in routes to adapters.
 var adapters = map[string]api.Adapter{
-	"chat": openaichat.Adapter{},
+	"chat":      openaichat.Adapter{},
+	"messages":  anthropic.Adapter{},
+	"responses": responses.Adapter{},
 }
 
 // builtinRoutes are the validated paths under every prefix.
 var builtinRoutes = map[string]string{
 	"/v1/chat/completions": "chat",
-}
-
-// RegisterAdapter adds an adapter for a built-in path and an api_paths name.
-// It is called from init functions of this package only.
-func registerAdapter(name, path string, a api.Adapter) {
-	adapters[name] = a
-	builtinRoutes[path] = name
+	"/v1/messages":         "messages",
+	"/v1/responses":        "responses",
 }
 
 // New builds a Server serving the store's current snapshot.
 func New(o Options) (*Server, error) {
-	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink}
+	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink, keepalive: o.Keepalive}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -1,6 +1,290 @@
 package proxy
 
-// serveStream handles stream: true requests.
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/sse"
+	"github.com/toolgate/toolgate/recovery"
+)
+
+// maxEvent bounds one SSE event; a larger one fails the stream.
+const maxEvent = 8 << 20
+
+// streamWriter serialises writes to a streamed answer: the pipeline and the
+// keepalive ticker both write. Headers go out with the first byte, so until
+// then the pipeline may still answer with a plain status.
+type streamWriter struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	status  int
+	err     error
+	header  func(http.Header)
+}
+
+func (sw *streamWriter) write(b []byte) error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.writeLocked(b)
+}
+
+func (sw *streamWriter) writeLocked(b []byte) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	if !sw.started {
+		sw.started = true
+		sw.header(sw.w.Header())
+		sw.w.WriteHeader(sw.status)
+	}
+	if len(b) > 0 {
+		if _, err := sw.w.Write(b); err != nil {
+			sw.err = err
+			return err
+		}
+	}
+	if err := sw.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		sw.err = err
+	}
+	return sw.err
+}
+
+func (sw *streamWriter) begun() bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.started
+}
+
+// keepalive writes an SSE comment every interval until stop is called, so
+// proxies and load balancers do not cut a stream that is being held.
+func (sw *streamWriter) keepalive(interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if sw.write(sse.AppendComment(nil, "keepalive")) != nil {
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
+}
+
+// serveStream validates a streamed answer: text flows through as it comes;
+// from the first tool-call event on, everything is held until the calls
+// are complete and judged, then the original events, repaired ones or an
+// escalation go out.
 func (x *exchange) serveStream(body []byte) {
-	x.writeFinalError(501, "not_implemented", "streaming is not validated yet")
+	ctx := x.r.Context()
+	c, err := x.send(ctx, recovery.KindOriginal, body)
+	if err != nil {
+		x.failUpstream(err)
+		return
+	}
+	defer c.Close()
+	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
+		x.relay(c)
+		return
+	}
+	if ct := c.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		// Some upstreams ignore stream: true; judge the plain answer instead.
+		x.serveBuffered(c)
+		return
+	}
+	st := x.ad.NewStream(x.req)
+	sw := &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
+		header: func(h http.Header) {
+			copyHeader(h, c.resp.Header)
+			x.toolgateHeaders(h, "")
+		}}
+	shadow := x.settings.Shadow
+	var held []api.HeldEvent
+	heldBytes := int64(0)
+	holding, done := false, false
+	stopKeepalive := func() {}
+	defer func() { stopKeepalive() }()
+	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+
+	rd := sse.NewReader(c.body, maxEvent)
+	tRead := time.Now()
+	for !done && rd.Next() {
+		ev := rd.Event()
+		step, err := st.Feed(&ev)
+		if err != nil {
+			x.upWait += time.Since(tRead)
+			x.streamFail(sw, st, "upstream_error", "the upstream sent a stream event toolgate cannot read", err)
+			return
+		}
+		done = step.Done
+		if step.Hold && !holding && !shadow {
+			holding = true
+			stopKeepalive = sw.keepalive(x.s.keepaliveInterval())
+		}
+		if holding {
+			heldBytes += int64(len(ev.Raw))
+			if heldBytes > limit {
+				x.upWait += time.Since(tRead)
+				x.streamFail(sw, st, "upstream_error", "the upstream answer exceeds max_response_bytes", errTooLarge)
+				return
+			}
+			held = append(held, api.HeldEvent{Raw: clone(ev.Raw), Event: string(ev.Event), Data: clone(ev.Data)})
+			continue
+		}
+		if err := sw.write(ev.Raw); err != nil {
+			// The client is gone; returning cancels the upstream call.
+			return
+		}
+	}
+	x.upWait += time.Since(tRead)
+	if !done {
+		if ctx.Err() != nil {
+			return
+		}
+		cause := rd.Err()
+		if cause == nil {
+			cause = io.ErrUnexpectedEOF
+		}
+		if errors.Is(context.Cause(c.ctx), errIdle) {
+			x.streamFail(sw, st, "upstream_timeout", "the upstream stream went silent for longer than idle_timeout", errIdle)
+			return
+		}
+		x.streamFail(sw, st, "upstream_error", "the upstream stream ended before the answer was complete", cause)
+		return
+	}
+	// The stream is complete; nothing after the terminal event is read.
+	turns := st.Turns()
+	x.note(recovery.KindOriginal, st.Usage(), c.resp.Header)
+	results := make([]*recovery.Result, len(turns))
+	for i, turn := range turns {
+		res, err := recovery.Run(ctx, &recovery.Input{
+			Turn:     turn,
+			Check:    x.check,
+			Eff:      x.eff,
+			Settings: &x.settings,
+			Ask:      &asker{x: x},
+			Stateful: x.req.Stateful || st.Committed(),
+			UserText: x.req.UserText,
+		})
+		if err != nil {
+			return
+		}
+		results[i] = res
+	}
+	v := x.decide(results)
+	stopKeepalive()
+	x.s.metrics.StreamsHeldEvents.Observe(float64(len(held)))
+	switch {
+	case shadow || !holding:
+		_ = sw.write(nil)
+	case v.upstream != nil:
+		if !sw.begun() && v.upstream.Status != 0 {
+			x.writeUpstreamError(v.upstream, v.outcome)
+			return
+		}
+		msg := "the upstream failed while toolgate was repairing a tool call; retry the request"
+		if v.upstream.Status != 0 {
+			msg += " (upstream status " + strconv.Itoa(v.upstream.Status) + ")"
+		}
+		_ = sw.write(st.ErrorEvent("upstream_error", msg, nil))
+	case v.escalation != nil:
+		if !sw.begun() {
+			x.writeEscalation(v.escalation, v.outcome)
+			return
+		}
+		_ = sw.write(st.ErrorEvent(v.escalation.Escalation.Code(), v.escalation.Text, v.escalation))
+	case !v.changed:
+		_ = sw.write(joinHeld(held))
+	default:
+		out, err := st.Render(held, v.finals)
+		if err != nil {
+			x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
+			_ = sw.write(st.ErrorEvent("toolgate_internal_error", "toolgate could not build the repaired answer", nil))
+			break
+		}
+		_ = sw.write(out)
+	}
+	x.logDone(http.StatusOK, string(v.outcome))
+}
+
+// streamFail ends a stream that cannot be completed: never a half tool call,
+// always an error the client's SDK reports.
+func (x *exchange) streamFail(sw *streamWriter, st api.Stream, code, msg string, err error) {
+	x.s.log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
+	if !sw.begun() {
+		status := http.StatusBadGateway
+		if code == "upstream_timeout" {
+			status = http.StatusGatewayTimeout
+		}
+		x.writeFinalError(status, code, msg)
+		return
+	}
+	_ = sw.write(st.ErrorEvent(code, msg, nil))
+	x.logDone(http.StatusOK, code)
+}
+
+// serveBuffered judges an upstream answer that came back whole although a
+// stream was asked for.
+func (x *exchange) serveBuffered(c *call) {
+	answer, err := x.readAnswer(c)
+	if err != nil {
+		x.failUpstream(err)
+		return
+	}
+	resp, err := x.ad.ParseResponse(answer)
+	if err != nil {
+		x.s.metrics.unvalidated("response_unreadable")
+		x.writeFinalError(http.StatusBadGateway, "upstream_error", "toolgate could not read the upstream answer, so it was not forwarded")
+		return
+	}
+	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
+	results := make([]*recovery.Result, len(resp.Choices))
+	for i, turn := range resp.Choices {
+		res, err := recovery.Run(x.r.Context(), &recovery.Input{Turn: turn, Check: x.check, Eff: x.eff,
+			Settings: &x.settings, Ask: &asker{x: x, prev: resp}, Stateful: x.req.Stateful, UserText: x.req.UserText})
+		if err != nil {
+			return
+		}
+		results[i] = res
+	}
+	x.finish(resp, c.resp.Header, results)
+}
+
+func joinHeld(held []api.HeldEvent) []byte {
+	n := 0
+	for _, h := range held {
+		n += len(h.Raw)
+	}
+	out := make([]byte, 0, n)
+	for _, h := range held {
+		out = append(out, h.Raw...)
+	}
+	return out
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
 }

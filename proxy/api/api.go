@@ -5,6 +5,7 @@ package api
 
 import (
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/proxy/sse"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -80,4 +81,46 @@ type Adapter interface {
 	// CallJSON renders one validated call in the route's own shape, for the
 	// escalation's "call" field.
 	CallJSON(c validate.ToolCall) []byte
+	// NewStream follows one streamed answer to req.
+	NewStream(req *Request) Stream
+}
+
+// Step is what a stream event means for the pipeline.
+type Step struct {
+	// Hold: a tool call has begun; this event and every later one must be
+	// held until the calls are validated.
+	Hold bool
+	// Done: the stream's terminal event ([DONE], message_stop,
+	// response.completed). Nothing that follows is read.
+	Done bool
+}
+
+// HeldEvent is a copy of an event the pipeline held back.
+type HeldEvent struct {
+	Raw   []byte
+	Event string
+	Data  []byte
+}
+
+// Stream follows one streamed answer: it assembles the calls from deltas and
+// writes replacement events. A Stream is used by one goroutine.
+type Stream interface {
+	// Feed reads one upstream event. An error means the upstream sent an
+	// event that cannot be read; the stream is then failed, never guessed.
+	Feed(ev *sse.Event) (Step, error)
+	// Turns returns the assembled answer, one turn per choice. Each turn's
+	// Raw replays it in a re-query.
+	Turns() []*recovery.Turn
+	// Render writes the events that replace held, given the pipeline's
+	// decision per choice. Indexes and sequence numbers stay contiguous.
+	Render(held []HeldEvent, finals []Final) ([]byte, error)
+	// ErrorEvent is an in-stream error (an escalation when esc is set, else
+	// a failure such as a cut upstream), including any terminator the API
+	// needs after it.
+	ErrorEvent(code, message string, esc *Escalated) []byte
+	// Usage is the streamed answer's own usage, when the upstream sent it.
+	Usage() recovery.Usage
+	// Committed reports whether the client has already been given an id
+	// that a re-query would have to change (a stored Responses id).
+	Committed() bool
 }

@@ -288,13 +288,16 @@ func (Adapter) FollowUp(req *api.Request, _ *api.Response, q *recovery.Query) ([
 		return nil, fmt.Errorf("openaichat: messages: %w", err)
 	}
 	for _, ex := range q.History {
-		ref, ok := ex.Turn.Raw.(turnRef)
-		if !ok {
+		var m []byte
+		switch ref := ex.Turn.Raw.(type) {
+		case turnRef:
+			if m, err = messageOf(ref); err != nil {
+				return nil, err
+			}
+		case rawMessage:
+			m = ref
+		default:
 			return nil, errors.New("openaichat: turn from another adapter")
-		}
-		m, err := messageOf(ref)
-		if err != nil {
-			return nil, err
 		}
 		msgs = append(msgs, m)
 		for _, r := range ex.Replies {

@@ -112,13 +112,17 @@ func refParse(in []byte) (events []sse.Event, tail []byte) {
 }
 
 func FuzzReader(f *testing.F) {
+	// Whole fixtures seed the real grammar; the variants use a short head
+	// of each, because mutants of large inputs are slow to minimise and
+	// would eat most of a short fuzzing run.
 	for _, fx := range fixtures {
 		stream := fx.load(f)
-		f.Add(uint16(0), []byte{}, stream)
-		f.Add(uint16(0), []byte{1}, stream)
-		f.Add(uint16(0), []byte{3, 0, 7, 64}, bytes.ReplaceAll(stream, []byte("\n"), []byte("\r\n")))
-		f.Add(uint16(300), []byte{5}, stream)
-		f.Add(uint16(0), []byte{2}, stream[:len(stream)/2])
+		f.Add(uint16(0), []byte{3, 0, 7, 64}, stream)
+		head := stream[:eventEnds(stream)[2]]
+		f.Add(uint16(0), []byte{1}, bytes.ReplaceAll(head, []byte("\n"), []byte("\r\n")))
+		f.Add(uint16(0), []byte{2}, bytes.ReplaceAll(head, []byte("\n"), []byte("\r")))
+		f.Add(uint16(200), []byte{5}, head)
+		f.Add(uint16(0), []byte{}, head[:len(head)-1])
 	}
 	f.Add(uint16(0), []byte{1}, []byte(": keepalive\n\n\n\r\rdata: a\rdata: b\r\n\r\n"))
 	f.Add(uint16(8), []byte{1, 2}, []byte("\xEF\xBB\xBFdata: x\r"))

@@ -1,0 +1,434 @@
+package openaichat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/sse"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// Bounds on what a stream may declare, checked before anything grows.
+const (
+	maxChoices = 128
+	maxCalls   = 128
+)
+
+var doneData = []byte("[DONE]")
+
+// ErrStream reports a chunk that cannot be read.
+var ErrStream = errors.New("openaichat: unreadable stream chunk")
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type chunkChoice struct {
+	Index int `json:"index"`
+	Delta struct {
+		Content          *string     `json:"content"`
+		Refusal          *string     `json:"refusal"`
+		ReasoningContent *string     `json:"reasoning_content"`
+		ToolCalls        []deltaCall `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type deltaCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function *struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+	Custom *struct {
+		Name  *string `json:"name"`
+		Input *string `json:"input"`
+	} `json:"custom"`
+}
+
+// streamCall accumulates one call's deltas.
+type streamCall struct {
+	id, typ, name string
+	args          []byte
+	badShape      bool
+}
+
+type streamChoice struct {
+	content   []byte
+	reasoning []byte
+	refusal   []byte
+	hasText   bool
+	calls     []*streamCall
+	finish    string
+}
+
+// stream follows one Chat Completions stream.
+type stream struct {
+	id      string
+	choices map[int]*streamChoice
+	usage   recovery.Usage
+	holding bool
+}
+
+// NewStream implements api.Adapter.
+func (Adapter) NewStream(*api.Request) api.Stream {
+	return &stream{choices: map[int]*streamChoice{}}
+}
+
+func (s *stream) choice(i int) (*streamChoice, error) {
+	if i < 0 || i >= maxChoices {
+		return nil, fmt.Errorf("%w: choice index %d", ErrStream, i)
+	}
+	c := s.choices[i]
+	if c == nil {
+		c = &streamChoice{}
+		s.choices[i] = c
+	}
+	return c, nil
+}
+
+// Feed implements api.Stream.
+func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
+	if ev.Comment || len(ev.Data) == 0 {
+		return api.Step{}, nil
+	}
+	if bytes.Equal(ev.Data, doneData) {
+		return api.Step{Done: true}, nil
+	}
+	var ch chunk
+	if err := json.Unmarshal(ev.Data, &ch); err != nil {
+		return api.Step{}, fmt.Errorf("%w: %v", ErrStream, err)
+	}
+	if len(ch.Error) > 0 && !jsonx.IsNull(ch.Error) {
+		return api.Step{}, fmt.Errorf("%w: the upstream sent an error event", ErrStream)
+	}
+	if s.id == "" {
+		s.id = ch.ID
+	}
+	if ch.Usage != nil {
+		s.usage = recovery.Usage{Input: ch.Usage.PromptTokens, Output: ch.Usage.CompletionTokens}
+	}
+	step := api.Step{}
+	for i := range ch.Choices {
+		cc := &ch.Choices[i]
+		c, err := s.choice(cc.Index)
+		if err != nil {
+			return step, err
+		}
+		if cc.Delta.Content != nil {
+			c.content = append(c.content, *cc.Delta.Content...)
+			c.hasText = true
+		}
+		if cc.Delta.ReasoningContent != nil {
+			c.reasoning = append(c.reasoning, *cc.Delta.ReasoningContent...)
+		}
+		if cc.Delta.Refusal != nil {
+			c.refusal = append(c.refusal, *cc.Delta.Refusal...)
+		}
+		for _, dc := range cc.Delta.ToolCalls {
+			if dc.Index < 0 || dc.Index >= maxCalls {
+				return step, fmt.Errorf("%w: tool call index %d", ErrStream, dc.Index)
+			}
+			for len(c.calls) <= dc.Index {
+				c.calls = append(c.calls, &streamCall{})
+			}
+			sc := c.calls[dc.Index]
+			if dc.ID != "" {
+				sc.id = dc.ID
+			}
+			if dc.Type != "" {
+				sc.typ = dc.Type
+			}
+			switch {
+			case dc.Function != nil:
+				if dc.Function.Name != nil {
+					sc.name += *dc.Function.Name
+				}
+				if a := dc.Function.Arguments; len(a) > 0 && !jsonx.IsNull(a) {
+					if s, ok := jsonx.Unquote(a); ok {
+						sc.args = append(sc.args, s...)
+					} else {
+						sc.badShape = true
+					}
+				}
+			case dc.Custom != nil:
+				if dc.Custom.Name != nil {
+					sc.name += *dc.Custom.Name
+				}
+				if dc.Custom.Input != nil {
+					sc.args = append(sc.args, *dc.Custom.Input...)
+				}
+			}
+			s.holding = true
+		}
+		if cc.FinishReason != nil {
+			c.finish = *cc.FinishReason
+		}
+	}
+	step.Hold = s.holding
+	return step, nil
+}
+
+// Usage implements api.Stream.
+func (s *stream) Usage() recovery.Usage { return s.usage }
+
+// Committed implements api.Stream: chat completions are never stored.
+func (s *stream) Committed() bool { return false }
+
+func (s *stream) order() []int {
+	idx := make([]int, 0, len(s.choices))
+	for i := range s.choices {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	return idx
+}
+
+// Turns implements api.Stream. Choices are returned by index; a missing
+// index in between gets an empty turn so positions stay aligned.
+func (s *stream) Turns() []*recovery.Turn {
+	idx := s.order()
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]*recovery.Turn, idx[len(idx)-1]+1)
+	for i := range out {
+		out[i] = &recovery.Turn{ResponseID: s.id, Raw: rawMessage([]byte(`{"role":"assistant","content":""}`))}
+	}
+	for _, i := range idx {
+		c := s.choices[i]
+		t := out[i]
+		t.Text = string(c.content)
+		for _, sc := range c.calls {
+			call := validate.ToolCall{ID: sc.id, Name: sc.name, Args: sc.args, Kind: validate.Function, BadShape: sc.badShape}
+			switch sc.typ {
+			case "", "function":
+			case "custom":
+				call.Kind = validate.Custom
+			default:
+				call.Kind = validate.Other
+			}
+			t.Calls = append(t.Calls, call)
+		}
+		t.Truncated = c.finish == "length" && len(c.calls) > 0
+		t.Raw = rawMessage(c.message())
+	}
+	if len(out) > 0 {
+		out[0].Usage = s.usage
+	}
+	return out
+}
+
+// message rebuilds the assistant message the stream carried, so a re-query
+// replays exactly what the model said.
+func (c *streamChoice) message() []byte {
+	m := jsonx.Object{{Key: "role", Value: []byte(`"assistant"`)}}
+	if c.hasText {
+		m = m.Set("content", jsonx.String(string(c.content)))
+	} else {
+		m = m.Set("content", []byte("null"))
+	}
+	if len(c.reasoning) > 0 {
+		m = m.Set("reasoning_content", jsonx.String(string(c.reasoning)))
+	}
+	if len(c.refusal) > 0 {
+		m = m.Set("refusal", jsonx.String(string(c.refusal)))
+	}
+	if len(c.calls) > 0 {
+		calls := make([][]byte, len(c.calls))
+		for i, sc := range c.calls {
+			typ := sc.typ
+			if typ == "" {
+				typ = "function"
+			}
+			var body []byte
+			if typ == "custom" {
+				body = jsonx.Object{{Key: "name", Value: jsonx.String(sc.name)}, {Key: "input", Value: jsonx.String(string(sc.args))}}.Bytes()
+			} else {
+				body = jsonx.Object{{Key: "name", Value: jsonx.String(sc.name)}, {Key: "arguments", Value: jsonx.String(string(sc.args))}}.Bytes()
+			}
+			calls[i] = jsonx.Object{
+				{Key: "id", Value: jsonx.String(sc.id)},
+				{Key: "type", Value: jsonx.String(typ)},
+				{Key: typ, Value: body},
+			}.Bytes()
+		}
+		m = m.Set("tool_calls", jsonx.AppendArray(nil, calls))
+	}
+	return m.Bytes()
+}
+
+// ErrorEvent implements api.Stream. The openai SDKs raise an APIError for a
+// data event carrying an "error" object; [DONE] closes the stream cleanly.
+func (s *stream) ErrorEvent(code, message string, esc *api.Escalated) []byte {
+	var body []byte
+	if esc != nil {
+		body = ErrorEnvelope(esc)
+	} else {
+		body = jsonx.Object{{Key: "error", Value: jsonx.Object{
+			{Key: "type", Value: jsonx.String(code)},
+			{Key: "code", Value: jsonx.String(code)},
+			{Key: "message", Value: jsonx.String(message)},
+			{Key: "param", Value: []byte("null")},
+		}.Bytes()}}.Bytes()
+	}
+	out := sse.AppendEvent(nil, "", body)
+	return sse.AppendEvent(out, "", doneData)
+}
+
+// Render implements api.Stream. Held chunks that carry nothing that changed
+// go out as the upstream sent them; the others are rewritten: a replaced
+// call is sent whole in its first chunk (same index and id) and its other
+// fragments are dropped; an escalated or abstained choice becomes text.
+func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error) {
+	var out []byte
+	sentCall := map[[2]int]bool{}
+	sentText := map[int]bool{}
+	for _, ev := range held {
+		if len(ev.Data) == 0 || bytes.Equal(ev.Data, doneData) || !touches(ev.Data, finals) {
+			out = append(out, ev.Raw...)
+			continue
+		}
+		obj, err := jsonx.ParseObject(ev.Data)
+		if err != nil {
+			return nil, err
+		}
+		choices, err := jsonx.ParseArray(obj.Get("choices"))
+		if err != nil {
+			return nil, err
+		}
+		choices = append([][]byte(nil), choices...)
+		var escBody []byte
+		for k, raw := range choices {
+			c, err := jsonx.ParseObject(raw)
+			if err != nil {
+				return nil, err
+			}
+			var idx int
+			if err := json.Unmarshal(c.Get("index"), &idx); err != nil || idx < 0 || idx >= len(finals) {
+				continue
+			}
+			f := finals[idx]
+			text := ""
+			switch {
+			case f.Escalated != nil:
+				text = f.Escalated.Text
+				escBody = f.Escalated.Body
+			case f.Result != nil && f.Result.Outcome == recovery.Abstained:
+				text = f.Result.AbstainReason
+			}
+			if f.Escalated != nil || (f.Result != nil && f.Result.Outcome == recovery.Abstained) {
+				delta := jsonx.Object{}
+				if !sentText[idx] {
+					sentText[idx] = true
+					delta = delta.Set("content", jsonx.String(text))
+				}
+				c = c.Set("delta", delta.Bytes())
+				if !jsonx.IsNull(c.Get("finish_reason")) {
+					c = c.Set("finish_reason", []byte(`"stop"`))
+				}
+				choices[k] = c.Bytes()
+				continue
+			}
+			if f.Result == nil {
+				continue
+			}
+			delta, err := jsonx.ParseObject(c.Get("delta"))
+			if err != nil || delta.Get("tool_calls") == nil {
+				continue
+			}
+			calls, err := jsonx.ParseArray(delta.Get("tool_calls"))
+			if err != nil {
+				return nil, err
+			}
+			var kept [][]byte
+			for _, rc := range calls {
+				var dc deltaCall
+				if err := json.Unmarshal(rc, &dc); err != nil {
+					return nil, err
+				}
+				if dc.Index >= len(f.Result.Changed) || !f.Result.Changed[dc.Index] {
+					kept = append(kept, rc)
+					continue
+				}
+				key := [2]int{idx, dc.Index}
+				if sentCall[key] {
+					continue
+				}
+				sentCall[key] = true
+				nc := f.Result.Calls[dc.Index]
+				kept = append(kept, jsonx.Object{
+					{Key: "index", Value: []byte(fmt.Sprint(dc.Index))},
+					{Key: "id", Value: jsonx.String(nc.ID)},
+					{Key: "type", Value: []byte(`"function"`)},
+					{Key: "function", Value: jsonx.Object{
+						{Key: "name", Value: jsonx.String(nc.Name)},
+						{Key: "arguments", Value: jsonx.String(string(nc.Args))},
+					}.Bytes()},
+				}.Bytes())
+			}
+			if len(kept) == 0 {
+				delta = delta.Delete("tool_calls")
+			} else {
+				delta = delta.Set("tool_calls", jsonx.AppendArray(nil, kept))
+			}
+			c = c.Set("delta", delta.Bytes())
+			choices[k] = c.Bytes()
+		}
+		if emptied(choices) && jsonx.IsNull(obj.Get("usage")) {
+			// Only fragments of a replaced call were here; the whole call
+			// went out with its first chunk.
+			continue
+		}
+		obj = obj.Set("choices", jsonx.AppendArray(nil, choices))
+		if escBody != nil {
+			obj = obj.Set("toolgate_escalation", escBody)
+		}
+		out = sse.AppendEvent(out, ev.Event, obj.Bytes())
+	}
+	return out, nil
+}
+
+// touches reports whether a chunk may carry something Render must change:
+// it belongs to a choice that was not passed through unchanged.
+func touches(data []byte, finals []api.Final) bool {
+	for _, f := range finals {
+		if f.Escalated != nil || (f.Result != nil && (f.Result.Outcome == recovery.Abstained || anyChanged(f.Result.Changed))) {
+			return bytes.Contains(data, []byte(`"choices"`))
+		}
+	}
+	return false
+}
+
+// emptied reports whether every choice of a rewritten chunk is left with an
+// empty delta and no finish reason.
+func emptied(choices [][]byte) bool {
+	for _, raw := range choices {
+		var c struct {
+			Delta        map[string]json.RawMessage `json:"delta"`
+			FinishReason json.RawMessage            `json:"finish_reason"`
+			Logprobs     json.RawMessage            `json:"logprobs"`
+		}
+		if json.Unmarshal(raw, &c) != nil || len(c.Delta) > 0 || !jsonx.IsNull(c.FinishReason) || !jsonx.IsNull(c.Logprobs) {
+			return false
+		}
+	}
+	return len(choices) > 0
+}
+
+// rawMessage is an assistant message rebuilt from a stream.
+type rawMessage []byte
