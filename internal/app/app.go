@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/sink"
 )
 
 // App is a running toolgate.
@@ -37,6 +39,30 @@ type App struct {
 	proxyLn, adminLn   net.Listener
 	reloadMu           sync.Mutex
 	done               chan struct{}
+	baseDir            string
+	fixedSink          proxy.Sink
+	sinks              atomic.Pointer[sink.Set]
+}
+
+// sinkSwitch hands each escalation to the sinks of the live config.
+type sinkSwitch struct{ a *App }
+
+func (s sinkSwitch) Record(rec *proxy.EscalationRecord) {
+	if s.a.fixedSink != nil {
+		s.a.fixedSink.Record(rec)
+		return
+	}
+	if set := s.a.sinks.Load(); set != nil {
+		set.Record(rec)
+	}
+}
+
+func (a *App) newSinks(snap *catalog.Snapshot) (*sink.Set, error) {
+	esc := snap.Config.Escalation
+	if esc.Sinks.File != "" && !filepath.IsAbs(esc.Sinks.File) && a.baseDir != "" {
+		esc.Sinks.File = filepath.Join(a.baseDir, esc.Sinks.File)
+	}
+	return sink.New(esc, snap.Secrets, a.Log, sink.Counters{Dropped: a.Metrics.SinkDropped, Failures: a.Metrics.SinkFailures})
 }
 
 // Options tune Start beyond the config file.
@@ -44,6 +70,10 @@ type Options struct {
 	Logger *zap.Logger
 	// Sink receives escalations; nil uses the config's sinks.
 	Sink proxy.Sink
+	// BaseDir resolves a relative sink file path (the config's folder).
+	BaseDir string
+	// Keepalive overrides the held-stream keepalive interval (tests).
+	Keepalive time.Duration
 }
 
 // Start loads the config at path and starts both listeners.
@@ -52,6 +82,7 @@ func Start(path string, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.BaseDir = filepath.Dir(path)
 	a, err := StartSnapshot(snap, o)
 	if err != nil {
 		return nil, err
@@ -70,12 +101,20 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := proxy.NewMetrics(reg)
 	store := catalog.NewStore(snap)
-	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: o.Sink})
+	a := &App{Log: log, Registry: reg, Metrics: m, Admin: proxy.NewAdmin(reg), Store: store,
+		done: make(chan struct{}), baseDir: o.BaseDir, fixedSink: o.Sink}
+	if o.Sink == nil {
+		set, err := a.newSinks(snap)
+		if err != nil {
+			return nil, err
+		}
+		a.sinks.Store(set)
+	}
+	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: sinkSwitch{a}, Keepalive: o.Keepalive})
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Log: log, Registry: reg, Metrics: m, Server: srv, Admin: proxy.NewAdmin(reg), Store: store,
-		done: make(chan struct{})}
+	a.Server = srv
 	if a.proxyLn, err = net.Listen("tcp", snap.Config.Listen); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", snap.Config.Listen, err)
 	}
@@ -144,11 +183,30 @@ func (a *App) Reload() error {
 }
 
 func (a *App) apply(snap *catalog.Snapshot) error {
-	cur := a.Store.Load().Config
-	if snap.Config.Listen != cur.Listen || snap.Config.AdminListen != cur.AdminListen {
+	cur := a.Store.Load()
+	if snap.Config.Listen != cur.Config.Listen || snap.Config.AdminListen != cur.Config.AdminListen {
 		return ErrListenerChanged
 	}
-	return a.Server.Apply(snap)
+	var fresh *sink.Set
+	if a.fixedSink == nil {
+		var err error
+		if fresh, err = a.newSinks(snap); err != nil {
+			return err
+		}
+	}
+	if err := a.Server.Apply(snap); err != nil {
+		if fresh != nil {
+			fresh.Close()
+		}
+		return err
+	}
+	if fresh != nil {
+		if old := a.sinks.Swap(fresh); old != nil {
+			// Records already queued on the old sinks still go out.
+			go old.Close()
+		}
+	}
+	return nil
 }
 
 // Shutdown drains: readiness goes false, the listeners stop accepting, and
@@ -161,6 +219,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.proxySrv.Close()
 	}
 	_ = a.adminSrv.Close()
+	if set := a.sinks.Load(); set != nil {
+		set.Close()
+	}
 	a.Log.Info("toolgate stopped")
 	return err
 }
