@@ -5,10 +5,10 @@ import (
 	"errors"
 	"io"
 	"math"
-	"reflect"
-	"sort"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -48,6 +48,7 @@ func Parse(data []byte, name string) (*Config, error) {
 	src := newSource(name, &root)
 
 	var decoded []Problem
+	var unread []string // parts of the config the decoder could not fill
 	c := &Config{}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -57,7 +58,9 @@ func Parse(data []byte, name string) (*Config, error) {
 			return nil, &ConfigError{File: name, Problems: []Problem{syntaxProblem(err)}}
 		}
 		for _, m := range te.Errors {
-			decoded = append(decoded, src.translate(m))
+			p, scope := src.translate(m)
+			decoded = append(decoded, p)
+			unread = append(unread, scope)
 		}
 	} else if err == nil {
 		// A second document would be ignored silently; an operator who
@@ -69,10 +72,14 @@ func Parse(data []byte, name string) (*Config, error) {
 				line = syntaxProblem(err).Line
 			}
 			decoded = append(decoded, Problem{Line: line, Message: "only one YAML document is allowed"})
+			unread = append(unread, "-") // a scope no field has: nothing is hidden
 		}
 	}
 	if len(root.Content) > 0 {
-		decoded = append(decoded, fractionalInts(src, root.Content[0], reflect.TypeOf(c).Elem(), "")...)
+		for _, p := range fractionalInts(src, root.Content[0], reflect.TypeOf(c).Elem(), "") {
+			decoded = append(decoded, p)
+			unread = append(unread, p.Path)
+		}
 	}
 	c.src = src
 	for i := range c.Catalog.Tools {
@@ -91,7 +98,7 @@ func Parse(data []byte, name string) (*Config, error) {
 			// A field the decoder could not read holds a zero value, and
 			// validating that would only repeat the decoder's complaint.
 			for _, p := range ce.Problems {
-				if !covered(decoded, p.Path) {
+				if !covered(unread, p.Path) {
 					all = append(all, p)
 				}
 			}
@@ -151,14 +158,14 @@ func fractionalInts(src *source, n *yaml.Node, t reflect.Type, path string) []Pr
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
-// covered reports whether path is, or lies under, a path the decoder
-// already complained about.
-func covered(decoded []Problem, path string) bool {
-	for _, d := range decoded {
-		if d.Path == "" {
+// covered reports whether path is, or lies under, a part of the config the
+// decoder could not read.
+func covered(unread []string, path string) bool {
+	for _, u := range unread {
+		if u == "" {
 			return true // the document as a whole could not be read
 		}
-		if path == d.Path || strings.HasPrefix(path, d.Path+".") || strings.HasPrefix(path, d.Path+"[") {
+		if path == u || strings.HasPrefix(path, u+".") || strings.HasPrefix(path, u+"[") {
 			return true
 		}
 	}

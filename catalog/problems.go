@@ -213,8 +213,24 @@ var (
 
 // translate turns one message of a *yaml.TypeError into a Problem naming
 // the field. Where a message fits several nodes of a line (flow style), the
-// first candidate is taken: the line is still right.
-func (s *source) translate(msg string) Problem {
+// first candidate is taken: the line is still right. scope is the part of
+// the config the decoder left unread because of it ("" for all of it).
+func (s *source) translate(msg string) (p Problem, scope string) {
+	p = s.problemFor(msg)
+	scope = p.Path
+	if reDupKey.MatchString(msg) {
+		// The decoder skips a whole mapping with a repeated key.
+		scope = parentPath(p.Path)
+	}
+	if strings.HasSuffix(scope, "]") {
+		// A list drops an element it could not decode, which shifts the
+		// rest: nothing about that list can be checked.
+		scope = parentPath(scope)
+	}
+	return p, scope
+}
+
+func (s *source) problemFor(msg string) Problem {
 	if m := reOwn.FindStringSubmatch(msg); m != nil {
 		line, col := atoi(m[1]), atoi(m[2])
 		for _, p := range s.byLine[line] {

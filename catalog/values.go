@@ -49,7 +49,7 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // aliases can repeat a subtree exponentially ("billion laughs"), and this
 // converter walks the node tree itself rather than through the decoder's
 // own alias accounting.
-const maxJSONValueBytes = 16 << 20
+const maxJSONValueBytes = 4 << 20
 
 // UnmarshalYAML converts any YAML value into compact JSON text, keeping the
 // order of mapping keys so that a schema reaches the compiler, the version

@@ -90,6 +90,12 @@ func (x *exchange) account(results []*recovery.Result) {
 	api := x.ad.Name()
 	for _, r := range results {
 		for i, v := range r.Verdicts {
+			orig := r.Original[i]
+			if orig.Kind == validate.Other || (x.settings.AbstainTool != "" && orig.Name == x.settings.AbstainTool) {
+				// Built-in and server tools are not judged, and the abstain
+				// exit is toolgate's own tool: neither is a model's tool call.
+				continue
+			}
 			result := "valid"
 			switch {
 			case v.Stripped && v.Valid():
@@ -108,7 +114,7 @@ func (x *exchange) account(results []*recovery.Result) {
 					result = string(validate.ProvenanceUnverifiable)
 				}
 			}
-			m.ToolCalls.WithLabelValues(api, version, x.toolLabel(r.Original[i].Name, v), result).Inc()
+			m.ToolCalls.WithLabelValues(api, version, x.toolLabel(orig.Name, v), result).Inc()
 			if result == string(validate.UnknownTool) {
 				m.Hallucinations.WithLabelValues(api, version).Inc()
 			}

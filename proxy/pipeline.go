@@ -80,6 +80,7 @@ func (x *exchange) serve() {
 	x.vctx = validate.Context{Eff: x.eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
 	x.header = outboundHeader(x.r.Header, false)
 	x.up.applyKey(x.header, x.ad.Name())
+	body = x.offerAbstain(body)
 
 	if req.Stream {
 		x.serveStream(body)
@@ -128,6 +129,44 @@ func (x *exchange) serve() {
 		results[i] = res
 	}
 	x.finish(resp, c.resp.Header, results)
+}
+
+// abstainDescription tells the model when the exit is the right answer.
+const abstainDescription = "Call this instead of any other tool when none of the available tools can do what is needed, " +
+	"or when doing it would mean guessing a tool or an argument. Give the reason in one sentence; the user will see it."
+
+var abstainSchema = []byte(`{"type":"object","properties":{"reason":{"type":"string","description":"Why no available tool fits, in one sentence for the user."}},"required":["reason"],"additionalProperties":false}`)
+
+// offerAbstain appends the virtual "no tool fits" tool to the upstream
+// request when the config asks for it and the model is free to choose
+// (tool_choice auto). Never in shadow mode, where the request must reach the
+// upstream unchanged, and never over a client tool of the same name. The
+// injected body becomes the request's body, so re-queries keep exactly the
+// tools the upstream saw first.
+func (x *exchange) offerAbstain(body []byte) []byte {
+	cfg := x.rt.snap.Config.Abstain
+	if !cfg.Enabled || x.settings.Shadow {
+		return body
+	}
+	if x.req.Choice.Kind != catalog.ChoiceAuto || len(x.req.Offered) == 0 {
+		return body
+	}
+	for _, o := range x.req.Offered {
+		if o.Name == cfg.ToolName {
+			return body
+		}
+	}
+	inj, ok := x.ad.(api.ToolInjector)
+	if !ok {
+		return body
+	}
+	nb, err := inj.InjectTool(x.req, catalog.Offered{Name: cfg.ToolName, Description: abstainDescription, Parameters: abstainSchema})
+	if err != nil {
+		return body
+	}
+	x.req.Body = nb
+	x.settings.AbstainTool = cfg.ToolName
+	return nb
 }
 
 func (x *exchange) check(c validate.ToolCall) validate.Verdict {

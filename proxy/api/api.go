@@ -85,6 +85,13 @@ type Adapter interface {
 	NewStream(req *Request) Stream
 }
 
+// ToolInjector is implemented by adapters that can offer the model an extra
+// tool, used for the abstain exit. It returns the new request body with the
+// tool appended last to the request's tools.
+type ToolInjector interface {
+	InjectTool(req *Request, t catalog.Offered) ([]byte, error)
+}
+
 // Step is what a stream event means for the pipeline.
 type Step struct {
 	// Hold: a tool call has begun; this event and every later one must be

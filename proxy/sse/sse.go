@@ -88,6 +88,7 @@ type Reader struct {
 	line, scan int
 
 	breaks  breakFinder // positions relative to buf
+	cur     fields      // of the event being scanned
 	data    []byte      // joined Data of multi-line events
 	ev      Event
 	atStart bool // the next event begins at byte 0 of the stream
@@ -118,7 +119,6 @@ func (r *Reader) Next() bool {
 	if r.done {
 		return false
 	}
-	r.ev = Event{}
 	for {
 		if n, ok := r.scanEvent(); ok {
 			if n > r.max {
@@ -127,7 +127,9 @@ func (r *Reader) Next() bool {
 			raw := r.buf[r.start : r.start+n : r.start+n]
 			r.start += n
 			r.line, r.scan = r.start, r.start
-			r.parse(raw)
+			r.ev = r.cur.build(raw, r.data)
+			r.cur = fields{}
+			r.atStart = false
 			return true
 		}
 		if r.srcErr != nil {
@@ -188,6 +190,9 @@ func (r *Reader) scanEvent() (int, bool) {
 		if at == r.line {
 			return next - r.start, true
 		}
+		// Parsing each line as it is found saves a second pass over the
+		// event.
+		r.addLine(r.line, at)
 		r.line, r.scan = next, next
 	}
 }
@@ -206,8 +211,21 @@ type breakFinder struct {
 // b only counts when atEnd, since otherwise a '\n' may still follow. Calls
 // must not move from backwards or change bytes already searched.
 func (f *breakFinder) next(b []byte, from int, atEnd bool) (int, int) {
-	lf := f.lf.find(b, from, '\n')
-	cr := f.cr.find(b, from, '\r')
+	// This runs once per line, so the remembered answers are checked here
+	// rather than in a call that the compiler will not inline.
+	lf, cr := -1, -1
+	switch {
+	case f.lf.end > from:
+		lf = f.lf.end - 1
+	case f.lf.end != 0 || f.lf.upTo < len(b):
+		lf = f.lf.search(b, from, '\n')
+	}
+	switch {
+	case f.cr.end > from:
+		cr = f.cr.end - 1
+	case f.cr.end != 0 || f.cr.upTo < len(b):
+		cr = f.cr.search(b, from, '\r')
+	}
 	if cr >= 0 && (lf < 0 || cr < lf) {
 		switch {
 		case cr+1 == lf:
@@ -226,93 +244,114 @@ func (f *breakFinder) next(b []byte, from int, atEnd bool) (int, int) {
 
 // byteFinder is one half of breakFinder. Its zero value knows nothing.
 type byteFinder struct {
-	found bool
-	at    int // the occurrence, when found
-	upTo  int // when !found: none before upTo, from the last search on
+	// end is one past the occurrence last found, or 0 when the last
+	// search found none before upTo. Storing it off by one makes the zero
+	// value mean "nothing found yet".
+	end  int
+	upTo int
 }
 
-func (f *byteFinder) find(b []byte, from int, c byte) int {
-	if f.found && f.at >= from {
-		return f.at
-	}
+// search returns the first occurrence of c in b[from:], or -1, skipping
+// what an earlier search already ruled out.
+func (f *byteFinder) search(b []byte, from int, c byte) int {
 	start := from
-	if !f.found {
+	if f.end == 0 {
 		start = max(from, f.upTo)
 	}
 	if i := bytes.IndexByte(b[start:], c); i >= 0 {
-		f.found, f.at = true, start+i
-		return f.at
+		f.end = start + i + 1
+		return start + i
 	}
-	f.found, f.upTo = false, len(b)
+	f.end, f.upTo = 0, len(b)
 	return -1
 }
 
-// parse fills r.ev from one complete event. Fields alias raw; only events
-// with several data lines need r.data.
-func (r *Reader) parse(raw []byte) {
-	ev := Event{Raw: raw}
-	b := raw
-	if r.atStart {
-		b = bytes.TrimPrefix(b, bom)
-		r.atStart = false
+// span locates a field value within its event's Raw; offsets are relative
+// to the event's first byte so that they survive the buffer being moved.
+type span struct {
+	set      bool
+	from, to int
+}
+
+func (s span) in(raw []byte) []byte {
+	if !s.set {
+		return nil
 	}
-	var breaks breakFinder
-	lines, comments, dataLines := 0, 0, 0
-	for pos := 0; pos < len(b); {
-		at, width := breaks.next(b, pos, true)
-		if width == 0 {
-			// Unreachable while raw ends in a line break, but a parse
-			// that cannot advance must not spin forever.
-			at = len(b)
-		}
-		line := b[pos:at]
-		pos = at + width
-		n := len(line)
-		if n == 0 {
-			continue
-		}
-		lines++
-		if line[0] == ':' {
-			comments++
-			continue
-		}
-		name, value := line, line[n:]
-		if colon := bytes.IndexByte(line, ':'); colon >= 0 {
-			name, value = line[:colon], line[colon+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		}
-		// Capping capacity keeps a caller's append to a field from
-		// overwriting the rest of Raw.
-		value = value[:len(value):len(value)]
-		switch string(name) {
-		case "data":
-			// The common single-line case keeps aliasing raw; joining
-			// is deferred until a second line shows it is needed.
-			switch dataLines {
-			case 0:
-				ev.Data = value
-			case 1:
-				r.data = append(r.data[:0], ev.Data...)
-				fallthrough
-			default:
-				r.data = append(r.data, '\n')
-				r.data = append(r.data, value...)
-				ev.Data = r.data
-			}
-			dataLines++
-		case "event":
-			ev.Event = value
-		case "id":
-			// The spec ignores ids containing NUL.
-			if bytes.IndexByte(value, 0) < 0 {
-				ev.ID = value
-			}
+	// Capping capacity keeps a caller's append to a field from
+	// overwriting the rest of Raw.
+	return raw[s.from:s.to:s.to]
+}
+
+// fields accumulates what the lines of the event being scanned say.
+type fields struct {
+	lines, comments, dataLines int
+	event, id                  span
+	data                       span // the first data line; Reader.data joins more
+}
+
+func (f *fields) build(raw, joined []byte) Event {
+	ev := Event{
+		Raw:     raw,
+		Event:   f.event.in(raw),
+		ID:      f.id.in(raw),
+		Data:    f.data.in(raw),
+		Comment: f.lines > 0 && f.comments == f.lines,
+	}
+	if f.dataLines > 1 {
+		ev.Data = joined[:len(joined):len(joined)]
+	}
+	return ev
+}
+
+// addLine records the non-blank line buf[from:to] of the event that starts
+// at buf[start].
+func (r *Reader) addLine(from, to int) {
+	f := &r.cur
+	// The spec lets a stream open with a byte order mark that is not part
+	// of the first field name.
+	if r.atStart && from == 0 && bytes.HasPrefix(r.buf[:to], bom) {
+		from += len(bom)
+		if from == to {
+			return
 		}
 	}
-	ev.Comment = lines > 0 && comments == lines
-	r.ev = ev
+	f.lines++
+	if r.buf[from] == ':' {
+		f.comments++
+		return
+	}
+	nameEnd, valueFrom := to, to
+	if colon := bytes.IndexByte(r.buf[from:to], ':'); colon >= 0 {
+		nameEnd = from + colon
+		valueFrom = nameEnd + 1
+		if valueFrom < to && r.buf[valueFrom] == ' ' {
+			valueFrom++
+		}
+	}
+	value := span{set: true, from: valueFrom - r.start, to: to - r.start}
+	switch string(r.buf[from:nameEnd]) {
+	case "data":
+		// The common single-line case keeps aliasing the buffer; joining
+		// is deferred until a second line shows it is needed.
+		switch f.dataLines {
+		case 0:
+			f.data = value
+		case 1:
+			r.data = append(r.data[:0], r.buf[r.start+f.data.from:r.start+f.data.to]...)
+			fallthrough
+		default:
+			r.data = append(r.data, '\n')
+			r.data = append(r.data, r.buf[valueFrom:to]...)
+		}
+		f.dataLines++
+	case "event":
+		f.event = value
+	case "id":
+		// The spec ignores ids containing NUL.
+		if bytes.IndexByte(r.buf[valueFrom:to], 0) < 0 {
+			f.id = value
+		}
+	}
 }
 
 // fill reads more of the source into buf, making room first if needed.
