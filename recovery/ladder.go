@@ -311,7 +311,7 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 	if err != nil || turn == nil {
 		ev.Result = "upstream_error"
 		l.res.Events = append(l.res.Events, ev)
-		return l.upstreamFailed(err)
+		return l.upstreamFailed(ctx, err)
 	}
 	code := string(l.verdicts[i].Codes()[0])
 	if len(turn.Calls) > 0 && strings.TrimSpace(turn.Text) == "" {
@@ -356,23 +356,28 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 		return l.escalate("invalid_decision", "the proposed substitute is not a tool of this request", -1)
 	}
 	sub := validate.ToolCall{ID: orig.ID, Name: d.Tool, Args: d.Arguments, Kind: validate.Function}
-	if tool.Policy == catalog.PolicyConfirm {
-		ev.Result = "escalated"
-		l.res.Events = append(l.res.Events, ev)
-		l.res.Calls[i], l.res.Changed[i] = sub, true
-		return l.escalate(string(validate.ConfirmationRequired), "the substitute's tool needs a person to confirm it", i)
-	}
-	if !tool.Substitutable {
+	confirm := tool.Policy == catalog.PolicyConfirm
+	if !tool.Substitutable && !confirm {
 		ev.Result = "invalid_decision"
 		l.res.Events = append(l.res.Events, ev)
 		return l.escalate("invalid_decision", "the proposed substitute's tool may not be substituted", -1)
 	}
+	// Checked before the confirm rung too: the escalation hands the call to a
+	// person to approve, and it must be one that could run as it stands.
 	v := l.in.Check(sub)
 	if !v.Valid() {
 		ev.Result = "invalid_decision"
 		l.res.Events = append(l.res.Events, ev)
 		l.attempts = append(l.attempts, callAttempt("call", sub, v.Findings))
 		return l.escalate("invalid_decision", "the proposed substitute's arguments are not valid", -1)
+	}
+	if confirm {
+		ev.Result = "escalated"
+		l.res.Events = append(l.res.Events, ev)
+		v.Findings = append(v.Findings, validate.Finding{Code: validate.ConfirmationRequired,
+			Message: "the tool requires confirmation by a person", Detail: "the tool requires confirmation by a person"})
+		l.res.Calls[i], l.res.Changed[i], l.verdicts[i] = sub, true, v
+		return l.escalate(string(validate.ConfirmationRequired), "the substitute's tool needs a person to confirm it", i)
 	}
 	ev.Result = "substituted"
 	l.res.Events = append(l.res.Events, ev)
@@ -455,7 +460,7 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 		if err != nil || next == nil {
 			ev.Result = "upstream_error"
 			l.res.Events = append(l.res.Events, ev)
-			return "", l.upstreamFailed(err)
+			return "", l.upstreamFailed(ctx, err)
 		}
 		if next.Truncated {
 			ev.Result = "escalated"
@@ -494,7 +499,9 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 			return Reprompted, nil
 		}
 		ev.Result = "escalated"
-		if l.verdicts[still[0]].Worst() == validate.ClassFinal {
+		if l.verdicts[still[0]].Worst() == validate.ClassFinal || !l.canRetry(still) {
+			// The model was asked and failed: the finding it left is the
+			// reason, and this was the chain's last event.
 			l.res.Events = append(l.res.Events, ev)
 			return "", l.escalate(l.primaryCode(still), "the repaired call is still not acceptable", -1)
 		}
@@ -503,6 +510,18 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 		l.res.Events = append(l.res.Events, ev)
 		turn, at, pending = next, nextAt, still
 	}
+}
+
+// canRetry reports whether the budget allows another round for the calls at
+// positions: a recovery attempt if any of them still names a bad tool, else
+// a reprompt attempt.
+func (l *ladder) canRetry(positions []int) bool {
+	for _, p := range positions {
+		if l.verdicts[p].Worst() == validate.ClassName {
+			return l.recLeft > 0
+		}
+	}
+	return l.repLeft > 0
 }
 
 // mapCalls pairs the calls of a new answer with the positions that were
@@ -592,15 +611,19 @@ func (l *ladder) ask(ctx context.Context, q *Query) (*Turn, error) {
 
 // upstreamFailed turns a failed re-query into the right result: the client's
 // own cancellation aborts, a spent deadline escalates, a retryable provider
-// failure goes back to the client as is, anything else escalates.
-func (l *ladder) upstreamFailed(err error) error {
+// failure goes back to the client as is, anything else escalates. A timeout
+// inside an UpstreamError while ctx is still live is the provider's own
+// (a first-byte or idle timeout), which the client's SDK retries; only ctx
+// running out is the recovery deadline.
+func (l *ladder) upstreamFailed(ctx context.Context, err error) error {
 	var ue *UpstreamError
+	isUpstream := errors.As(err, &ue)
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ErrCanceled
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) && (ctx.Err() != nil || !isUpstream):
 		return l.escalate("deadline", "the recovery deadline passed", -1)
-	case errors.As(err, &ue) && ue.Retryable():
+	case isUpstream && ue.Retryable():
 		l.res.Upstream = ue
 		return nil
 	}
@@ -653,20 +676,16 @@ func (l *ladder) escalate(label, reason string, call int) error {
 			}
 		}
 	}
-	switch label {
-	case "invalid_decision", "budget", "deadline", "stateful_unrecoverable", "no_tools_offered":
-		add(label)
-	default:
-		// A finding code leads the list.
-		if len(e.Codes) == 0 || e.Codes[0] != label {
-			rest := make([]string, 0, len(e.Codes))
-			for _, c := range e.Codes {
-				if c != label {
-					rest = append(rest, c)
-				}
+	// The label leads the list, so the error's top-level code (Code) is
+	// always the reason the metrics count, finding code or not.
+	if len(e.Codes) == 0 || e.Codes[0] != label {
+		rest := make([]string, 0, len(e.Codes))
+		for _, c := range e.Codes {
+			if c != label {
+				rest = append(rest, c)
 			}
-			e.Codes = append([]string{label}, rest...)
 		}
+		e.Codes = append([]string{label}, rest...)
 	}
 	if len(l.attempts) == 0 {
 		for i, c := range l.in.Turn.Calls {

@@ -144,6 +144,13 @@ func Check(c ToolCall, cx *Context) Verdict {
 	}
 	v.Tool = tool
 	if c.Kind == Custom {
+		// Free text can only be meant for a tool without a JSON schema; a
+		// tool with one takes JSON arguments, so a custom call to it is the
+		// wrong shape rather than a call checked by name alone.
+		if tool.Schema != nil || tool.SchemaError != nil {
+			msg := "the tool takes JSON arguments, not free text"
+			v.Findings = append(v.Findings, Finding{Code: MalformedArguments, Message: msg, Detail: msg + "; call it as a function with a JSON object"})
+		}
 		return v
 	}
 	if c.BadShape {
@@ -160,6 +167,12 @@ func Check(c ToolCall, cx *Context) Verdict {
 		if err := tool.Schema.Validate(args); err != nil {
 			v.Findings = appendSchemaFindings(v.Findings, err)
 		}
+	} else if tool.SchemaError != nil {
+		// A request tool whose schema did not compile has nothing to check
+		// the arguments against; passing them unchecked would let anything
+		// through.
+		msg := "the tool's parameters schema could not be compiled, so the arguments cannot be checked"
+		v.Findings = append(v.Findings, Finding{Code: SchemaViolation, Message: msg, Detail: msg + ": " + tool.SchemaError.Error()})
 	}
 	if len(v.Findings) == 0 {
 		v.Findings = checkProvenance(v.Findings, tool, args, cx)
@@ -223,6 +236,9 @@ func appendSchemaFindings(dst []Finding, err error) []Finding {
 		}
 		ptr := pointer(e.InstanceLocation)
 		kw := strings.Join(e.ErrorKind.KeywordPath(), "/")
+		if kw == "" {
+			kw = unnamedKeyword(e.ErrorKind)
+		}
 		dst = append(dst, Finding{
 			Code:    SchemaViolation,
 			Pointer: ptr,
@@ -233,6 +249,18 @@ func appendSchemaFindings(dst []Finding, err error) []Finding {
 	}
 	walk(ve)
 	return dst
+}
+
+// unnamedKeyword names the keyword of the few error kinds whose keyword path
+// is empty, so every schema finding says which rule failed.
+func unnamedKeyword(ek jsonschema.ErrorKind) string {
+	switch ek.(type) {
+	case *kind.Not:
+		return "not"
+	case *kind.FalseSchema:
+		return "false"
+	}
+	return ""
 }
 
 // safeMessage describes a schema failure without quoting argument values:

@@ -1,6 +1,12 @@
 package validate
 
-import "strings"
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Corpus is the text of a request that may vouch for identifiers: what the
 // user wrote and what tools returned. Assistant text is never added, so a
@@ -11,7 +17,55 @@ type Corpus struct {
 
 // NewCorpus joins the vouching texts of a request.
 func NewCorpus(texts []string) *Corpus {
-	return &Corpus{text: strings.Join(texts, "\n")}
+	parts := make([]string, 0, len(texts))
+	for _, t := range texts {
+		parts = append(parts, t)
+		parts = appendJSONStrings(parts, t)
+	}
+	return &Corpus{text: strings.Join(parts, "\n")}
+}
+
+// appendJSONStrings adds the decoded strings of a text that is JSON. Tool
+// results are often JSON whose encoder escaped characters (Python's
+// json.dumps writes "José" as "Jos\u00e9"), so the raw text does not contain
+// the value the tool actually returned. Without a backslash nothing was
+// escaped and the raw text already holds every string as it is.
+func appendJSONStrings(dst []string, text string) []string {
+	t := strings.TrimSpace(text)
+	if t == "" || (t[0] != '{' && t[0] != '[') || !strings.Contains(t, `\`) {
+		return dst
+	}
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return dst
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			dst = append(dst, v)
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			// Sorted, so a token spanning two pieces matches or not the
+			// same way on every run.
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				dst = append(dst, k)
+				walk(v[k])
+			}
+		}
+	}
+	walk(v)
+	return dst
 }
 
 // Seen reports whether token occurs as a whole token: the characters around
@@ -21,6 +75,8 @@ func (c *Corpus) Seen(token string) bool {
 	if token == "" || c == nil {
 		return false
 	}
+	first, _ := utf8.DecodeRuneInString(token)
+	last, _ := utf8.DecodeLastRuneInString(token)
 	s := c.text
 	off := 0
 	for {
@@ -30,17 +86,19 @@ func (c *Corpus) Seen(token string) bool {
 		}
 		start := off + i
 		end := start + len(token)
-		if (start == 0 || !wordByte(s[start-1]) || !wordByte(token[0])) &&
-			(end == len(s) || !wordByte(s[end]) || !wordByte(token[len(token)-1])) {
+		before, _ := utf8.DecodeLastRuneInString(s[:start])
+		after, _ := utf8.DecodeRuneInString(s[end:])
+		if (start == 0 || !wordRune(before) || !wordRune(first)) &&
+			(end == len(s) || !wordRune(after) || !wordRune(last)) {
 			return true
 		}
 		off = start + 1
 	}
 }
 
-// wordByte reports whether b continues an identifier. Bytes of multi-byte
-// UTF-8 sequences count as word bytes, so letters of any script do.
-func wordByte(b byte) bool {
-	return b == '_' || b == '-' || b >= 0x80 ||
-		('0' <= b && b <= '9') || ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z')
+// wordRune reports whether r continues an identifier. Letters, digits and
+// combining marks of any script do; punctuation, spaces and symbols of any
+// script (curly quotes, em dashes, no-break spaces, CJK brackets) do not.
+func wordRune(r rune) bool {
+	return r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
 }

@@ -76,11 +76,13 @@ func ParseObject(data []byte) (Object, error) {
 	return obj, nil
 }
 
-// Get returns the raw value of key, or nil.
+// Get returns the raw value of key, or nil. Of repeated keys the last one
+// counts, as in encoding/json and every mainstream decoder, so an edit reads
+// the value clients see.
 func (o Object) Get(key string) []byte {
-	for _, f := range o {
-		if f.Key == key {
-			return f.Value
+	for i := len(o) - 1; i >= 0; i-- {
+		if o[i].Key == key {
+			return o[i].Value
 		}
 	}
 	return nil
@@ -89,9 +91,10 @@ func (o Object) Get(key string) []byte {
 // Has reports whether key is present.
 func (o Object) Has(key string) bool { return o.Get(key) != nil }
 
-// Set replaces key's value in place, or appends the member.
+// Set replaces key's value in place, or appends the member. Of repeated
+// keys the last one, the one decoders read, is replaced.
 func (o Object) Set(key string, value []byte) Object {
-	for i := range o {
+	for i := len(o) - 1; i >= 0; i-- {
 		if o[i].Key == key {
 			o[i].Value = value
 			return o
@@ -100,11 +103,13 @@ func (o Object) Set(key string, value []byte) Object {
 	return append(o, Field{Key: key, Value: value})
 }
 
-// Delete removes key.
+// Delete removes every member named key, so no repeated copy survives to be
+// read instead. The receiver's members are left as they were.
 func (o Object) Delete(key string) Object {
 	for i := range o {
 		if o[i].Key == key {
-			return append(o[:i:i], o[i+1:]...)
+			out := append(o[:i:i], o[i+1:]...)
+			return out.Delete(key)
 		}
 	}
 	return o
@@ -205,10 +210,10 @@ func Marshal(v any) ([]byte, error) {
 // Unquote decodes a raw JSON string value. It reports false for anything
 // that is not a string.
 func Unquote(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
-	if bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
+	if plainString(raw[1 : len(raw)-1]) {
 		return string(raw[1 : len(raw)-1]), true
 	}
 	var s string
@@ -216,6 +221,18 @@ func Unquote(raw []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// plainString reports whether s can be a JSON string's content as it
+// stands: no escapes, no quotes and no control characters, which all need
+// the full decoder (to decode, or to be refused).
+func plainString(s []byte) bool {
+	for _, c := range s {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // IsNull reports whether raw is absent or the literal null.

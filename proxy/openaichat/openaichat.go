@@ -249,7 +249,15 @@ func neutralCall(tc wireCall) validate.ToolCall {
 			c.BadShape = true
 		}
 	default:
-		c.Kind = validate.Other
+		// Chat Completions defines only function and custom calls; anything
+		// else is a call the agent could not dispatch, so it is judged as a
+		// badly shaped function call instead of being waved through.
+		c.Kind, c.BadShape = validate.Function, true
+		if tc.Function != nil {
+			c.Name = tc.Function.Name
+		} else if tc.Custom != nil {
+			c.Name = tc.Custom.Name
+		}
 	}
 	return c
 }

@@ -1,0 +1,131 @@
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+var fuzzSeeds = []string{
+	`{}`, `[]`, `{"a":1}`, `{"a":[1,{"b":null}],"c":"d"}`, ` { "k" : "v" } `,
+	`{"a\"b":"\u00e9","c":[true,false]}`, `{"a":1,"a":2}`, `{"a":tru}`, `{"a":01}`,
+	`{"a":"x\qy"}`, `{"a":-}`, `{"a":1} x`, `{"a":[[[[[]]]]]}`, "{\"\xff\":\"\xfe\"}",
+	`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}`,
+	`[1,"a",{"b":[2]},[],null]`, `[1,]`, `{"a":"\ud800"}`,
+}
+
+// decodeAny decodes JSON the way clients will read it.
+func decodeAny(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("decode %q: %v", b, err)
+	}
+	return v
+}
+
+// FuzzParseObject: whatever the bytes, ParseObject must not panic. On input
+// that json.Valid accepts, a successful parse re-encodes to valid JSON with
+// the same value, every member's value is a sub-slice of the input, and Set
+// and Delete do what they say. ParseObject checks structure only, so on
+// input json.Valid rejects nothing more is required.
+func FuzzParseObject(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj, err := ParseObject(data)
+		if err != nil {
+			return
+		}
+		for _, m := range obj {
+			if len(m.Value) == 0 || !bytes.Contains(data, m.Value) {
+				t.Fatalf("value %q of %q is not taken from the input", m.Value, m.Key)
+			}
+		}
+		out := obj.Bytes()
+		if !json.Valid(data) {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("Bytes() of valid %q is invalid: %q", data, out)
+		}
+		if want, got := decodeAny(t, data), decodeAny(t, out); !reflect.DeepEqual(want, got) {
+			t.Fatalf("round trip changed the value:\n in  %q\n out %q", data, out)
+		}
+		for _, m := range obj {
+			if v := obj.Get(m.Key); v == nil {
+				t.Fatalf("Get(%q) = nil", m.Key)
+			}
+			del := obj.Delete(m.Key)
+			if del.Has(m.Key) {
+				t.Fatalf("Delete(%q) left it", m.Key)
+			}
+			if !json.Valid(del.Bytes()) {
+				t.Fatalf("Delete made invalid JSON: %q", del.Bytes())
+			}
+			set := append(Object(nil), obj...).Set(m.Key, []byte(`"#"`))
+			var back map[string]json.RawMessage
+			if err := json.Unmarshal(set.Bytes(), &back); err != nil {
+				t.Fatalf("Set made invalid JSON: %v", err)
+			}
+			if string(back[decodedKey(t, m.Key)]) != `"#"` {
+				t.Fatalf("after Set(%q) a decoder reads %s", m.Key, back[m.Key])
+			}
+		}
+	})
+}
+
+// decodedKey is the key as encoding/json will name it after re-encoding
+// (invalid UTF-8 becomes U+FFFD).
+func decodedKey(t *testing.T, k string) string {
+	var s string
+	if err := json.Unmarshal(String(k), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// FuzzParseArray holds ParseArray to the same contract as ParseObject.
+func FuzzParseArray(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		elems, err := ParseArray(data)
+		if err != nil || !json.Valid(data) {
+			return
+		}
+		out := AppendArray(nil, elems)
+		if !json.Valid(out) {
+			t.Fatalf("AppendArray of valid %q is invalid: %q", data, out)
+		}
+		if want, got := decodeAny(t, data), decodeAny(t, out); !reflect.DeepEqual(want, got) {
+			t.Fatalf("round trip changed the value:\n in  %q\n out %q", data, out)
+		}
+	})
+}
+
+// FuzzUnquote: Unquote agrees with encoding/json on what is a JSON string
+// and what it says, and never panics.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"a"`, `""`, `"a\"b"`, `"\u00e9"`, `"abc`, `"ab"c"`, "\"a\nb\"", `"\xff"`, `1`, `"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := Unquote(raw)
+		var want string
+		// A raw value has no whitespace around it (encoding/json would
+		// skip it), so only an exact string literal counts.
+		stdOK := len(raw) > 1 && raw[0] == '"' && raw[len(raw)-1] == '"' && json.Unmarshal(raw, &want) == nil
+		if ok != stdOK {
+			t.Fatalf("Unquote(%q) ok = %v, encoding/json %v", raw, ok, stdOK)
+		}
+		// The fast path keeps invalid UTF-8 bytes that the decoder replaces
+		// one by one with U+FFFD, as a []rune conversion does.
+		if ok && got != want && string([]rune(got)) != want {
+			t.Fatalf("Unquote(%q) = %q, encoding/json %q", raw, got, want)
+		}
+	})
+}
