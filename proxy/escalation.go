@@ -102,8 +102,13 @@ func (x *exchange) account(results []*recovery.Result) {
 				result = "prefix_stripped"
 			case !v.Valid():
 				for _, f := range v.Findings {
-					if f.Blocking() {
+					if f.Blocking() && result == "valid" {
 						result = string(f.Code)
+					}
+					if f.Code == validate.Truncated {
+						// A cut-off call is the token limit's doing, not a
+						// malformed call by the model.
+						result = string(validate.Truncated)
 						break
 					}
 				}

@@ -231,7 +231,7 @@ func (x *exchange) finish(resp *api.Response, upHeader http.Header, results []*r
 	v := x.decide(results)
 	switch {
 	case v.upstream != nil:
-		x.writeUpstreamError(v.upstream, v.outcome)
+		x.writeUpstreamError(v.upstream)
 	case v.escalation != nil:
 		x.writeEscalation(v.escalation, v.outcome)
 	case !v.changed:
@@ -381,8 +381,10 @@ func (x *exchange) relay(c *call) {
 	x.logDone(c.resp.StatusCode, "upstream_status")
 }
 
-// writeUpstreamError passes a retryable re-query failure to the client.
-func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError, outcome recovery.Outcome) {
+// writeUpstreamError passes a retryable re-query failure to the client as
+// the provider sent it. It carries no outcome header: nothing was decided,
+// and the SDK's retry will be judged afresh.
+func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError) {
 	if ue.Status == 0 {
 		x.writeFinalError(http.StatusGatewayTimeout, "upstream_error", "the upstream failed while toolgate was repairing a tool call; retry the request")
 		return
@@ -390,10 +392,10 @@ func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError, outcome recove
 	h := x.w.Header()
 	copyHeader(h, ue.Header)
 	h.Set("Content-Length", strconv.Itoa(len(ue.Body)))
-	x.toolgateHeaders(h, outcome)
+	x.toolgateHeaders(h, "")
 	x.w.WriteHeader(ue.Status)
 	_, _ = x.w.Write(ue.Body)
-	x.logDone(ue.Status, string(outcome))
+	x.logDone(ue.Status, "upstream_error")
 }
 
 func (x *exchange) writeFinalError(status int, typ, msg string) {

@@ -247,7 +247,12 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 // official SDK surfaces as an API error with the message.
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Should-Retry", "false")
+	if status < 500 {
+		// toolgate's own refusals (auth, size) will not change on a retry;
+		// a 502 or 504 from an upstream failure may, so the SDK's default
+		// retry policy decides.
+		w.Header().Set("X-Should-Retry", "false")
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(errorJSON(typ, msg))
 }

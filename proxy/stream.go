@@ -124,6 +124,13 @@ func (x *exchange) serveStream(body []byte) {
 	holding, done := false, false
 	stopKeepalive := func() {}
 	defer func() { stopKeepalive() }()
+	// fail stops the keepalive first: streamFail may answer with a plain
+	// status, and a comment written concurrently would race on the headers
+	// and land inside that JSON body or after [DONE].
+	fail := func(code, msg string, err error) {
+		stopKeepalive()
+		x.streamFail(sw, st, code, msg, err)
+	}
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
 
 	rd := sse.NewReader(c.body, maxEvent)
@@ -133,7 +140,7 @@ func (x *exchange) serveStream(body []byte) {
 		step, err := st.Feed(&ev)
 		if err != nil {
 			x.upWait += time.Since(tRead)
-			x.streamFail(sw, st, "upstream_error", "the upstream sent a stream event toolgate cannot read", err)
+			fail("upstream_error", "the upstream sent a stream event toolgate cannot read", err)
 			return
 		}
 		done = step.Done
@@ -145,7 +152,7 @@ func (x *exchange) serveStream(body []byte) {
 			heldBytes += int64(len(ev.Raw))
 			if heldBytes > limit {
 				x.upWait += time.Since(tRead)
-				x.streamFail(sw, st, "upstream_error", "the upstream answer exceeds max_response_bytes", errTooLarge)
+				fail("upstream_error", "the upstream answer exceeds max_response_bytes", errTooLarge)
 				return
 			}
 			held = append(held, api.HeldEvent{Raw: clone(ev.Raw), Event: string(ev.Event), Data: clone(ev.Data)})
@@ -166,10 +173,10 @@ func (x *exchange) serveStream(body []byte) {
 			cause = io.ErrUnexpectedEOF
 		}
 		if errors.Is(context.Cause(c.ctx), errIdle) {
-			x.streamFail(sw, st, "upstream_timeout", "the upstream stream went silent for longer than idle_timeout", errIdle)
+			fail("upstream_timeout", "the upstream stream went silent for longer than idle_timeout", errIdle)
 			return
 		}
-		x.streamFail(sw, st, "upstream_error", "the upstream stream ended before the answer was complete", cause)
+		fail("upstream_error", "the upstream stream ended before the answer was complete", cause)
 		return
 	}
 	// The stream is complete; nothing after the terminal event is read.
@@ -191,15 +198,18 @@ func (x *exchange) serveStream(body []byte) {
 		}
 		results[i] = res
 	}
-	v := x.decide(results)
+	// Stop the keepalive before decide: in message mode decide sets a
+	// response header, which must not race with the keepalive sending the
+	// headers.
 	stopKeepalive()
+	v := x.decide(results)
 	x.s.metrics.StreamsHeldEvents.Observe(float64(len(held)))
 	switch {
 	case shadow || !holding:
 		_ = sw.write(nil)
 	case v.upstream != nil:
 		if !sw.begun() && v.upstream.Status != 0 {
-			x.writeUpstreamError(v.upstream, v.outcome)
+			x.writeUpstreamError(v.upstream)
 			return
 		}
 		msg := "the upstream failed while toolgate was repairing a tool call; retry the request"

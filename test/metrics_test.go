@@ -1,0 +1,98 @@
+package test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// counterNames are the SPEC §8 counters these tests pin down.
+var counterNames = []string{"toolgate_tool_calls_total", "toolgate_hallucinations_total",
+	"toolgate_recoveries_total", "toolgate_escalations_total", "toolgate_requests_total"}
+
+// SPEC §8: after a known sequence of answers the counters say exactly what
+// happened. Only the original answers' calls count, so a repair does not
+// inflate the hallucination rate.
+func TestMetricsAfterKnownSequence(t *testing.T) {
+	m := newMock(t,
+		// 1. valid
+		mockReply{Body: string(readTestdata(t, "tool_call.json"))},
+		// 2. invented + valid sibling, substituted
+		callsAnswer("chatcmpl-2", invented, stock),
+		substitute("get_current_weather", weatherArgs, 0.9),
+		// 3. invented, the model escalates
+		callsAnswer("chatcmpl-3", invented),
+		escalate("nothing fits", "weather report", "weather reports", 0.2),
+		// 4. bad argument, reprompted
+		callsAnswer("chatcmpl-4", badUnit),
+		callsAnswer("chatcmpl-4b", call{"call_n", "get_current_weather", weatherArgs}),
+	)
+	g := weatherGate(t, m, "")
+	for i, want := range []string{"pass", "substituted", "escalated", "reprompted"} {
+		r := chat(t, g.URL, fixtureParams(t))
+		if got := r.Resp.Header.Get("X-Toolgate-Outcome"); got != want {
+			t.Fatalf("request %d: outcome %q, want %q", i+1, got, want)
+		}
+	}
+	expectCount(t, m, 7)
+
+	const expected = `
+# HELP toolgate_escalations_total Escalations by reason.
+# TYPE toolgate_escalations_total counter
+toolgate_escalations_total{catalog_version="fixtures-v1",reason="unknown_tool"} 1
+# HELP toolgate_hallucinations_total Calls to tools that do not exist.
+# TYPE toolgate_hallucinations_total counter
+toolgate_hallucinations_total{api="chat",catalog_version="fixtures-v1"} 2
+# HELP toolgate_recoveries_total Repair attempts by strategy and result.
+# TYPE toolgate_recoveries_total counter
+toolgate_recoveries_total{catalog_version="fixtures-v1",result="escalated",strategy="decision"} 1
+toolgate_recoveries_total{catalog_version="fixtures-v1",result="reprompted",strategy="reprompt"} 1
+toolgate_recoveries_total{catalog_version="fixtures-v1",result="substituted",strategy="decision"} 1
+# HELP toolgate_requests_total Validated requests by API and outcome.
+# TYPE toolgate_requests_total counter
+toolgate_requests_total{api="chat",outcome="escalated"} 1
+toolgate_requests_total{api="chat",outcome="pass"} 1
+toolgate_requests_total{api="chat",outcome="reprompted"} 1
+toolgate_requests_total{api="chat",outcome="substituted"} 1
+# HELP toolgate_tool_calls_total Tool calls in upstream answers, by verdict.
+# TYPE toolgate_tool_calls_total counter
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="schema_violation",tool="get_current_weather"} 1
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 2
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 1
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 1
+`
+	if err := testutil.GatherAndCompare(g.App.Registry, strings.NewReader(expected), counterNames...); err != nil {
+		t.Error(err)
+	}
+}
+
+// SPEC §4 and §8: a call cut off by the token limit is a truncated call, not
+// a model that wrote bad JSON, and not a hallucination.
+func TestMetricsTruncatedCall(t *testing.T) {
+	m := newMock(t, truncatedAnswer())
+	g := weatherGate(t, m, "")
+	r := chat(t, g.URL, fixtureParams(t))
+	escalated(t, r)
+	const expected = `
+# HELP toolgate_escalations_total Escalations by reason.
+# TYPE toolgate_escalations_total counter
+toolgate_escalations_total{catalog_version="fixtures-v1",reason="truncated"} 1
+# HELP toolgate_requests_total Validated requests by API and outcome.
+# TYPE toolgate_requests_total counter
+toolgate_requests_total{api="chat",outcome="escalated"} 1
+# HELP toolgate_tool_calls_total Tool calls in upstream answers, by verdict.
+# TYPE toolgate_tool_calls_total counter
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="truncated",tool="get_current_weather"} 1
+`
+	if err := testutil.GatherAndCompare(g.App.Registry, strings.NewReader(expected), counterNames...); err != nil {
+		t.Error(err)
+	}
+}
+
+// truncatedAnswer is a call cut off by max_tokens in the middle of its
+// arguments, the usual way truncation shows.
+func truncatedAnswer() mockReply {
+	return mockReply{Body: answerOf("chatcmpl-cut", 50, 4096,
+		choice{Calls: []call{{"call_cut", "get_current_weather", `{"loc`}}, Finish: "length"})}
+}
