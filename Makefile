@@ -16,6 +16,7 @@ demo:
 # runs every Go test with the race detector.
 test: node-deps
 	$(GO) test -race -count=1 ./...
+	cd deploy && $(GO) test -count=1 ./...
 
 unit:
 	$(GO) test -count=1 ./...
@@ -38,3 +39,44 @@ bench:
 lint:
 	gofmt -l . | (! grep .)
 	$(GO) vet ./...
+
+# load compares toolgate with a bare reverse proxy and with the mock upstream
+# alone, interleaved in one run on loopback (about 5 minutes on 2 cores).
+# Pass flags in LOADFLAGS, e.g. make load LOADFLAGS='-json load.json'.
+load:
+	$(GO) run ./test/load $(LOADFLAGS)
+
+# ---- container image and deploy/ -------------------------------------------
+# deploy/ is a Go module of its own (kustomize, Kubernetes API types and
+# BuildKit's Dockerfile parser stay out of toolgate's go.mod); `make test`
+# runs its tests too.
+.PHONY: deploy-test deploy-tidy prometheusrule image
+
+deploy-test:
+	cd deploy && $(GO) test -count=1 ./...
+
+# deploy/ builds toolgate's own packages through a replace directive, so a
+# dependency added to the main module must be added there too.
+deploy-tidy:
+	cd deploy && $(GO) mod tidy
+
+# The PrometheusRule in the base kustomization carries deploy/prometheus/
+# rules.yaml; regenerate it after editing the rules (deploy-test checks).
+prometheusrule:
+	@{ printf '%s\n' \
+		'# Generated from deploy/prometheus/rules.yaml by `make prometheusrule`: edit' \
+		'# that file, then regenerate. deploy_test.go checks that the two agree.' \
+		'apiVersion: monitoring.coreos.com/v1' \
+		'kind: PrometheusRule' \
+		'metadata:' \
+		'  name: toolgate' \
+		'  labels:' \
+		'    app.kubernetes.io/name: toolgate' \
+		'spec:'; \
+	  sed -n '/^groups:/,$$p' deploy/prometheus/rules.yaml | sed 's/^/  /'; \
+	} > deploy/kubernetes/base/prometheusrule.yaml
+
+# Needs a Docker engine with BuildKit. The Dockerfile's go build line mirrors
+# the build target above (deploy-test compares them).
+image:
+	docker build --build-arg VERSION=$(VERSION) -t toolgate:$(VERSION) .
