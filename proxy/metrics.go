@@ -95,10 +95,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// SetCatalog makes version the only one toolgate_catalog_info shows.
-func (m *Metrics) SetCatalog(version string, tools int) {
+// maxInitTools bounds the per-tool series created ahead of traffic.
+const maxInitTools = 256
+
+// SetCatalog makes version the only one toolgate_catalog_info shows, and
+// creates the rate metrics' series at zero. A counter series that first
+// appears already at 1 hides that first increment from rate() and skews
+// the hallucination ratio of a fresh catalog version; at zero it counts.
+func (m *Metrics) SetCatalog(version string, names []string) {
 	m.CatalogInfo.Reset()
 	m.CatalogTools.Reset()
 	m.CatalogInfo.WithLabelValues(version).Set(1)
-	m.CatalogTools.WithLabelValues(version).Set(float64(tools))
+	m.CatalogTools.WithLabelValues(version).Set(float64(len(names)))
+	for _, api := range []string{"chat", "messages", "responses"} {
+		m.Hallucinations.WithLabelValues(api, version)
+		m.ToolCalls.WithLabelValues(api, version, "_unknown", "unknown_tool")
+		for i, n := range names {
+			if i == maxInitTools {
+				break
+			}
+			m.ToolCalls.WithLabelValues(api, version, n, "valid")
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -102,11 +103,8 @@ func (x *exchange) serve() {
 		x.failUpstream(err)
 		return
 	}
-	resp, err := x.ad.ParseResponse(answer)
-	if err != nil {
-		x.s.metrics.unvalidated("response_unreadable")
-		x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
-		x.writeFinalError(http.StatusBadGateway, "upstream_error", "toolgate could not read the upstream answer, so it was not forwarded")
+	resp, ok := x.parseAnswer(answer)
+	if !ok {
 		return
 	}
 	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
@@ -129,6 +127,58 @@ func (x *exchange) serve() {
 		results[i] = res
 	}
 	x.finish(resp, c.resp.Header, results)
+}
+
+// errNotUTF8 reports an answer that is not UTF-8, which JSON between
+// systems must be (RFC 8259 §8.1). Go's decoder reads invalid bytes as
+// U+FFFD, so toolgate would judge one call while the unchanged bytes it
+// forwards make a strict client parser fail or read another.
+var errNotUTF8 = errors.New("the upstream answer is not valid UTF-8")
+
+// errNoCallID reports a function call without an id. The agent answers a
+// call by its id and a re-query must too, so such a call can be neither
+// run nor repaired.
+var errNoCallID = errors.New("the upstream answer has a tool call without an id")
+
+// parseAnswer decodes a whole upstream answer. When it cannot be read, or
+// (enforce mode) holds a call no agent could answer, the client gets a 502
+// and false.
+func (x *exchange) parseAnswer(answer []byte) (*api.Response, bool) {
+	var resp *api.Response
+	err := errNotUTF8
+	if utf8.Valid(answer) {
+		resp, err = x.ad.ParseResponse(answer)
+	}
+	if err == nil && !x.settings.Shadow && missingCallID(resp.Choices) {
+		err = errNoCallID
+	}
+	if err == nil {
+		return resp, true
+	}
+	x.s.metrics.unvalidated("response_unreadable")
+	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
+	msg := "toolgate could not read the upstream answer, so it was not forwarded"
+	if errors.Is(err, errNotUTF8) || errors.Is(err, errNoCallID) {
+		msg = err.Error() + ", so it was not forwarded"
+	}
+	x.writeFinalError(http.StatusBadGateway, "upstream_error", msg)
+	return nil, false
+}
+
+// missingCallID reports a judged call without an id in any complete turn.
+// A turn cut off by the token limit escalates as truncated anyway.
+func missingCallID(turns []*recovery.Turn) bool {
+	for _, t := range turns {
+		if t == nil || t.Truncated {
+			continue
+		}
+		for _, c := range t.Calls {
+			if c.Kind != validate.Other && c.ID == "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // abstainDescription tells the model when the exit is the right answer.
@@ -277,10 +327,13 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, errIdle) {
-			return nil, &recovery.UpstreamError{Err: err}
+		if errors.Is(err, errTooLarge) || errors.Is(err, errEncoding) {
+			return nil, err
 		}
-		return nil, err
+		// The connection failed inside the body (idle timeout, reset): a
+		// transport failure like one before the headers, which the
+		// client's retry may well not meet again.
+		return nil, &recovery.UpstreamError{Err: err}
 	}
 	resp, err := x.ad.ParseResponse(answer)
 	if err != nil || len(resp.Choices) == 0 {
@@ -311,7 +364,7 @@ var errEncoding = errors.New("the upstream answer uses a content encoding toolga
 func (x *exchange) readAnswer(c *call) ([]byte, error) {
 	t := time.Now()
 	defer func() { x.upWait += time.Since(t) }()
-	if enc := c.resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+	if undecoded(c.resp.Header) {
 		return nil, errEncoding
 	}
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
@@ -326,6 +379,23 @@ func (x *exchange) readAnswer(c *call) ([]byte, error) {
 		return nil, errTooLarge
 	}
 	return b, nil
+}
+
+// undecoded reports a body still under a content encoding: the transport
+// removes the header of a gzip body it decoded itself, so any encoding
+// left is one it did not undo.
+func undecoded(h http.Header) bool {
+	enc := h.Get("Content-Encoding")
+	return enc != "" && !strings.EqualFold(enc, "identity")
+}
+
+// keepEncoding restores the content encoding of a body relayed as raw
+// bytes, which copyHeader drops: without it the client would read
+// compressed bytes as plain ones.
+func keepEncoding(dst, src http.Header) {
+	if undecoded(src) {
+		dst["Content-Encoding"] = append([]string(nil), src.Values("Content-Encoding")...)
+	}
 }
 
 // note records an upstream answer's usage and request id.
@@ -375,6 +445,7 @@ func isTimeout(err error) bool {
 func (x *exchange) relay(c *call) {
 	h := x.w.Header()
 	copyHeader(h, c.resp.Header)
+	keepEncoding(h, c.resp.Header)
 	x.toolgateHeaders(h, "")
 	x.w.WriteHeader(c.resp.StatusCode)
 	_, _ = io.Copy(x.w, io.LimitReader(c.body, x.rt.snap.Config.Limits.MaxResponseBytes))
@@ -391,6 +462,7 @@ func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError) {
 	}
 	h := x.w.Header()
 	copyHeader(h, ue.Header)
+	keepEncoding(h, ue.Header)
 	h.Set("Content-Length", strconv.Itoa(len(ue.Body)))
 	x.toolgateHeaders(h, "")
 	x.w.WriteHeader(ue.Status)

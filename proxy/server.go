@@ -103,7 +103,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.rt.Store(rt)
 	snap := o.Store.Load()
-	s.metrics.SetCatalog(snap.Version, len(snap.Tools))
+	s.metrics.SetCatalog(snap.Version, snap.Names)
 	return s, nil
 }
 
@@ -120,7 +120,7 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 	}
 	old := s.rt.Swap(rt)
 	s.store.Swap(snap)
-	s.metrics.SetCatalog(snap.Version, len(snap.Tools))
+	s.metrics.SetCatalog(snap.Version, snap.Names)
 	if old != nil {
 		for _, u := range old.ups {
 			u.close()
@@ -163,6 +163,8 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := newRequestID()
 	w.Header().Set("X-Toolgate-Request-Id", rid)
+	bw := &beganWriter{ResponseWriter: w}
+	w = bw
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -171,6 +173,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.metrics.PanicsRecovered.Inc()
 			s.log.Error("handler panic", zap.String("request_id", rid), zap.String("path", r.URL.Path),
 				zap.String("panic", fmt.Sprint(p)), zap.Stack("stack"))
+			if bw.began.Load() {
+				// The status is sent and a stream may be half written: an
+				// error body now would land inside it, and a clean end
+				// would pass a cut answer off as complete. Cutting the
+				// connection makes the client's SDK report a failure.
+				panic(http.ErrAbortHandler)
+			}
 			writeError(w, http.StatusBadGateway, "toolgate_internal_error", "toolgate failed on this request; request id "+rid)
 		}
 	}()
@@ -182,6 +191,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(withRequestID(r.Context(), rid))
 	rt.router.ServeHTTP(w, r)
 }
+
+// beganWriter notes when the response has begun, so that a recovered
+// panic knows whether a 502 can still be sent. Unwrap keeps
+// http.ResponseController (flushes, hijacks) working through it.
+type beganWriter struct {
+	http.ResponseWriter
+	began atomic.Bool
+}
+
+func (b *beganWriter) WriteHeader(code int) {
+	if code >= 200 {
+		b.began.Store(true)
+	}
+	b.ResponseWriter.WriteHeader(code)
+}
+
+func (b *beganWriter) Write(p []byte) (int, error) {
+	b.began.Store(true)
+	return b.ResponseWriter.Write(p)
+}
+
+func (b *beganWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 
 // passthrough forwards anything that is not a validated route byte for byte.
 // The body is read whole first: handing the live inbound body to the

@@ -43,6 +43,10 @@ func (sw *streamWriter) writeLocked(b []byte) error {
 	if sw.err != nil {
 		return sw.err
 	}
+	if !sw.started && len(b) == 0 {
+		// Nothing to send yet: keep the option of a plain status answer.
+		return nil
+	}
 	if !sw.started {
 		sw.started = true
 		sw.header(sw.w.Header())
@@ -58,6 +62,19 @@ func (sw *streamWriter) writeLocked(b []byte) error {
 		sw.err = err
 	}
 	return sw.err
+}
+
+// start sends the headers if nothing has been sent yet, so that even an
+// answer with no events reaches the client as a stream.
+func (sw *streamWriter) start() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.started && sw.err == nil {
+		sw.started = true
+		sw.header(sw.w.Header())
+		sw.w.WriteHeader(sw.status)
+		_ = sw.rc.Flush()
+	}
 }
 
 func (sw *streamWriter) begun() bool {
@@ -105,6 +122,12 @@ func (x *exchange) serveStream(body []byte) {
 	defer c.Close()
 	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
 		x.relay(c)
+		return
+	}
+	if undecoded(c.resp.Header) {
+		// Events toolgate cannot decode can be neither judged nor passed
+		// on as text.
+		x.failUpstream(errEncoding)
 		return
 	}
 	if ct := c.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
@@ -181,6 +204,11 @@ func (x *exchange) serveStream(body []byte) {
 	}
 	// The stream is complete; nothing after the terminal event is read.
 	turns := st.Turns()
+	if holding && missingCallID(turns) {
+		x.s.metrics.unvalidated("response_unreadable")
+		fail("upstream_error", errNoCallID.Error()+", so it was not forwarded", errNoCallID)
+		return
+	}
 	x.note(recovery.KindOriginal, st.Usage(), c.resp.Header)
 	results := make([]*recovery.Result, len(turns))
 	for i, turn := range turns {
@@ -206,9 +234,11 @@ func (x *exchange) serveStream(body []byte) {
 	x.s.metrics.StreamsHeldEvents.Observe(float64(len(held)))
 	switch {
 	case shadow || !holding:
-		_ = sw.write(nil)
+		sw.start()
 	case v.upstream != nil:
-		if !sw.begun() && v.upstream.Status != 0 {
+		if !sw.begun() {
+			// Nothing went out yet: a plain status (the provider's, or a
+			// 504 for a transport failure) is what makes the SDK retry.
 			x.writeUpstreamError(v.upstream)
 			return
 		}
@@ -261,10 +291,8 @@ func (x *exchange) serveBuffered(c *call) {
 		x.failUpstream(err)
 		return
 	}
-	resp, err := x.ad.ParseResponse(answer)
-	if err != nil {
-		x.s.metrics.unvalidated("response_unreadable")
-		x.writeFinalError(http.StatusBadGateway, "upstream_error", "toolgate could not read the upstream answer, so it was not forwarded")
+	resp, ok := x.parseAnswer(answer)
+	if !ok {
 		return
 	}
 	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)

@@ -44,6 +44,8 @@ toolgate_escalations_total{catalog_version="fixtures-v1",reason="unknown_tool"} 
 # HELP toolgate_hallucinations_total Calls to tools that do not exist.
 # TYPE toolgate_hallucinations_total counter
 toolgate_hallucinations_total{api="chat",catalog_version="fixtures-v1"} 2
+toolgate_hallucinations_total{api="messages",catalog_version="fixtures-v1"} 0
+toolgate_hallucinations_total{api="responses",catalog_version="fixtures-v1"} 0
 # HELP toolgate_recoveries_total Repair attempts by strategy and result.
 # TYPE toolgate_recoveries_total counter
 toolgate_recoveries_total{catalog_version="fixtures-v1",result="escalated",strategy="decision"} 1
@@ -61,6 +63,7 @@ toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="schem
 toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 2
 toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 1
 toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 1
+` + zeroSeries + `
 `
 	if err := testutil.GatherAndCompare(g.App.Registry, strings.NewReader(expected), counterNames...); err != nil {
 		t.Error(err)
@@ -78,12 +81,21 @@ func TestMetricsTruncatedCall(t *testing.T) {
 # HELP toolgate_escalations_total Escalations by reason.
 # TYPE toolgate_escalations_total counter
 toolgate_escalations_total{catalog_version="fixtures-v1",reason="truncated"} 1
+# HELP toolgate_hallucinations_total Calls to tools that do not exist.
+# TYPE toolgate_hallucinations_total counter
+toolgate_hallucinations_total{api="chat",catalog_version="fixtures-v1"} 0
+toolgate_hallucinations_total{api="messages",catalog_version="fixtures-v1"} 0
+toolgate_hallucinations_total{api="responses",catalog_version="fixtures-v1"} 0
 # HELP toolgate_requests_total Validated requests by API and outcome.
 # TYPE toolgate_requests_total counter
 toolgate_requests_total{api="chat",outcome="escalated"} 1
 # HELP toolgate_tool_calls_total Tool calls in upstream answers, by verdict.
 # TYPE toolgate_tool_calls_total counter
 toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="truncated",tool="get_current_weather"} 1
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0
+` + zeroSeries + `
 `
 	if err := testutil.GatherAndCompare(g.App.Registry, strings.NewReader(expected), counterNames...); err != nil {
 		t.Error(err)
@@ -96,3 +108,13 @@ func truncatedAnswer() mockReply {
 	return mockReply{Body: answerOf("chatcmpl-cut", 50, 4096,
 		choice{Calls: []call{{"call_cut", "get_current_weather", `{"loc`}}, Finish: "length"})}
 }
+
+// zeroSeries are the tool-call series toolgate creates at zero for the
+// catalog before any traffic, so that rate() sees a fresh version's first
+// calls.
+const zeroSeries = `toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
+toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
+toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0
+toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
+toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
+toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0`

@@ -114,6 +114,8 @@ type HeldEvent struct {
 type Stream interface {
 	// Feed reads one upstream event. An error means the upstream sent an
 	// event that cannot be read; the stream is then failed, never guessed.
+	// Feed may rewrite ev.Raw before the pipeline writes or holds it: empty
+	// to keep an event back, or prefixed with events kept back earlier.
 	Feed(ev *sse.Event) (Step, error)
 	// Turns returns the assembled answer, one turn per choice. Each turn's
 	// Raw replays it in a re-query.

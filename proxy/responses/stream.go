@@ -1,0 +1,639 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/sse"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// maxItems bounds the output_index a stream may use, checked before
+// anything is stored under it.
+const maxItems = 4096
+
+// ErrStream reports an event that cannot be read.
+var ErrStream = errors.New("responses: unreadable stream event")
+
+// Stream event types toolgate acts on.
+const (
+	evCreated    = "response.created"
+	evInProgress = "response.in_progress"
+	evQueued     = "response.queued"
+	evItemAdded  = "response.output_item.added"
+	evItemDone   = "response.output_item.done"
+	evArgsDelta  = "response.function_call_arguments.delta"
+	evArgsDone   = "response.function_call_arguments.done"
+	evInputDelta = "response.custom_tool_call_input.delta"
+	evInputDone  = "response.custom_tool_call_input.done"
+	evTextDelta  = "response.output_text.delta"
+	evCompleted  = "response.completed"
+	evIncomplete = "response.incomplete"
+	evFailed     = "response.failed"
+	evError      = "error"
+	evPartAdded  = "response.content_part.added"
+	evPartDone   = "response.content_part.done"
+	evTextDone   = "response.output_text.done"
+)
+
+// streamItem is what the stream has seen of one output item.
+type streamItem struct {
+	typ string
+	// held is set when the item began while events were held.
+	held bool
+	// final is the item of output_item.done, as sent.
+	final []byte
+	// added is the item of output_item.added, as sent.
+	added []byte
+
+	// Calls only.
+	id, callID, name string
+	args             []byte
+	sawDelta         bool
+	// done is the complete argument text a done event gave, if any.
+	done     *string
+	badShape bool
+}
+
+// pending is an event toolgate kept back before forwarding it.
+type pending struct {
+	raw, data []byte
+	event     string
+	created   bool
+	seq       int64
+	hasSeq    bool
+}
+
+// stream follows one Responses stream.
+//
+// The stream's first events, response.created and response.in_progress,
+// carry the response id and nothing for the user to see. They are kept back
+// until the first output event arrives: an item that is not a call (text,
+// reasoning, a hosted tool) releases them in front of itself, so text is
+// not delayed; a call makes them the first held events. So when an answer
+// starts with a call, the client has not been given the stored id yet, and
+// a chained request can still be repaired and answered with the
+// re-query's id instead of escalating stateful_unrecoverable. The held
+// events travel to the client through the raw bytes of the event that
+// releases them (Feed rewrites ev.Raw), since the pipeline writes exactly
+// the bytes of each event it forwards or holds.
+type stream struct {
+	info *requestInfo
+
+	id               string
+	status           string
+	incompleteReason string
+	usage            recovery.Usage
+	text             []byte
+	items            map[int]*streamItem
+
+	holding bool
+	// opening is true until the first event that is not a status event.
+	opening bool
+	kept    []pending
+	// heldPrefix are the kept events that went out inside the first held
+	// event's raw bytes.
+	heldPrefix []pending
+	// createdSent is set once response.created reached the client.
+	createdSent bool
+	committed   bool
+	// lastSent is the sequence_number of the last event the client got.
+	lastSent int64
+	// upstreamErr is the data of an error event the upstream sent.
+	upstreamErr []byte
+}
+
+// NewStream implements api.Adapter.
+func (Adapter) NewStream(req *api.Request) api.Stream {
+	info, err := infoOf(req)
+	if err != nil {
+		info = &requestInfo{store: true}
+	}
+	return &stream{info: info, items: map[int]*streamItem{}, opening: true, lastSent: -1}
+}
+
+// eventHead is the part every event has.
+type eventHead struct {
+	Type string          `json:"type"`
+	Seq  json.RawMessage `json:"sequence_number"`
+}
+
+func parseSeq(raw json.RawMessage) (int64, bool) {
+	if jsonx.IsNull(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil
+}
+
+// itemEvent is an event about one output item.
+type itemEvent struct {
+	OutputIndex *int            `json:"output_index"`
+	Item        json.RawMessage `json:"item"`
+	Delta       *string         `json:"delta"`
+	Arguments   *string         `json:"arguments"`
+	Input       *string         `json:"input"`
+	Name        string          `json:"name"`
+}
+
+// responseEvent is a status or terminal event carrying the response.
+type responseEvent struct {
+	Response *struct {
+		wireHead
+		Output []json.RawMessage `json:"output"`
+	} `json:"response"`
+}
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrStream}, args...)...)
+}
+
+// Feed implements api.Stream.
+func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
+	if ev.Comment || len(ev.Data) == 0 {
+		return api.Step{}, nil
+	}
+	if string(ev.Data) == "[DONE]" {
+		// Not part of the Responses grammar, but compatible servers that
+		// reuse their Chat Completions framing end with it.
+		if !s.holding && len(s.kept) > 0 {
+			s.release(ev)
+		}
+		return api.Step{Done: true}, nil
+	}
+	var head eventHead
+	if err := json.Unmarshal(ev.Data, &head); err != nil {
+		return api.Step{}, errorf("%v", err)
+	}
+	typ := head.Type
+	if typ == "" {
+		typ = string(ev.Event)
+	}
+	seq, hasSeq := parseSeq(head.Seq)
+	step := api.Step{}
+	switch typ {
+	case evError:
+		s.upstreamErr = append([]byte(nil), ev.Data...)
+		return step, errorf("the upstream sent an error event")
+	case evCreated, evInProgress, evQueued:
+		if err := s.readResponse(ev.Data); err != nil {
+			return step, err
+		}
+		if s.opening && !s.holding {
+			s.kept = append(s.kept, pending{raw: clone(ev.Raw), data: clone(ev.Data), event: string(ev.Event),
+				created: typ == evCreated, seq: seq, hasSeq: hasSeq})
+			ev.Raw = nil
+			return step, nil
+		}
+	case evItemAdded, evItemDone:
+		hold, err := s.readItem(typ, ev.Data)
+		if err != nil {
+			return step, err
+		}
+		step.Hold = hold
+	case evArgsDelta, evInputDelta, evArgsDone, evInputDone:
+		if err := s.readArgs(typ, ev.Data); err != nil {
+			return step, err
+		}
+	case evTextDelta:
+		var e itemEvent
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			return step, errorf("%v", err)
+		}
+		if e.Delta != nil {
+			s.text = append(s.text, *e.Delta...)
+		}
+	case evCompleted, evIncomplete, evFailed:
+		if err := s.readResponse(ev.Data); err != nil {
+			return step, err
+		}
+		hold, err := s.checkFinalOutput(ev.Data)
+		if err != nil {
+			return step, err
+		}
+		step.Hold, step.Done = hold, true
+	}
+	s.opening = false
+	switch {
+	case step.Hold && !s.holding:
+		s.holding = true
+		// Only a chained request needs the stored id to stay unseen: a
+		// stateless re-query leaves the client's id as it was.
+		s.committed = s.info.chain && s.createdSent
+		if len(s.kept) > 0 {
+			s.heldPrefix = s.kept
+			s.kept = nil
+			ev.Raw = s.prefixed(s.heldPrefix, ev.Raw)
+		}
+	case !s.holding:
+		s.release(ev)
+		if typ == evCreated {
+			s.createdSent = true
+		}
+		if hasSeq {
+			s.lastSent = seq
+		}
+	}
+	return step, nil
+}
+
+// release sends the kept events in front of ev, which is forwarded.
+func (s *stream) release(ev *sse.Event) {
+	if len(s.kept) == 0 {
+		return
+	}
+	for _, p := range s.kept {
+		s.createdSent = s.createdSent || p.created
+		if p.hasSeq {
+			s.lastSent = p.seq
+		}
+	}
+	ev.Raw = s.prefixed(s.kept, ev.Raw)
+	s.kept = nil
+}
+
+// prefixed returns raw with the kept events in front of it.
+func (s *stream) prefixed(kept []pending, raw []byte) []byte {
+	var out []byte
+	for _, p := range kept {
+		out = append(out, p.raw...)
+	}
+	return append(out, raw...)
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// readResponse records the id, status and usage of a status or terminal
+// event.
+func (s *stream) readResponse(data []byte) error {
+	var e responseEvent
+	if err := json.Unmarshal(data, &e); err != nil {
+		return errorf("%v", err)
+	}
+	if e.Response == nil {
+		return errorf("a response event without its response")
+	}
+	r := e.Response
+	if r.ID != "" {
+		s.id = r.ID
+	}
+	s.status = r.Status
+	if r.IncompleteDetails != nil {
+		s.incompleteReason = r.IncompleteDetails.Reason
+	}
+	if r.Usage != nil {
+		s.usage = r.usage()
+	}
+	return nil
+}
+
+// index reads an event's output_index within bounds.
+func index(p *int) (int, error) {
+	if p == nil {
+		return 0, errorf("an item event without output_index")
+	}
+	if *p < 0 || *p >= maxItems {
+		return 0, errorf("output_index %d", *p)
+	}
+	return *p, nil
+}
+
+// readItem follows output_item.added and output_item.done. It reports
+// whether a call began, which starts the hold.
+func (s *stream) readItem(typ string, data []byte) (bool, error) {
+	var e itemEvent
+	if err := json.Unmarshal(data, &e); err != nil {
+		return false, errorf("%v", err)
+	}
+	idx, err := index(e.OutputIndex)
+	if err != nil {
+		return false, err
+	}
+	var w wireItem
+	if err := json.Unmarshal(e.Item, &w); err != nil {
+		return false, errorf("item %d: %v", idx, err)
+	}
+	it := s.items[idx]
+	began := false
+	if typ == evItemAdded {
+		if it != nil {
+			return false, errorf("item %d added twice", idx)
+		}
+		it = &streamItem{typ: w.Type, added: clone(e.Item), held: s.holding,
+			id: w.ID, callID: w.CallID, name: w.Name}
+		s.items[idx] = it
+		began = isCallType(w.Type)
+		if began {
+			it.held = true
+		}
+		return began, nil
+	}
+	if it == nil {
+		// A done item that never began: take it whole. A call still has
+		// to be held, or it would reach the client unjudged.
+		it = &streamItem{typ: w.Type, held: s.holding || isCallType(w.Type), id: w.ID, callID: w.CallID, name: w.Name}
+		s.items[idx] = it
+		began = isCallType(w.Type)
+	}
+	if it.final != nil {
+		return false, errorf("item %d done twice", idx)
+	}
+	if w.Type != it.typ {
+		return false, errorf("item %d changed type", idx)
+	}
+	it.final = clone(e.Item)
+	if !isCallType(it.typ) {
+		return began, nil
+	}
+	if !agree(&it.name, w.Name) || !agree(&it.callID, w.CallID) || !agree(&it.id, w.ID) {
+		return false, errorf("call %d changed its name or ids", idx)
+	}
+	field := w.Arguments
+	if it.typ == typeCustomCall {
+		field = w.Input
+	}
+	if jsonx.IsNull(field) {
+		return began, nil
+	}
+	v, ok := jsonx.Unquote(field)
+	if !ok {
+		// Not a string: the wrong shape, judged as such.
+		it.badShape = true
+		it.args = append([]byte(nil), field...)
+		return began, nil
+	}
+	return began, it.settle(idx, v)
+}
+
+// agree fills a field an earlier event left empty and reports whether a
+// later event contradicts it.
+func agree(field *string, v string) bool {
+	if v == "" || *field == v {
+		return true
+	}
+	if *field == "" {
+		*field = v
+		return true
+	}
+	return false
+}
+
+// settle records the complete arguments a done event gave. They must agree
+// with the deltas and with any earlier done event: a stream that says two
+// different things cannot be judged.
+func (it *streamItem) settle(idx int, v string) error {
+	if it.sawDelta && v != string(it.args) {
+		return errorf("call %d: the complete arguments differ from the streamed ones", idx)
+	}
+	if it.done != nil && *it.done != v {
+		return errorf("call %d: two different complete arguments", idx)
+	}
+	it.done = &v
+	return nil
+}
+
+// readArgs follows the argument (or custom input) deltas and done events of
+// a call.
+func (s *stream) readArgs(typ string, data []byte) error {
+	var e itemEvent
+	if err := json.Unmarshal(data, &e); err != nil {
+		return errorf("%v", err)
+	}
+	idx, err := index(e.OutputIndex)
+	if err != nil {
+		return err
+	}
+	it := s.items[idx]
+	want := typeFunctionCall
+	if typ == evInputDelta || typ == evInputDone {
+		want = typeCustomCall
+	}
+	if it == nil || it.typ != want {
+		return errorf("arguments for output_index %d, which is not a %s", idx, want)
+	}
+	switch typ {
+	case evArgsDelta, evInputDelta:
+		if it.final != nil || it.done != nil {
+			return errorf("call %d: a delta after the call was complete", idx)
+		}
+		if e.Delta == nil {
+			return errorf("call %d: a delta without text", idx)
+		}
+		it.args = append(it.args, *e.Delta...)
+		it.sawDelta = true
+	default:
+		v := e.Arguments
+		if typ == evInputDone {
+			v = e.Input
+		}
+		if v == nil {
+			return nil
+		}
+		if !agree(&it.name, e.Name) {
+			return errorf("call %d changed its name", idx)
+		}
+		return it.settle(idx, *v)
+	}
+	return nil
+}
+
+// checkFinalOutput holds the terminal event's output to the streamed items:
+// the SDKs build their final response from it, so a call there must be
+// exactly one that was judged. An item the stream never announced (some
+// servers send only the terminal event) is taken from the output whole; a
+// call taken so starts the hold, since it has not been judged yet.
+func (s *stream) checkFinalOutput(data []byte) (bool, error) {
+	var e responseEvent
+	if err := json.Unmarshal(data, &e); err != nil || e.Response == nil {
+		return false, errorf("a terminal event without its response")
+	}
+	began := false
+	for idx, raw := range e.Response.Output {
+		if idx >= maxItems {
+			return false, errorf("output_index %d", idx)
+		}
+		var w wireItem
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return false, errorf("final item %d: %v", idx, err)
+		}
+		it := s.items[idx]
+		if it == nil {
+			it = &streamItem{typ: w.Type, final: clone(raw), held: s.holding || isCallType(w.Type),
+				id: w.ID, callID: w.CallID, name: w.Name}
+			s.items[idx] = it
+			if !isCallType(w.Type) {
+				continue
+			}
+			began = true
+			field := w.Arguments
+			if w.Type == typeCustomCall {
+				field = w.Input
+			}
+			if v, ok := jsonx.Unquote(field); ok {
+				it.done = &v
+			} else if !jsonx.IsNull(field) {
+				it.badShape, it.args = true, append([]byte(nil), field...)
+			}
+			continue
+		}
+		if !isCallType(w.Type) {
+			continue
+		}
+		if it.typ != w.Type || !agree(&it.name, w.Name) || !agree(&it.callID, w.CallID) {
+			return false, errorf("the final output's item %d is not the streamed call", idx)
+		}
+		field := w.Arguments
+		if w.Type == typeCustomCall {
+			field = w.Input
+		}
+		v, ok := jsonx.Unquote(field)
+		if !ok || it.badShape {
+			if !(it.badShape && string(field) == string(it.args)) {
+				return false, errorf("the final output's call %d differs from the streamed one", idx)
+			}
+			continue
+		}
+		if v != string(it.finalArgs()) {
+			return false, errorf("the final output's call %d differs from the streamed one", idx)
+		}
+	}
+	return began, nil
+}
+
+// finalArgs is the call's complete argument text.
+func (it *streamItem) finalArgs() []byte {
+	if it.done != nil {
+		return []byte(*it.done)
+	}
+	return it.args
+}
+
+// order returns the output indexes seen, ascending.
+func (s *stream) order() []int {
+	idx := make([]int, 0, len(s.items))
+	for i := range s.items {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	return idx
+}
+
+// Turns implements api.Stream. The one turn's Raw holds the output items
+// rebuilt for replay: each item as its output_item.done carried it
+// (reasoning items with their encrypted_content), or, for an item the
+// stream never finished, what was streamed of it.
+func (s *stream) Turns() []*recovery.Turn {
+	var items [][]byte
+	var calls []validate.ToolCall
+	var callAt []int
+	for _, i := range s.order() {
+		it := s.items[i]
+		item := it.final
+		if item == nil {
+			item = it.rebuilt()
+		}
+		if isCallType(it.typ) {
+			c := validate.ToolCall{ID: it.callID, Name: it.name, Args: it.finalArgs(), Kind: validate.Function, BadShape: it.badShape}
+			if it.typ == typeCustomCall {
+				c.Kind = validate.Custom
+			}
+			calls = append(calls, c)
+			callAt = append(callAt, len(items))
+		}
+		items = append(items, item)
+	}
+	t := &recovery.Turn{
+		Calls:      calls,
+		Text:       string(s.text),
+		Usage:      s.usage,
+		ResponseID: s.id,
+		Raw:        &turnItems{items: items, callAt: callAt},
+	}
+	h := wireHead{Status: s.status}
+	if s.incompleteReason != "" {
+		h.IncompleteDetails = &struct {
+			Reason string `json:"reason"`
+		}{s.incompleteReason}
+	}
+	t.Truncated = h.truncated(len(calls))
+	return []*recovery.Turn{t}
+}
+
+// rebuilt is an unfinished item as far as it was streamed.
+func (it *streamItem) rebuilt() []byte {
+	if !isCallType(it.typ) {
+		if it.added != nil {
+			return it.added
+		}
+		return []byte(`{}`)
+	}
+	field := "arguments"
+	if it.typ == typeCustomCall {
+		field = "input"
+	}
+	o := jsonx.Object{{Key: "type", Value: jsonx.String(it.typ)}}
+	if it.id != "" {
+		o = o.Set("id", jsonx.String(it.id))
+	}
+	return o.Set("call_id", jsonx.String(it.callID)).Set("name", jsonx.String(it.name)).
+		Set(field, jsonx.String(string(it.finalArgs()))).Bytes()
+}
+
+// Usage implements api.Stream.
+func (s *stream) Usage() recovery.Usage { return s.usage }
+
+// Committed implements api.Stream: the client already holds the id of the
+// stored answer, and a chained re-query would have to give it another.
+func (s *stream) Committed() bool { return s.committed }
+
+// ErrorEvent implements api.Stream: an `error` event numbered after the
+// last event the client got. It carries an "error" object, so both
+// openai-python and openai-go raise it instead of ending the stream as if
+// it had completed. An error the upstream sent itself goes to the client as
+// the upstream worded it.
+func (s *stream) ErrorEvent(code, message string, esc *api.Escalated) []byte {
+	seq := s.lastSent + 1
+	s.lastSent = seq
+	seqRaw := []byte(strconv.FormatInt(seq, 10))
+	if esc == nil && s.upstreamErr != nil {
+		if o, err := jsonx.ParseObject(s.upstreamErr); err == nil {
+			return sse.AppendEvent(nil, evError, o.Set("sequence_number", seqRaw).Bytes())
+		}
+	}
+	var inner []byte
+	top := code
+	if esc != nil {
+		top = "tool_call_escalation"
+		if env, err := jsonx.ParseObject(Adapter{}.ErrorBody(esc)); err == nil {
+			inner = env.Get("error")
+		}
+	}
+	if inner == nil {
+		inner = jsonx.Object{
+			{Key: "type", Value: jsonx.String(code)},
+			{Key: "code", Value: jsonx.String(code)},
+			{Key: "message", Value: jsonx.String(message)},
+			{Key: "param", Value: []byte("null")},
+		}.Bytes()
+	}
+	data := jsonx.Object{
+		{Key: "type", Value: []byte(`"error"`)},
+		{Key: "code", Value: jsonx.String(top)},
+		{Key: "message", Value: jsonx.String(message)},
+		{Key: "param", Value: []byte("null")},
+		{Key: "sequence_number", Value: seqRaw},
+		{Key: "error", Value: inner},
+	}
+	return sse.AppendEvent(nil, evError, data.Bytes())
+}
