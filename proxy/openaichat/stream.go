@@ -159,7 +159,7 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 					sc.name += *dc.Function.Name
 				}
 				if a := dc.Function.Arguments; len(a) > 0 && !jsonx.IsNull(a) {
-					if s, ok := jsonx.Unquote(a); ok {
+					if s, ok := unquoteFragment(a); ok {
 						sc.args = append(sc.args, s...)
 					} else {
 						sc.badShape = true
@@ -181,6 +181,42 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	}
 	step.Hold = s.holding
 	return step, nil
+}
+
+// unquoteFragment reads one arguments fragment, a JSON string. Only its
+// escapes are decoded; every other byte is kept as sent, because a server
+// may cut the arguments inside a multi-byte character and the halves are
+// valid only once the fragments are joined. Decoding a fragment whole (as
+// encoding/json does) would silently turn each half into U+FFFD.
+func unquoteFragment(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	s := raw[1 : len(raw)-1]
+	out := make([]byte, 0, len(s))
+	for {
+		i := bytes.IndexByte(s, '\\')
+		if i < 0 {
+			return string(append(out, s...)), true
+		}
+		out, s = append(out, s[:i]...), s[i:]
+		n := 2
+		if len(s) >= 6 && s[1] == 'u' {
+			n = 6
+			// A surrogate pair is two escapes that decode together.
+			if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+				n = 12
+			}
+		}
+		if n > len(s) {
+			return "", false
+		}
+		e, ok := jsonx.Unquote(append(append([]byte{'"'}, s[:n]...), '"'))
+		if !ok {
+			return "", false
+		}
+		out, s = append(out, e...), s[n:]
+	}
 }
 
 // Usage implements api.Stream.
@@ -333,6 +369,11 @@ func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error
 			}
 			if f.Escalated != nil || (f.Result != nil && f.Result.Outcome == recovery.Abstained) {
 				delta := jsonx.Object{}
+				// The role opens the message; only what the model said
+				// after it is replaced.
+				if old, err := jsonx.ParseObject(c.Get("delta")); err == nil && old.Has("role") {
+					delta = delta.Set("role", old.Get("role"))
+				}
 				if !sentText[idx] {
 					sentText[idx] = true
 					delta = delta.Set("content", jsonx.String(text))

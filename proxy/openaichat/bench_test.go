@@ -1,0 +1,170 @@
+package openaichat_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/proxy/openaichat"
+	"github.com/toolgate/toolgate/proxy/sse"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// These benchmarks time the per-answer work of the Chat Completions route
+// without any HTTP: reading the answer or stream, then judging its calls,
+// against a catalog whose tools carry the fixture's JSON Schemas.
+
+func benchFixture(b *testing.B, name string) []byte {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// benchCatalog compiles a config catalog holding the two fixture tools with
+// the same schemas request.json offers, so calls are judged by catalog
+// schemas (intersect mode) as in a configured deployment.
+const benchCatalog = `
+upstreams:
+  - url: https://api.example.com
+catalog:
+  tools:
+    - name: get_current_weather
+      description: Get the current weather in a given location
+      parameters:
+        type: object
+        properties:
+          location: {type: string, description: "The city and state, e.g. San Francisco, CA"}
+          unit: {type: string, enum: [celsius, fahrenheit]}
+        required: [location]
+    - name: get_stock_price
+      description: Fetch the latest price for a given ticker
+      parameters:
+        type: object
+        properties:
+          ticker: {type: string, description: "Ticker symbol, e.g. AAPL"}
+          exchange: {type: string, description: "Exchange the ticker is listed on, e.g. NASDAQ"}
+        required: [ticker, exchange]
+`
+
+// benchContext parses request.json as the route would and builds the
+// request's effective catalog once: both are per request, not per call.
+func benchContext(b *testing.B) *validate.Context {
+	b.Helper()
+	cfg, err := catalog.Parse([]byte(benchCatalog), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap, err := catalog.Compile(cfg, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	req, err := openaichat.Adapter{}.ParseRequest(benchFixture(b, "request.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	eff := snap.Effective(req.Offered, req.Choice, true)
+	return &validate.Context{Eff: eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
+}
+
+// BenchmarkFindingsTwoCalls is the work between an upstream answer arriving
+// and its verdict: ParseResponse of a two-call answer and Check of each call.
+func BenchmarkFindingsTwoCalls(b *testing.B) {
+	answer := benchFixture(b, "parallel_tool_calls.json")
+	cx := benchContext(b)
+	ad := openaichat.Adapter{}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(answer)))
+	for b.Loop() {
+		resp, err := ad.ParseResponse(answer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		calls := resp.Choices[0].Calls
+		if len(calls) != 2 {
+			b.Fatalf("%d calls, want 2", len(calls))
+		}
+		for _, c := range calls {
+			if v := validate.Check(c, cx); !v.Valid() {
+				b.Fatalf("%s: %+v", c.Name, v.Findings)
+			}
+		}
+	}
+}
+
+// streamEvents is the 40-event stream the load test's mock serves, built on
+// the recorded parallel fixture (21 events): 18 text deltas are inserted
+// after the role chunk and a usage chunk before [DONE], so the text-first,
+// tools-after shape of a real answer is there and the count matches.
+func streamEvents(b *testing.B) []sse.Event {
+	b.Helper()
+	data := benchFixture(b, "parallel_tool_calls_stream.sse")
+	var fixture []sse.Event
+	rd := sse.NewReader(bytes.NewReader(data), 0)
+	for rd.Next() {
+		ev := rd.Event()
+		fixture = append(fixture, sse.Event{Raw: bytes.Clone(ev.Raw), Data: bytes.Clone(ev.Data), Event: ev.Event, Comment: ev.Comment})
+	}
+	if err := rd.Err(); err != nil {
+		b.Fatal(err)
+	}
+	if len(fixture) != 21 {
+		b.Fatalf("fixture has %d events, want 21", len(fixture))
+	}
+	const head = `{"id":"chatcmpl-zupGhv7Ib3M03NBQNSgPwlUQia1ID","object":"chat.completion.chunk","created":1741569980,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_bed440e504",`
+	event := func(data string) sse.Event {
+		raw := sse.AppendEvent(nil, "", []byte(data))
+		return sse.Event{Raw: raw, Data: []byte(data)}
+	}
+	words := strings.Fields("Let me check the weather in Boston and the current price of Apple stock on NASDAQ for you right now, one moment.")
+	evs := []sse.Event{fixture[0]}
+	for i := range 18 {
+		w := words[i%len(words)] + " "
+		evs = append(evs, event(head+`"choices":[{"index":0,"delta":{"content":"`+w+`"},"logprobs":null,"finish_reason":null}]}`))
+	}
+	evs = append(evs, fixture[1:20]...)
+	evs = append(evs, event(head+`"choices":[],"usage":{"prompt_tokens":118,"completion_tokens":58,"total_tokens":176}}`))
+	evs = append(evs, fixture[20])
+	if len(evs) != 40 {
+		b.Fatalf("built %d events, want 40", len(evs))
+	}
+	return evs
+}
+
+// BenchmarkStreamFilter is the validating work on one streamed answer:
+// Feed of all 40 events, Turns, and Check of each assembled call. SSE
+// framing and socket I/O are left out (see BenchmarkProxyStream).
+func BenchmarkStreamFilter(b *testing.B) {
+	evs := streamEvents(b)
+	cx := benchContext(b)
+	ad := openaichat.Adapter{}
+	n := 0
+	for _, ev := range evs {
+		n += len(ev.Raw)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		st := ad.NewStream(nil)
+		for i := range evs {
+			if _, err := st.Feed(&evs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		turns := st.Turns()
+		if len(turns) != 1 || len(turns[0].Calls) != 2 {
+			b.Fatalf("turns %+v", turns)
+		}
+		for _, c := range turns[0].Calls {
+			if v := validate.Check(c, cx); !v.Valid() {
+				b.Fatalf("%s: %+v", c.Name, v.Findings)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(evs)), "events/op")
+}

@@ -1,0 +1,333 @@
+package openaichat
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/sse"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// chopReader hands out its data in reads whose sizes the fuzzer picks, so
+// events, lines, JSON strings and UTF-8 sequences get cut anywhere.
+type chopReader struct {
+	data   []byte
+	sizes  []byte
+	next   int
+	wasNil bool
+}
+
+func (c *chopReader) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(c.data)
+	if len(c.sizes) > 0 {
+		n = int(c.sizes[c.next%len(c.sizes)] % 41)
+		c.next++
+	}
+	// One empty read is legal; two in a row would only exercise the
+	// Reader's no-progress guard.
+	if n == 0 && c.wasNil {
+		n = 1
+	}
+	c.wasNil = n == 0
+	n = min(n, len(p), len(c.data))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// refUnquote decodes a JSON string literal the way a fragment must be read:
+// escapes are decoded (a lone surrogate becomes U+FFFD, as encoding/json
+// does) and every other byte is kept as it is, so that a character split
+// across two fragments is whole again once they are joined.
+func refUnquote(lit []byte) (string, bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return "", false
+	}
+	s := lit[1 : len(lit)-1]
+	out := make([]byte, 0, len(s))
+	hex4 := func(b []byte) (rune, bool) {
+		if len(b) < 4 {
+			return 0, false
+		}
+		var r rune
+		for _, c := range b[:4] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			out = append(out, s[i])
+			i++
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", false
+		}
+		switch s[i+1] {
+		case '"', '\\', '/':
+			out = append(out, s[i+1])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(s[i+2:])
+			if !ok {
+				return "", false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if r2, ok := hex4(s[i+2:]); ok {
+						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+							out = utf8.AppendRune(out, d)
+							i += 6
+							continue
+						}
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return string(out), true
+}
+
+// refCall and refState reassemble calls from chunks independently of the
+// Stream, with the fragment reading refUnquote defines.
+type refCall struct {
+	name     string
+	args     []byte
+	badShape bool
+}
+
+type refState struct {
+	choices map[int][]*refCall
+	hold    bool
+}
+
+func (r *refState) apply(data []byte) {
+	var ch struct {
+		Choices []struct {
+			Index int `json:"index"`
+			Delta struct {
+				ToolCalls []struct {
+					Index    int `json:"index"`
+					Function *struct {
+						Name      *string         `json:"name"`
+						Arguments json.RawMessage `json:"arguments"`
+					} `json:"function"`
+					Custom *struct {
+						Name  *string `json:"name"`
+						Input *string `json:"input"`
+					} `json:"custom"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(data, &ch) != nil {
+		return
+	}
+	for _, c := range ch.Choices {
+		for _, tc := range c.Delta.ToolCalls {
+			r.hold = true
+			calls := r.choices[c.Index]
+			for len(calls) <= tc.Index {
+				calls = append(calls, &refCall{})
+			}
+			r.choices[c.Index] = calls
+			rc := calls[tc.Index]
+			switch {
+			case tc.Function != nil:
+				if tc.Function.Name != nil {
+					rc.name += *tc.Function.Name
+				}
+				a := tc.Function.Arguments
+				if len(a) == 0 || string(a) == "null" {
+					break
+				}
+				if s, ok := refUnquote(a); ok {
+					rc.args = append(rc.args, s...)
+				} else {
+					rc.badShape = true
+				}
+			case tc.Custom != nil:
+				if tc.Custom.Name != nil {
+					rc.name += *tc.Custom.Name
+				}
+				if tc.Custom.Input != nil {
+					rc.args = append(rc.args, *tc.Custom.Input...)
+				}
+			}
+		}
+	}
+}
+
+// runFuzzStream feeds src to a new Stream as the proxy driver would and
+// checks every step against the reference. It returns the stream and the
+// events read, or ok=false when Feed refused an event (the driver then
+// fails the stream and never asks for Turns).
+func runFuzzStream(t *testing.T, src io.Reader) (st api.Stream, evs []fed, ok bool) {
+	st = Adapter{}.NewStream(&api.Request{Stream: true})
+	ref := &refState{choices: map[int][]*refCall{}}
+	rd := sse.NewReader(src, 1<<16)
+	held := false
+	for rd.Next() {
+		ev := rd.Event()
+		step, err := st.Feed(&ev)
+		if err != nil {
+			// Also exercise what the driver calls after a failure.
+			_ = st.ErrorEvent("upstream_error", "x", nil)
+			return st, evs, false
+		}
+		if !ev.Comment && len(ev.Data) > 0 && string(ev.Data) != "[DONE]" {
+			ref.apply(ev.Data)
+		}
+		// The driver latches Hold, so only chunks must report it; what
+		// matters is that it comes on exactly with the first tool call
+		// and that no chunk after it says otherwise.
+		if isChunk := !ev.Comment && len(ev.Data) > 0 && string(ev.Data) != "[DONE]"; isChunk && step.Hold != ref.hold {
+			t.Fatalf("Hold = %v after %q, want %v", step.Hold, ev.Raw, ref.hold)
+		}
+		if !held && step.Hold != ref.hold {
+			t.Fatalf("Hold = %v at %q before any chunk held, want %v", step.Hold, ev.Raw, ref.hold)
+		}
+		held = held || step.Hold
+		evs = append(evs, fed{raw: bytes.Clone(ev.Raw), data: bytes.Clone(ev.Data), step: step})
+		if step.Done {
+			break
+		}
+	}
+	for i, turn := range st.Turns() {
+		want := ref.choices[i]
+		if len(turn.Calls) != len(want) {
+			t.Fatalf("choice %d: %d calls, reference %d", i, len(turn.Calls), len(want))
+		}
+		for j, c := range turn.Calls {
+			w := want[j]
+			if !bytes.Equal(c.Args, w.args) {
+				t.Fatalf("choice %d call %d: Args %q, but its fragments join to %q", i, j, c.Args, w.args)
+			}
+			if c.Name != w.name {
+				t.Fatalf("choice %d call %d: Name %q, fragments join to %q", i, j, c.Name, w.name)
+			}
+			if w.badShape && !c.BadShape {
+				t.Fatalf("choice %d call %d: a non-string arguments fragment was not flagged", i, j)
+			}
+		}
+	}
+	return st, evs, true
+}
+
+func FuzzChatStream(f *testing.F) {
+	for _, name := range []string{"tool_call_stream.sse", "parallel_tool_calls_stream.sse", "tool_call_stream_include_usage.sse"} {
+		b := readFixture(f, name)
+		f.Add(b, []byte{})
+		f.Add(b, []byte{1})
+		f.Add(b, []byte{7, 0, 13, 40, 3})
+		f.Add(bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")), []byte{5, 2})
+	}
+	split := chunkLine(callStart, "") + ": keep-alive\n\n\n" + chunkLine(argFrag("\"{\\\"city\\\":\\\"M\xc3\""), "") +
+		chunkLine(argFrag(`"`+"\xbc"+`nchen \ud83d\ude00 \ud800x\"}"`), "") + chunkLine(`{}`, "tool_calls") + "data: [DONE]\n\n"
+	f.Add([]byte(split), []byte{3, 1})
+	f.Add([]byte(chunkLine(`{"content":"hi"}`, "")+chunkLine(callStart, "")+chunkLine(argFrag(`{"a":1}`), "length")), []byte{2})
+
+	f.Fuzz(func(t *testing.T, data, sizes []byte) {
+		st, evs, ok := runFuzzStream(t, &chopReader{data: data, sizes: sizes})
+		whole, _, okWhole := runFuzzStream(t, bytes.NewReader(data))
+		if ok != okWhole {
+			t.Fatalf("how the input was cut changed whether it was readable: %v vs %v", ok, okWhole)
+		}
+		if !ok {
+			return
+		}
+		a, b := st.Turns(), whole.Turns()
+		if len(a) != len(b) {
+			t.Fatalf("cut input gives %d turns, whole input %d", len(a), len(b))
+		}
+		for i := range a {
+			if len(a[i].Calls) != len(b[i].Calls) || a[i].Text != b[i].Text {
+				t.Fatalf("turn %d differs with the cut", i)
+			}
+		}
+
+		// Render must not panic whatever it is given to rewrite; errors
+		// are allowed (the driver turns them into an error event).
+		_, held := heldFrom(evs)
+		finals := make([]api.Final, len(a))
+		for i, turn := range a {
+			res := &recovery.Result{Outcome: recovery.Substituted, Original: turn.Calls,
+				Calls: append([]validate.ToolCall(nil), turn.Calls...), Changed: make([]bool, len(turn.Calls))}
+			for j := range res.Calls {
+				if j%2 == 0 {
+					res.Calls[j] = validate.ToolCall{ID: turn.Calls[j].ID, Name: "get_stock_price", Args: []byte(`{"ticker":"X"}`)}
+					res.Changed[j] = true
+				}
+			}
+			finals[i].Result = res
+			if i == 1 {
+				finals[i].Escalated = &api.Escalated{Choice: i, Escalation: &recovery.Escalation{ID: "esc_f"},
+					Body: []byte(`{"id":"esc_f"}`), Text: "needs a person [toolgate:esc_f]"}
+			}
+		}
+		if out, err := st.Render(held, finals); err == nil && len(held) > 0 && string(held[len(held)-1].Data) == "[DONE]" &&
+			!bytes.HasSuffix(out, held[len(held)-1].Raw) {
+			t.Fatalf("Render lost the terminal event")
+		}
+	})
+}
+
+func BenchmarkChatStreamFeed(b *testing.B) {
+	data := readFixture(b, "parallel_tool_calls_stream.sse")
+	var evs []sse.Event
+	rd := sse.NewReader(bytes.NewReader(data), 0)
+	for rd.Next() {
+		ev := rd.Event()
+		evs = append(evs, sse.Event{Raw: bytes.Clone(ev.Raw), Data: bytes.Clone(ev.Data), Event: ev.Event, Comment: ev.Comment})
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		st := Adapter{}.NewStream(nil)
+		for i := range evs {
+			if _, err := st.Feed(&evs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if turns := st.Turns(); len(turns) != 1 || len(turns[0].Calls) != 2 {
+			b.Fatalf("turns %v", turns)
+		}
+	}
+	b.ReportMetric(float64(len(evs)), "events/op")
+}

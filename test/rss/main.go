@@ -1,0 +1,332 @@
+// Command rss measures toolgate's memory while it holds many streamed tool
+// calls at once: the case where a proxy that buffers is most expensive.
+//
+// Run it from anywhere inside the module:
+//
+//	go run ./test/rss                     # 1,000 concurrent streams
+//	go run ./test/rss -streams 2000       # more
+//
+// It builds cmd/toolgate into a temporary folder and runs it as its own
+// process, so the numbers are toolgate's alone (read from
+// /proc/<pid>/status: VmHWM is the peak resident set, VmRSS the current
+// one). A scripted upstream on loopback answers every request with a text
+// delta, then the first chunk of a tool call, and then stays silent, so
+// toolgate passes the text on and holds the call. Once every client has
+// its text and the upstream has sent every call start, all streams are
+// open and held; the memory is read then, the upstream is released, and
+// every client must end with the complete, valid call and [DONE]. Linux
+// only; bounded by -timeout.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	streams := flag.Int("streams", 1000, "concurrent streaming requests")
+	timeout := flag.Duration("timeout", 60*time.Second, "bound on the whole run")
+	flag.Parse()
+	if err := run(*streams, *timeout); err != nil {
+		fmt.Fprintln(os.Stderr, "rss:", err)
+		os.Exit(1)
+	}
+}
+
+const request = `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},` +
+	`"messages":[{"role":"user","content":"Weather in Boston, MA?"}],` +
+	`"tools":[{"type":"function","function":{"name":"get_current_weather","description":"Get the current weather in a given location",` +
+	`"parameters":{"type":"object","properties":{"location":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"]}}}]}`
+
+func chunk(delta, finish string) string {
+	f := "null"
+	if finish != "" {
+		f = `"` + finish + `"`
+	}
+	return `data: {"id":"chatcmpl-rss","object":"chat.completion.chunk","created":1741569970,"model":"gpt-4o","choices":[{"index":0,"delta":` +
+		delta + `,"logprobs":null,"finish_reason":` + f + `}],"usage":null}` + "\n\n"
+}
+
+var (
+	// head reaches the client at once; callStart makes toolgate hold.
+	head      = chunk(`{"role":"assistant","content":"Checking the weather. "}`, "")
+	callStart = chunk(`{"tool_calls":[{"index":0,"id":"call_rss","type":"function","function":{"name":"get_current_weather","arguments":""}}]}`, "")
+	rest      = chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"location\":\"Bos"}}]}`, "") +
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"ton, MA\",\"unit\":\"celsius\"}"}}]}`, "") +
+		chunk(`{}`, "tool_calls") +
+		`data: {"id":"chatcmpl-rss","object":"chat.completion.chunk","created":1741569970,"model":"gpt-4o","choices":[],"usage":{"prompt_tokens":40,"completion_tokens":20,"total_tokens":60}}` + "\n\n" +
+		"data: [DONE]\n\n"
+)
+
+// upstream is the scripted model: it counts the streams it holds open and
+// finishes them all when release is closed.
+type upstream struct {
+	held    atomic.Int64
+	release chan struct{}
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	rc := http.NewResponseController(w)
+	for _, s := range []string{head, callStart} {
+		if _, err := io.WriteString(w, s); err != nil {
+			return
+		}
+		_ = rc.Flush()
+	}
+	u.held.Add(1)
+	select {
+	case <-u.release:
+	case <-r.Context().Done():
+		return
+	}
+	_, _ = io.WriteString(w, rest)
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// memory reads the resident-set lines of /proc/<pid>/status, in kB.
+func memory(pid int) (map[string]int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "VmHWM", "VmRSS", "Threads":
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err == nil {
+				out[k] = n
+			}
+		}
+	}
+	return out, nil
+}
+
+// goroutines reads go_goroutines from toolgate's admin /metrics.
+func goroutines(admin string) string {
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return "?"
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			return v
+		}
+	}
+	return "?"
+}
+
+func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
+
+func run(n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "toolgate-rss-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	bin := filepath.Join(dir, "toolgate")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/toolgate/toolgate/cmd/toolgate")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building toolgate: %w", err)
+	}
+
+	up := &upstream{release: make(chan struct{})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	upSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = upSrv.Serve(ln) }()
+	defer upSrv.Close()
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(up.release) }) }
+	defer release()
+
+	listen, err := freePort()
+	if err != nil {
+		return err
+	}
+	admin, err := freePort()
+	if err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf("listen: %s\nadmin_listen: %s\nlog:\n  level: warn\nupstreams:\n  - name: scripted\n    url: http://%s\n",
+		listen, admin, ln.Addr())
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	gate := exec.Command(bin, "serve", "--config", cfgPath)
+	var gateLog bytes.Buffer
+	gate.Stderr = &gateLog
+	if err := gate.Start(); err != nil {
+		return err
+	}
+	pid := gate.Process.Pid
+	defer func() {
+		_ = gate.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = gate.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = gate.Process.Kill()
+		}
+	}()
+	if err := waitReady(ctx, admin); err != nil {
+		return fmt.Errorf("%w; toolgate said: %s", err, gateLog.String())
+	}
+	idle, err := memory(pid)
+	if err != nil {
+		return err
+	}
+
+	client := &http.Client{Transport: &http.Transport{
+		MaxConnsPerHost:     0, // no cap: every stream its own connection
+		MaxIdleConns:        n,
+		MaxIdleConnsPerHost: n,
+		DisableCompression:  true,
+	}}
+	var opened, finished, failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := stream(ctx, client, listen, &opened); err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err.Error())
+				return
+			}
+			finished.Add(1)
+		}()
+	}
+
+	// All open: every client has its text and the upstream has sent every
+	// call start, so toolgate holds n calls.
+	for opened.Load() < int64(n) || up.held.Load() < int64(n) {
+		if failed.Load() > 0 {
+			return fmt.Errorf("%d streams failed while opening; first: %v", failed.Load(), firstErr.Load())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("only %d of %d streams opened (%d held upstream) before the timeout", opened.Load(), n, up.held.Load())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	openedIn := time.Since(start)
+	time.Sleep(500 * time.Millisecond) // let the held state settle
+	held, err := memory(pid)
+	if err != nil {
+		return err
+	}
+	g := goroutines(admin)
+
+	release()
+	wg.Wait()
+	after, err := memory(pid)
+	if err != nil {
+		return err
+	}
+	if failed.Load() > 0 || finished.Load() != int64(n) {
+		return fmt.Errorf("%d of %d streams did not end with the valid call and [DONE]; first: %v", failed.Load(), n, firstErr.Load())
+	}
+
+	fmt.Printf("toolgate (pid %d), %d concurrent streaming chat requests, each holding a tool call\n", pid, n)
+	fmt.Printf("  idle before streams:  VmRSS %s, VmHWM %s, threads %d\n", mib(idle["VmRSS"]), mib(idle["VmHWM"]), idle["Threads"])
+	fmt.Printf("  all %d held (open in %v): VmRSS %s, VmHWM %s, threads %d, goroutines %s\n",
+		n, openedIn.Round(time.Millisecond), mib(held["VmRSS"]), mib(held["VmHWM"]), held["Threads"], g)
+	fmt.Printf("  after all completed:  VmRSS %s, peak VmHWM %s\n", mib(after["VmRSS"]), mib(after["VmHWM"]))
+	fmt.Printf("  per held stream (VmHWM - idle VmRSS) / n: %.1f KiB\n", float64(after["VmHWM"]-idle["VmRSS"])/float64(n))
+	fmt.Printf("  all %d streams ended with the valid call and [DONE]\n", n)
+	return nil
+}
+
+func waitReady(ctx context.Context, admin string) error {
+	for {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("toolgate did not become ready")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stream makes one request, reports it open once the text has arrived
+// (before the upstream has finished), and checks the whole answer.
+func stream(ctx context.Context, client *http.Client, addr string, opened *atomic.Int64) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(request))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-rss")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	br := bufio.NewReader(resp.Body)
+	got := make([]byte, len(head))
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != head {
+		return fmt.Errorf("first event %q (%v), want the text delta", got, err)
+	}
+	opened.Add(1)
+	tail, err := io.ReadAll(br)
+	if err != nil {
+		return err
+	}
+	if string(tail) != callStart+rest {
+		return fmt.Errorf("held part differs from the upstream's: %q", tail)
+	}
+	return nil
+}
