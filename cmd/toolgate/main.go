@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/app"
 	"github.com/toolgate/toolgate/internal/demo"
+	"github.com/toolgate/toolgate/internal/eval"
 	"github.com/toolgate/toolgate/internal/lint"
 )
 
@@ -30,6 +31,8 @@ Usage:
   toolgate serve   --config config.yaml   run the proxy
   toolgate check   --config config.yaml   validate the config and lint the catalog
   toolgate demo                           run a scripted end-to-end demonstration
+  toolgate eval    --config config.yaml --cases cases.jsonl --model M
+                                          measure recovery and pick the threshold
   toolgate version                        print the version
 `
 
@@ -53,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "eval":
+		return eval.Command(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "toolgate", version)
 		return 0

@@ -1,0 +1,479 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/openaichat"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// ChatPath is where the re-queries go on the first upstream: eval always
+// speaks Chat Completions.
+const ChatPath = "/v1/chat/completions"
+
+// Defaults of Options.
+const (
+	DefaultConcurrency  = 4
+	DefaultRetries      = 5
+	DefaultMinPrecision = 0.95
+)
+
+// Retry pacing. A retry-after longer than maxRetryWait is cut to it, so a
+// confused upstream cannot park the run for hours; without a header the
+// wait doubles from baseRetryWait.
+var (
+	baseRetryWait = time.Second
+	maxRetryWait  = 2 * time.Minute
+)
+
+// Options configure a Run.
+type Options struct {
+	// Model is the request's "model".
+	Model string
+	// Concurrency bounds the cases in flight; 0 means DefaultConcurrency.
+	Concurrency int
+	// Retries bounds how often one case is retried after a retryable
+	// upstream answer (429, 5xx, timeouts); 0 means DefaultRetries and a
+	// negative value none.
+	Retries int
+	// MinPrecision is the precision the recommended threshold must reach.
+	MinPrecision float64
+	// ResultsPath, when set, is a JSONL file of per-case results: cases
+	// already in it are not run again, and every new result is appended as
+	// soon as it is known, so an interrupted run loses nothing.
+	ResultsPath string
+	// Progress receives progress output; nil for none.
+	Progress io.Writer
+	// Interactive draws a progress bar instead of periodic lines.
+	Interactive bool
+	// Log receives notes (resumed results, settings eval overrides).
+	Log io.Writer
+	// Client sends the re-queries; nil builds one from the upstream's
+	// timeouts.
+	Client *http.Client
+}
+
+// LoadSnapshot reads the config at path as serve does, minus what eval does
+// not use: listeners, inbound auth, escalation sinks and shadow mode are
+// neutralised, so their environment variables need not be set to measure.
+func LoadSnapshot(path string) (*catalog.Snapshot, error) {
+	cfg, err := catalog.LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return CompileForEval(cfg, filepath.Dir(path))
+}
+
+// CompileForEval compiles cfg for eval (see LoadSnapshot). It changes cfg.
+func CompileForEval(cfg *catalog.Config, baseDir string) (*catalog.Snapshot, error) {
+	cfg.Mode = catalog.ModeEnforce
+	cfg.Listen = "127.0.0.1:0"
+	cfg.AdminListen = "127.0.0.1:0"
+	cfg.InboundAuth = catalog.InboundAuth{}
+	cfg.Escalation.Sinks = catalog.Sinks{}
+	snap, err := catalog.Compile(cfg, baseDir)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Config.Upstreams) == 0 {
+		return nil, errors.New("the config has no upstream to ask")
+	}
+	return snap, nil
+}
+
+// runSetup is what every case of a run shares.
+type runSetup struct {
+	snap     *catalog.Snapshot
+	model    string
+	settings recovery.Settings
+	// prompt is the template with the configured threshold filled in.
+	prompt       string
+	catalogTools []json.RawMessage
+	client       *http.Client
+	endpoint     string
+	key          string
+	maxBody      int64
+	retries      int
+	gate         gate
+}
+
+// newSetup derives the run's settings from the snapshot: serve's own, with
+// the threshold at 0 so every decision is recorded, and with the decision
+// strategy and exactly one re-query per case whatever the config says.
+func newSetup(snap *catalog.Snapshot, opt *Options, log io.Writer) (*runSetup, error) {
+	if strings.TrimSpace(opt.Model) == "" {
+		return nil, errors.New("a model is needed (--model): it is the re-query's \"model\"")
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	cfg := snap.Config
+	s := recovery.SettingsFrom(snap)
+	if s.Strategy != catalog.StrategyDecision {
+		fmt.Fprintf(log, "note: recovery.strategy is %q in the config; eval measures the decision strategy\n", s.Strategy)
+		s.Strategy = catalog.StrategyDecision
+	}
+	if s.RecoveryAttempts < 1 {
+		fmt.Fprintln(log, "note: recovery.max_attempts is 0 in the config; eval asks once per case anyway")
+	}
+	s.RecoveryAttempts, s.RepromptAttempts = 1, 0
+	s.Shadow, s.AbstainTool = false, ""
+	// The prompt tells the model the configured threshold, as serve's
+	// does; only the ladder's own test runs at 0. The placeholder is filled
+	// here, before FillPrompt's single pass, which leaves no placeholder
+	// for it to find: the result is the prompt serve would send.
+	tmpl := s.Prompt
+	if tmpl == "" {
+		tmpl = recovery.DefaultPrompt
+	}
+	s.Prompt = strings.ReplaceAll(tmpl, recovery.PlaceholderThreshold, strconv.FormatFloat(s.Threshold, 'f', -1, 64))
+	s.Threshold = 0
+
+	up := cfg.Upstreams[0]
+	base, err := url.Parse(up.URL)
+	if err != nil {
+		return nil, fmt.Errorf("upstreams[0].url: %w", err)
+	}
+	base.Path = strings.TrimSuffix(base.Path, "/") + ChatPath
+	base.RawPath, base.RawQuery = "", ""
+	rs := &runSetup{
+		snap:     snap,
+		model:    opt.Model,
+		settings: s,
+		prompt:   s.Prompt,
+		client:   opt.Client,
+		endpoint: base.String(),
+		key:      snap.Secrets.UpstreamKeys[up.Name],
+		maxBody:  cfg.Limits.MaxResponseBytes,
+		retries:  opt.Retries,
+		// Built once: every case without tools of its own offers these.
+		catalogTools: catalogTools(snap),
+	}
+	if rs.client == nil {
+		rs.client = upstreamClient(up)
+	}
+	return rs, nil
+}
+
+// upstreamClient honours the upstream's connect and first-byte timeouts, as
+// serve's does; the recovery deadline bounds each case as a whole.
+func upstreamClient(up catalog.Upstream) *http.Client {
+	dialer := &net.Dialer{Timeout: up.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           dialer.DialContext,
+			TLSHandshakeTimeout:   up.ConnectTimeout.D(),
+			ResponseHeaderTimeout: up.FirstByteTimeout.D(),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConnsPerHost:   64,
+		},
+		// The upstream comes from config only; a redirect must not move it.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// asker sends one case's re-query to the upstream and keeps what it cost.
+type asker struct {
+	rs      *runSetup
+	req     *api.Request
+	prev    *api.Response
+	latency time.Duration
+	usage   recovery.Usage
+	// err is the last failure, for the result's error text.
+	err error
+}
+
+// Ask implements recovery.Asker the way serve's pipeline does: the adapter
+// builds the body, a non-success status becomes an *UpstreamError.
+func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, error) {
+	body, err := openaichat.Adapter{}.FollowUp(a.req, a.prev, q)
+	if err != nil {
+		a.err = fmt.Errorf("building the re-query: %w", err)
+		return nil, a.err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, a.rs.endpoint, bytes.NewReader(body))
+	if err != nil {
+		a.err = err
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json")
+	hr.Header.Set("User-Agent", "toolgate-eval")
+	if a.rs.key != "" {
+		hr.Header.Set("Authorization", "Bearer "+a.rs.key)
+	}
+	start := time.Now()
+	resp, err := a.rs.client.Do(hr)
+	if err != nil {
+		a.latency = time.Since(start)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		a.err = err
+		return nil, &recovery.UpstreamError{Err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, a.rs.maxBody+1))
+	a.latency = time.Since(start)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		a.err = err
+		return nil, &recovery.UpstreamError{Err: err}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		a.err = fmt.Errorf("the upstream answered status %d: %s", resp.StatusCode, snippet(b))
+		return nil, &recovery.UpstreamError{Status: resp.StatusCode, Header: resp.Header.Clone(), Body: b}
+	}
+	if int64(len(b)) > a.rs.maxBody {
+		a.err = errors.New("the upstream answer exceeds limits.max_response_bytes")
+		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, a.err)
+	}
+	pr, err := openaichat.Adapter{}.ParseResponse(b)
+	if err != nil || len(pr.Choices) == 0 {
+		a.err = fmt.Errorf("the upstream answer is not a chat completion: %v", err)
+		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
+	}
+	a.usage.Input += pr.Usage.Input
+	a.usage.Output += pr.Usage.Output
+	return pr.Choices[0], nil
+}
+
+// snippet is the start of an error body, for a result's error text. Error
+// bodies are the provider's, never the conversation's.
+func snippet(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// gate pauses every worker after a 429: the limit is the account's, not
+// one case's, so all of them must wait out the retry-after.
+type gate struct {
+	mu    sync.Mutex
+	until time.Time
+}
+
+func (g *gate) hold(d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t := time.Now().Add(d); t.After(g.until) {
+		g.until = t
+	}
+}
+
+func (g *gate) wait(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		d := time.Until(g.until)
+		g.mu.Unlock()
+		if d <= 0 {
+			return nil
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryDelay is how long to wait before retrying after ue: the provider's
+// retry-after-ms or retry-after when given (seconds or an HTTP date), else
+// an exponential backoff; never more than maxRetryWait.
+func retryDelay(ue *recovery.UpstreamError, attempt int) time.Duration {
+	d := time.Duration(-1)
+	if ue.Header != nil {
+		if v := strings.TrimSpace(ue.Header.Get("Retry-After-Ms")); v != "" {
+			if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+				d = time.Duration(ms * float64(time.Millisecond))
+			}
+		}
+		if v := strings.TrimSpace(ue.Header.Get("Retry-After")); d < 0 && v != "" {
+			if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+				d = time.Duration(s * float64(time.Second))
+			} else if t, err := http.ParseTime(v); err == nil {
+				d = max(time.Until(t), 0)
+			}
+		}
+	}
+	if d < 0 {
+		d = baseRetryWait << min(attempt, 10)
+	}
+	return min(d, maxRetryWait)
+}
+
+// runCase runs one case to a result, retrying retryable upstream answers.
+// It reports false when the run was stopped before the case finished: such
+// a case is not recorded, and runs again on resume.
+func (rs *runSetup) runCase(ctx context.Context, p *prepared) (Result, bool) {
+	var tokens recovery.Usage
+	for attempt := 0; ; attempt++ {
+		row, ue, ok := rs.once(ctx, p)
+		if !ok {
+			return Result{}, false
+		}
+		tokens.Input += row.InputTokens
+		tokens.Output += row.OutputTokens
+		row.InputTokens, row.OutputTokens = tokens.Input, tokens.Output
+		row.Retries = attempt
+		if ue == nil {
+			return row, true
+		}
+		if attempt >= rs.retries {
+			row.Error = fmt.Sprintf("still failing after %d retries: %s", attempt, row.Error)
+			return row, true
+		}
+		d := retryDelay(ue, attempt)
+		if ue.Status == http.StatusTooManyRequests {
+			rs.gate.hold(d)
+		} else if sleep(ctx, d) != nil {
+			return Result{}, false
+		}
+	}
+}
+
+// once runs recovery.Run for one case and reads what the ladder did. A
+// retryable upstream failure is returned for runCase to retry.
+func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.UpstreamError, bool) {
+	// Waiting out a 429 happens here, outside recovery.Run, so that the
+	// pause does not eat into recovery.deadline.
+	if rs.gate.wait(ctx) != nil {
+		return Result{}, nil, false
+	}
+	a := &asker{rs: rs, req: p.req, prev: p.resp}
+	s := rs.settings
+	vctx := &validate.Context{Eff: p.eff, Evidence: p.req.Evidence}
+	res, err := recovery.Run(ctx, &recovery.Input{
+		Turn:     p.resp.Choices[0],
+		Check:    func(c validate.ToolCall) validate.Verdict { return validate.Check(c, vctx) },
+		Eff:      p.eff,
+		Settings: &s,
+		Ask:      a,
+		UserText: p.req.UserText,
+	})
+	if err != nil || ctx.Err() != nil {
+		return Result{}, nil, false
+	}
+	row := Result{
+		ID:             p.c.ID,
+		Kind:           p.c.Kind,
+		Key:            p.key,
+		Expected:       p.c.Expected,
+		CatalogVersion: rs.snap.Version,
+		Model:          rs.model,
+		LatencyMS:      float64(a.latency.Microseconds()) / 1000,
+		InputTokens:    a.usage.Input,
+		OutputTokens:   a.usage.Output,
+		Time:           time.Now().UTC(),
+	}
+	if res.Upstream != nil {
+		row.Error = errText(a.err, res.Upstream)
+		return row, res.Upstream, true
+	}
+	classify(&row, res, a.err)
+	return row, nil, true
+}
+
+func errText(err error, ue *recovery.UpstreamError) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ue.Error()
+}
+
+// classify reads the decision out of the ladder's result. At threshold 0
+// the only ways to end are: substituted; an escalation after a decision
+// (escalate, an invalid answer, a substitute that failed its checks or
+// needs confirmation); or a failure to get an answer at all, which is not a
+// measurement and is recorded as an error.
+func classify(row *Result, res *recovery.Result, askErr error) {
+	for _, ev := range res.Events {
+		if ev.Strategy == catalog.StrategyDecision && ev.Confidence >= 0 {
+			c := ev.Confidence
+			row.Confidence = &c
+		}
+	}
+	if res.Outcome == recovery.Substituted {
+		row.Decision, row.Outcome, row.Valid = recovery.DecisionSubstitute, OutcomeSubstituted, true
+		for i, ch := range res.Changed {
+			if ch {
+				row.Tool = res.Calls[i].Name
+			}
+		}
+		row.Correct = row.Tool == row.Expected
+		return
+	}
+	e := res.Escalation
+	if e == nil {
+		row.Error = fmt.Sprintf("the ladder ended with outcome %q and no decision", res.Outcome)
+		return
+	}
+	for _, at := range e.Attempts {
+		if at.Kind == "upstream_error" {
+			row.Error = "the model could not be asked"
+			if askErr != nil {
+				row.Error = askErr.Error()
+			}
+			return
+		}
+	}
+	if e.Label == "deadline" {
+		row.Error = "recovery.deadline passed before the model answered"
+		return
+	}
+	row.Reason = e.Reason
+	for _, at := range e.Attempts {
+		if at.Kind != "decision" {
+			continue
+		}
+		if at.Confidence != nil {
+			c := *at.Confidence
+			row.Confidence = &c
+		}
+		switch at.Decision {
+		case recovery.DecisionSubstitute:
+			row.Decision, row.Tool = recovery.DecisionSubstitute, at.Tool
+			row.Outcome = e.Label
+			// A confirm tool's substitute passed every check; serve hands
+			// it to a person instead of running it.
+			row.Valid = e.Label == string(validate.ConfirmationRequired)
+			row.Correct = row.Tool == row.Expected
+		case recovery.DecisionEscalate:
+			row.Decision, row.Outcome = recovery.DecisionEscalate, OutcomeEscalated
+		default:
+			row.Decision, row.Outcome = DecisionInvalid, "invalid_decision"
+		}
+		return
+	}
+	row.Error = fmt.Sprintf("escalated (%s) before the model decided: %s", e.Label, e.Reason)
+}
