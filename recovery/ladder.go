@@ -148,14 +148,10 @@ func (l *ladder) run(ctx context.Context) error {
 		l.res.Outcome = l.pass()
 		return nil
 	}
-	if l.s.AbstainTool != "" && !l.s.Shadow {
-		for _, c := range calls {
-			if c.Name == l.s.AbstainTool && c.Kind == validate.Function {
-				l.res.Outcome = Abstained
-				l.res.AbstainReason = abstainReason(c.Args)
-				return nil
-			}
-		}
+	if reason, ok := l.abstention(l.in.Turn); ok {
+		l.res.Outcome = Abstained
+		l.res.AbstainReason = reason
+		return nil
 	}
 	if l.in.Turn.Truncated {
 		if l.s.Truncated == catalog.TruncatedPass {
@@ -201,14 +197,14 @@ func (l *ladder) run(ctx context.Context) error {
 		} else {
 			o, err = l.decideAll(ctx, names)
 		}
-		if err != nil || l.res.Escalation != nil || l.res.Upstream != nil {
+		if err != nil || l.res.Escalation != nil || l.res.Upstream != nil || o == Abstained {
 			return err
 		}
 		outcome = Worse(outcome, o)
 	}
 	if args := l.badPositions(validate.ClassArgs); len(args) > 0 {
 		o, err := l.chain(ctx, args, KindReprompt)
-		if err != nil || l.res.Escalation != nil || l.res.Upstream != nil {
+		if err != nil || l.res.Escalation != nil || l.res.Upstream != nil || o == Abstained {
 			return err
 		}
 		outcome = Worse(outcome, o)
@@ -461,6 +457,15 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 			ev.Result = "upstream_error"
 			l.res.Events = append(l.res.Events, ev)
 			return "", l.upstreamFailed(ctx, err)
+		}
+		if reason, ok := l.abstention(next); ok {
+			// The exit is offered in every re-query too: a model told its
+			// call was wrong may rightly answer that no tool fits.
+			ev.Result = string(Abstained)
+			l.res.Events = append(l.res.Events, ev)
+			l.res.Outcome = Abstained
+			l.res.AbstainReason = reason
+			return Abstained, nil
 		}
 		if next.Truncated {
 			ev.Result = "escalated"
@@ -719,6 +724,20 @@ func objectOrNil(b []byte) json.RawMessage {
 		return json.RawMessage(t)
 	}
 	return nil
+}
+
+// abstention reports whether a call of turn takes the abstain exit, which
+// exists only when it was injected into this request, and gives its reason.
+func (l *ladder) abstention(turn *Turn) (string, bool) {
+	if l.s.AbstainTool == "" || l.s.Shadow {
+		return "", false
+	}
+	for _, c := range turn.Calls {
+		if c.Name == l.s.AbstainTool && c.Kind == validate.Function {
+			return abstainReason(c.Args), true
+		}
+	}
+	return "", false
 }
 
 func abstainReason(args []byte) string {
