@@ -100,6 +100,9 @@ func (x *exchange) account(results []*recovery.Result) {
 			switch {
 			case v.Stripped && v.Valid():
 				result = "prefix_stripped"
+				x.s.log.Info("tool name prefix stripped",
+					zap.String("request_id", x.rid),
+					zap.String("tool", v.Tool.Name))
 			case !v.Valid():
 				for _, f := range v.Findings {
 					if f.Blocking() && result == "valid" {

@@ -259,7 +259,7 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 	v.finals = make([]api.Final, len(results))
 	for i, r := range results {
 		v.finals[i].Result = r
-		if r.Outcome != recovery.Pass {
+		if r.Outcome != recovery.Pass || anyChanged(r.Changed) {
 			v.changed = true
 		}
 		if r.Escalation == nil {
@@ -431,7 +431,7 @@ func (x *exchange) failUpstream(err error) {
 	case errors.Is(err, errIdle), isTimeout(err):
 		status, msg = http.StatusGatewayTimeout, "the upstream did not answer in time"
 	}
-	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
+	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(withoutURL(err)))
 	x.writeFinalError(status, "upstream_error", msg)
 }
 
@@ -488,9 +488,14 @@ func (x *exchange) writeAnswer(status int, upHeader http.Header, body []byte, ou
 }
 
 // copyHeader copies an upstream answer's headers except framing and
-// encoding, which toolgate redoes, and hop-by-hop ones.
+// encoding, which toolgate redoes, hop-by-hop ones and toolgate's own.
 func copyHeader(dst, src http.Header) {
 	for k, v := range src {
+		if isToolgateHeader(k) {
+			// toolgate's namespace is its own: an upstream (a second
+			// toolgate, or a hostile server) cannot speak in its name.
+			continue
+		}
 		dst[k] = append([]string(nil), v...)
 	}
 	removeHop(dst)
@@ -555,4 +560,13 @@ func (x *exchange) logDone(status int, outcome string) {
 		zap.Duration("duration", time.Since(x.start)),
 		zap.Duration("overhead", x.overhead()),
 	)
+}
+
+func anyChanged(c []bool) bool {
+	for _, v := range c {
+		if v {
+			return true
+		}
+	}
+	return false
 }

@@ -121,6 +121,11 @@ func Run(ctx context.Context, in *Input) (*Result, error) {
 		l.res.Verdicts[i] = in.Check(c)
 	}
 	l.verdicts = append([]validate.Verdict(nil), l.res.Verdicts...)
+	if !l.s.Shadow {
+		for i := range l.res.Calls {
+			l.unprefix(i)
+		}
+	}
 	l.recLeft, l.repLeft = l.s.RecoveryAttempts, l.s.RepromptAttempts
 	err := l.run(ctx)
 	return &l.res, err
@@ -254,6 +259,17 @@ func (l *ladder) badPositions(classes ...validate.Class) []int {
 		}
 	}
 	return out
+}
+
+// unprefix gives a call accepted through catalog.strip_prefixes the real
+// tool's name, so the agent can dispatch it. The operator declared the
+// prefix; the change is counted (prefix_stripped) and logged, never silent.
+func (l *ladder) unprefix(i int) {
+	v := l.verdicts[i]
+	if v.Stripped && v.Tool != nil && l.res.Calls[i].Name != v.Tool.Name {
+		l.res.Calls[i].Name = v.Tool.Name
+		l.res.Changed[i] = true
+	}
 }
 
 // replies answers every call of turn in order: the calls at the given turn
@@ -488,6 +504,7 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 			fixed := validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind}
 			v := l.in.Check(fixed)
 			l.res.Calls[p], l.res.Changed[p], l.verdicts[p] = fixed, true, v
+			l.unprefix(p)
 			if !v.Valid() {
 				still = append(still, p)
 			}

@@ -1,0 +1,395 @@
+// Command load compares toolgate with a bare reverse proxy and with no
+// proxy at all, under the same load in the same run, on loopback only.
+//
+//	go run ./test/load                      # full run, about 4½ minutes
+//	go run ./test/load -json load.json      # also write every number as JSON
+//	go run ./test/load -duration 2s -reps 1 # quick look
+//
+// It builds toolgate from this checkout, then starts three servers as
+// separate processes: a mock Chat Completions upstream (this program with
+// -mock), a bare httputil.ReverseProxy to it (-bare), and toolgate with a
+// generated config whose catalog holds the mock's two tools. Six
+// scenarios are driven against each of the three targets — direct to the
+// mock, the bare proxy, toolgate — interleaved (each repetition runs every
+// scenario on every target, in a rotated order) so a machine that gets
+// busier or quieter during the run skews all targets alike:
+//
+//	plain-c1         plain answers (2 tool calls), 1 request in flight
+//	plain-c32        plain answers, 32 in flight (closed loop)
+//	open-500         plain answers sent at a fixed 500/s; latency from the scheduled time
+//	stream-c1        40-event streams sent as fast as possible, 1 in flight
+//	stream-c1-paced  the same with 1 ms between events, as a model writes:
+//	                 time to first text byte without the rest of the stream
+//	                 competing for the 2 cores
+//	stream-c32       40-event streams, 32 in flight
+//
+// With the defaults (3 repetitions of 4 s) the whole run takes about 4½
+// minutes. The mock also counts the connections it accepts, which shows
+// whether a proxy reuses its upstream connections.
+//
+// Every answer is checked: plain answers and streams must be the bytes the
+// mock sent (toolgate forwards valid answers unchanged); a stream that
+// differs is read as an SDK would (events, [DONE], text, assembled tool
+// calls) and counted as truncated or corrupted unless it is equivalent.
+// CPU per request comes from each server's /proc/<pid>/stat. Medians over
+// the repetitions are reported, with the ratios the performance targets
+// are stated in. Everything is bounded: each scenario runs for -duration,
+// each request has -timeout, the whole run has -max-runtime, and the child
+// servers stop when this program ends, however it ends.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+type options struct {
+	duration   time.Duration
+	warmup     time.Duration
+	reps       int
+	scenarios  string
+	jsonOut    string
+	toolgate   string
+	logLevel   string
+	timeout    time.Duration
+	maxRuntime time.Duration
+	keep       bool
+}
+
+func run() int {
+	var o options
+	mock := flag.Bool("mock", false, "internal: serve the mock upstream")
+	bare := flag.String("bare", "", "internal: serve a bare reverse proxy to this URL")
+	lifetime := flag.Duration("lifetime", 15*time.Minute, "internal: longest a -mock or -bare child runs")
+	flag.DurationVar(&o.duration, "duration", 4*time.Second, "length of each scenario run")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "warm-up per target before measuring")
+	flag.IntVar(&o.reps, "reps", 3, "repetitions of every scenario on every target")
+	flag.StringVar(&o.scenarios, "scenarios", "plain-c1,plain-c32,open-500,stream-c1,stream-c1-paced,stream-c32", "scenarios to run, comma separated")
+	flag.StringVar(&o.jsonOut, "json", "", "write all results as JSON to this file")
+	flag.StringVar(&o.toolgate, "toolgate", "", "use this toolgate binary instead of building one")
+	flag.StringVar(&o.logLevel, "log-level", "info", "toolgate's log.level (info is what deployments run: one line per request)")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "per-request timeout")
+	flag.DurationVar(&o.maxRuntime, "max-runtime", 10*time.Minute, "hard limit on the whole run")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder (config, logs, binary)")
+	flag.Parse()
+
+	switch {
+	case *mock:
+		stats := &mockStats{}
+		return serveChild(mockHandler(stats), *lifetime, stats.connState)
+	case *bare != "":
+		u, err := url.Parse(*bare)
+		if err != nil || u.Host == "" {
+			fmt.Fprintln(os.Stderr, "-bare needs an upstream URL")
+			return 2
+		}
+		return serveChild(bareHandler(u), *lifetime, nil)
+	}
+
+	scs, err := parseScenarios(o.scenarios)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if o.reps < 1 || o.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "-reps must be ≥ 1 and -duration > 0")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.maxRuntime)
+	defer cancel()
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	if err := orchestrate(ctx, o, scs); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		return 1
+	}
+	return 0
+}
+
+// allScenarios are the loads the performance targets are stated for.
+var allScenarios = map[string]scenario{
+	"plain-c1":  {Name: "plain-c1", Conc: 1},
+	"plain-c32": {Name: "plain-c32", Conc: 32},
+	"open-500":  {Name: "open-500", Rate: 500},
+	"stream-c1": {Name: "stream-c1", Stream: true, Conc: 1},
+	// A model writes tokens over time; pacing the events keeps the rest of
+	// the stream from competing for the CPU with the first text byte, so
+	// this measures the latency a proxy adds, not contention on 2 cores.
+	"stream-c1-paced": {Name: "stream-c1-paced", Stream: true, Conc: 1, Gap: pacedGap},
+	"stream-c32":      {Name: "stream-c32", Stream: true, Conc: 32},
+}
+
+// pacedGap spaces the paced stream's events: 40 events take about 40 ms.
+const pacedGap = time.Millisecond
+
+func parseScenarios(s string) ([]scenario, error) {
+	var out []scenario
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		sc, ok := allScenarios[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown scenario %q (have plain-c1, plain-c32, open-500, stream-c1, stream-c1-paced, stream-c32)", n)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// target is one way to reach the mock.
+type target struct {
+	Name string
+	URL  string
+	// procs are the server processes serving this target, by role.
+	procs map[string]*child
+}
+
+// report is the JSON output.
+type report struct {
+	Started  time.Time      `json:"started"`
+	Machine  machineInfo    `json:"machine"`
+	Options  map[string]any `json:"options"`
+	Runs     []runResult    `json:"runs"`
+	Summary  []summaryRow   `json:"summary"`
+	Targets  []targetCheck  `json:"targets"`
+	Warnings []string       `json:"warnings,omitempty"`
+}
+
+type machineInfo struct {
+	CPUs         int     `json:"cpus"`
+	GoVersion    string  `json:"go"`
+	LoadAvgStart float64 `json:"loadavg_start"`
+	LoadAvgEnd   float64 `json:"loadavg_end"`
+	ClockTicks   float64 `json:"clock_ticks"`
+}
+
+func orchestrate(ctx context.Context, o options, scs []scenario) error {
+	rep := report{Started: time.Now(), Machine: machineInfo{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+		LoadAvgStart: loadAvg(), ClockTicks: clockTicks}}
+	rep.Options = map[string]any{"duration": o.duration.String(), "reps": o.reps, "warmup": o.warmup.String(),
+		"scenarios": o.scenarios, "log_level": o.logLevel, "paced_gap": pacedGap.String()}
+	planned := time.Duration(len(scs)*3*o.reps)*(o.duration+200*time.Millisecond) + 3*2*o.warmup
+	fmt.Printf("toolgate load comparison: %d scenarios × 3 targets × %d reps × %s ≈ %s of load (+ build and start)\n",
+		len(scs), o.reps, o.duration, planned.Round(time.Second))
+	fmt.Printf("machine: %d CPUs, 1-min load average %.2f at start (other work on the machine skews all targets alike, not their ratios)\n",
+		rep.Machine.CPUs, rep.Machine.LoadAvgStart)
+
+	tmp, err := os.MkdirTemp("", "toolgate-load-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Println("keeping", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+
+	bin := o.toolgate
+	if bin == "" {
+		bin = filepath.Join(tmp, "toolgate")
+		if err := buildToolgate(ctx, bin); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	life := (o.maxRuntime + time.Minute).String()
+
+	var children []*child
+	defer func() {
+		for _, c := range children {
+			c.stop()
+		}
+	}()
+	mock, err := startChild("mock", filepath.Join(tmp, "mock.log"), true, self, "-mock", "-lifetime", life)
+	if err != nil {
+		return err
+	}
+	children = append(children, mock)
+	mockURL := "http://" + mock.addr
+	bare, err := startChild("bare", filepath.Join(tmp, "bare.log"), true, self, "-bare", mockURL, "-lifetime", life)
+	if err != nil {
+		return err
+	}
+	children = append(children, bare)
+	gate, gateAddr, err := startToolgate(ctx, bin, tmp, mockURL, o.logLevel)
+	if gate != nil {
+		children = append(children, gate)
+	}
+	if err != nil {
+		return err
+	}
+
+	targets := []target{
+		{Name: "direct", URL: mockURL, procs: map[string]*child{"mock": mock}},
+		{Name: "bare", URL: "http://" + bare.addr, procs: map[string]*child{"proxy": bare, "mock": mock}},
+		{Name: "toolgate", URL: "http://" + gateAddr, procs: map[string]*child{"proxy": gate, "mock": mock}},
+	}
+	d := newDriver(o.timeout)
+	d.statsURL = mockURL + "/_stats"
+
+	// Every target must answer correctly once before any timing.
+	for _, t := range targets {
+		for _, stream := range []bool{false, true} {
+			if s := d.one(ctx, t.URL, scenario{Stream: stream}, time.Now()); s.out != okExact {
+				return fmt.Errorf("%s: a single %s request failed its check (outcome %d); logs in %s", t.Name,
+					map[bool]string{false: "plain", true: "stream"}[stream], s.out, tmp)
+			}
+		}
+	}
+	if o.warmup > 0 {
+		fmt.Print("warming up")
+		for _, t := range targets {
+			d.closedLoop(ctx, t.URL, scenario{Conc: 32}, o.warmup)
+			d.closedLoop(ctx, t.URL, scenario{Conc: 32, Stream: true}, o.warmup)
+			fmt.Print(".")
+		}
+		fmt.Println()
+	}
+
+	for r := range o.reps {
+		for k, sc := range scs {
+			for i := range targets {
+				// Rotate the order every repetition and scenario so no
+				// target always runs first or right after another.
+				t := targets[(i+r+k)%len(targets)]
+				if ctx.Err() != nil {
+					return errStopped
+				}
+				res := measure(ctx, d, t, sc, o.duration)
+				res.Rep = r + 1
+				rep.Runs = append(rep.Runs, res)
+				fmt.Printf("  rep %d  %-10s %-8s %8.0f req/s  p50 %8.0f µs  ok %d  err %d  trunc %d  corrupt %d  load %.1f\n",
+					res.Rep, res.Scenario, res.Target, res.RPS, res.P50us, res.OK, res.Errors, res.Truncated, res.Corrupted, res.LoadAvg)
+				for _, c := range children {
+					if c.exited() {
+						return fmt.Errorf("%s exited during the run (log %s)", c.name, c.log)
+					}
+				}
+				// Let connections and the garbage collector settle.
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
+	rep.Machine.LoadAvgEnd = loadAvg()
+	rep.Summary = summarizeRuns(rep.Runs, scs)
+	rep.Targets, rep.Warnings = checkTargets(rep.Summary, rep.Runs)
+	printReport(os.Stdout, &rep)
+	if o.jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		fmt.Println("wrote", o.jsonOut)
+	}
+	return nil
+}
+
+// measure runs one scenario on one target and reads the servers' CPU time
+// around it.
+func measure(ctx context.Context, d *driver, t target, sc scenario, dur time.Duration) runResult {
+	res := runResult{Target: t.Name, Scenario: sc.Name, LoadAvg: loadAvg(), CPUus: map[string]float64{}}
+	before := map[string]float64{}
+	for role, c := range t.procs {
+		before[role], _ = cpuMicros(c.pid())
+	}
+	selfBefore, _ := cpuMicros(os.Getpid())
+	connsBefore, _ := d.mockConns(ctx)
+	var ss []sample
+	var elapsed time.Duration
+	if sc.Rate > 0 {
+		ss, elapsed, res.Dropped = d.openLoop(ctx, t.URL, sc, dur)
+	} else {
+		ss, elapsed = d.closedLoop(ctx, t.URL, sc, dur)
+	}
+	summarize(&res, ss, elapsed)
+	n := float64(max(res.Requests, 1))
+	for role, c := range t.procs {
+		after, _ := cpuMicros(c.pid())
+		res.CPUus[role] = (after - before[role]) / n
+	}
+	selfAfter, _ := cpuMicros(os.Getpid())
+	res.ClientCPU = (selfAfter - selfBefore) / n
+	if connsAfter, err := d.mockConns(ctx); err == nil {
+		res.UpstreamConnsPer1k = float64(connsAfter-connsBefore) * 1000 / n
+	}
+	return res
+}
+
+// buildToolgate compiles ./cmd/toolgate of the module this program is in.
+func buildToolgate(ctx context.Context, out string) error {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Println("building toolgate:", "go build -o", out, "./cmd/toolgate")
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/toolgate")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	t := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building toolgate: %w", err)
+	}
+	fmt.Printf("built in %s\n", time.Since(t).Round(100*time.Millisecond))
+	return nil
+}
+
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run this from inside the toolgate module (or pass -toolgate)")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// startToolgate writes a config for the mock and runs toolgate serve on it,
+// waiting until /readyz says the config is loaded.
+func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*child, string, error) {
+	listen, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	admin, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := fmt.Sprintf("listen: %s\nadmin_listen: %s\nupstreams:\n  - name: mock\n    url: %s\n%slog:\n  level: %s\n  format: json\n",
+		listen, admin, mockURL, catalogYAML, logLevel)
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return nil, "", err
+	}
+	c, err := startChild("toolgate", filepath.Join(dir, "toolgate.log"), false, bin, "serve", "--config", path)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := waitReady(ctx, "http://"+admin+"/readyz", c); err != nil {
+		return c, "", fmt.Errorf("%w\n%s", err, tail(c.log, 2000))
+	}
+	return c, listen, nil
+}
