@@ -143,6 +143,7 @@ func (x *exchange) serveStream(body []byte) {
 		}}
 	shadow := x.settings.Shadow
 	var held []api.HeldEvent
+	var heldBuf []byte
 	heldBytes := int64(0)
 	holding, done := false, false
 	stopKeepalive := func() {}
@@ -178,7 +179,11 @@ func (x *exchange) serveStream(body []byte) {
 				fail("upstream_error", "the upstream answer exceeds max_response_bytes", errTooLarge)
 				return
 			}
-			held = append(held, api.HeldEvent{Raw: clone(ev.Raw), Event: string(ev.Event), Data: clone(ev.Data)})
+			// Raw bytes go into one buffer, so the common case (nothing
+			// changed) writes it out without another copy.
+			start := len(heldBuf)
+			heldBuf = append(heldBuf, ev.Raw...)
+			held = append(held, api.HeldEvent{Raw: heldBuf[start:len(heldBuf):len(heldBuf)], Event: string(ev.Event), Data: clone(ev.Data)})
 			continue
 		}
 		if err := sw.write(ev.Raw); err != nil {
@@ -254,7 +259,7 @@ func (x *exchange) serveStream(body []byte) {
 		}
 		_ = sw.write(st.ErrorEvent(v.escalation.Escalation.Code(), v.escalation.Text, v.escalation))
 	case !v.changed:
-		_ = sw.write(joinHeld(held))
+		_ = sw.write(heldBuf)
 	default:
 		out, err := st.Render(held, v.finals)
 		if err != nil {
@@ -264,8 +269,27 @@ func (x *exchange) serveStream(body []byte) {
 		}
 		_ = sw.write(out)
 	}
+	drain(c)
 	x.logDone(http.StatusOK, string(v.outcome))
 }
+
+// drainWait bounds how long a finished stream waits for the upstream's end
+// of body after its terminal event.
+const drainWait = 100 * time.Millisecond
+
+// drain reads what follows the terminal event, normally just the chunked
+// body's end. Closing the body before reading that end makes net/http drop
+// the connection, and every stream would then pay a new TCP and TLS
+// handshake to the provider.
+func drain(c *call) {
+	t := time.AfterFunc(drainWait, func() { c.cancel(errDrained) })
+	_, _ = io.CopyN(io.Discard, c.body, 64<<10)
+	t.Stop()
+}
+
+// errDrained is the cause recorded when an upstream kept a finished
+// stream's connection open past drainWait.
+var errDrained = errors.New("upstream kept the body open after the terminal event")
 
 // streamFail ends a stream that cannot be completed: never a half tool call,
 // always an error the client's SDK reports.
@@ -306,18 +330,6 @@ func (x *exchange) serveBuffered(c *call) {
 		results[i] = res
 	}
 	x.finish(resp, c.resp.Header, results)
-}
-
-func joinHeld(held []api.HeldEvent) []byte {
-	n := 0
-	for _, h := range held {
-		n += len(h.Raw)
-	}
-	out := make([]byte, 0, n)
-	for _, h := range held {
-		out = append(out, h.Raw...)
-	}
-	return out
 }
 
 func clone(b []byte) []byte {

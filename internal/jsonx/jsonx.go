@@ -29,7 +29,7 @@ func ParseObject(data []byte) (Object, error) {
 		return nil, ErrSyntax
 	}
 	i++
-	var obj Object
+	obj := make(Object, 0, 8)
 	for {
 		i = skipWS(data, i)
 		if i < len(data) && data[i] == '}' && len(obj) == 0 {
@@ -140,7 +140,7 @@ func ParseArray(data []byte) ([][]byte, error) {
 		return nil, ErrSyntax
 	}
 	i++
-	var out [][]byte
+	out := make([][]byte, 0, 4)
 	for {
 		i = skipWS(data, i)
 		if i < len(data) && data[i] == ']' && len(out) == 0 {
@@ -255,24 +255,94 @@ func skipWS(d []byte, i int) int {
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
 const maxDepth = 10000
 
+// skipString returns the end of the string starting at i, checking what
+// JSON requires of a string: no raw control characters and only defined
+// escapes.
 func skipString(d []byte, i int) (int, error) {
 	i++
 	for i < len(d) {
-		j := bytes.IndexAny(d[i:], "\"\\")
-		if j < 0 {
-			return 0, ErrSyntax
-		}
-		i += j
-		if d[i] == '"' {
+		c := d[i]
+		switch {
+		case c == '"':
 			return i + 1, nil
+		case c < 0x20:
+			return 0, ErrSyntax
+		case c == '\\':
+			if i+1 >= len(d) {
+				return 0, ErrSyntax
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(d) || !isHex4(d[i+2:i+6]) {
+					return 0, ErrSyntax
+				}
+				i += 6
+			default:
+				return 0, ErrSyntax
+			}
+		default:
+			i++
 		}
-		i += 2
 	}
 	return 0, ErrSyntax
 }
 
-// skipValue returns the end of the value starting at i. It checks structure
-// enough to find the end; json.Valid remains the judge of full validity.
+func isHex4(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// validNumber reports whether b is a JSON number (RFC 8259 §6).
+func validNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// skipValue returns the end of the value starting at i, checking it against
+// the JSON grammar on the way, so a document ParseObject accepts is valid
+// JSON (invalid UTF-8 inside strings aside, which encoding/json accepts too).
 func skipValue(d []byte, i, depth int) (int, error) {
 	if depth > maxDepth {
 		return 0, ErrSyntax
@@ -338,7 +408,7 @@ func skipValue(d []byte, i, depth int) (int, error) {
 		}
 		switch lit := d[i:j]; {
 		case string(lit) == "true", string(lit) == "false", string(lit) == "null":
-		case lit[0] == '-' || (lit[0] >= '0' && lit[0] <= '9'):
+		case validNumber(lit):
 		default:
 			return 0, ErrSyntax
 		}

@@ -304,6 +304,8 @@ func (Adapter) FollowUp(req *api.Request, _ *api.Response, q *recovery.Query) ([
 			}
 		case rawMessage:
 			m = ref
+		case *streamChoice:
+			m = ref.message()
 		default:
 			return nil, errors.New("openaichat: turn from another adapter")
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
@@ -109,6 +110,9 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	if bytes.Equal(ev.Data, doneData) {
 		return api.Step{Done: true}, nil
 	}
+	if ok, err := s.feedText(ev.Data); ok || err != nil {
+		return api.Step{Hold: s.holding}, err
+	}
 	var ch chunk
 	if err := json.Unmarshal(ev.Data, &ch); err != nil {
 		return api.Step{}, fmt.Errorf("%w: %v", ErrStream, err)
@@ -181,6 +185,220 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	}
 	step.Hold = s.holding
 	return step, nil
+}
+
+var errorKey = []byte(`"error"`)
+
+// feedText reads the common chunks (text and function-call deltas, role,
+// finish, usage) without reflection: decoding every chunk into structs was
+// most of a stream's CPU. It reports false, leaving the chunk to the full
+// decoder, for anything else: an error, a custom call, or a field it does
+// not know.
+func (s *stream) feedText(data []byte) (bool, error) {
+	if bytes.Contains(data, errorKey) {
+		return false, nil
+	}
+	// ParseObject checks the JSON grammar as it splits; what it refuses,
+	// the full decoder refuses too, with its own error.
+	obj, err := jsonx.ParseObject(data)
+	if err != nil {
+		return false, nil
+	}
+	var choices [][]byte
+	if raw := obj.Get("choices"); raw != nil && !jsonx.IsNull(raw) {
+		if choices, err = jsonx.ParseArray(raw); err != nil {
+			return false, nil
+		}
+	}
+	type textDelta struct {
+		c       *streamChoice
+		content string
+		text    bool
+		finish  string
+		calls   []fastCall
+	}
+	deltas := make([]textDelta, 0, len(choices))
+	for _, raw := range choices {
+		co, err := jsonx.ParseObject(raw)
+		if err != nil {
+			return false, nil
+		}
+		idx, err := strconv.Atoi(string(co.Get("index")))
+		if err != nil {
+			return false, nil
+		}
+		c, err := s.choice(idx)
+		if err != nil {
+			return false, err
+		}
+		d := textDelta{c: c}
+		if fr := co.Get("finish_reason"); !jsonx.IsNull(fr) {
+			if d.finish, err = unquoteStrict(fr); err != nil {
+				return false, nil
+			}
+		}
+		if dr := co.Get("delta"); !jsonx.IsNull(dr) {
+			delta, err := jsonx.ParseObject(dr)
+			if err != nil {
+				return false, nil
+			}
+			for _, f := range delta {
+				switch {
+				case f.Key == "role":
+				case (f.Key == "content" || f.Key == "refusal") && jsonx.IsNull(f.Value):
+				case f.Key == "content":
+					t, ok := unquoteFragment(f.Value)
+					if !ok {
+						return false, nil
+					}
+					d.content, d.text = t, true
+				case f.Key == "tool_calls":
+					calls, ok := parseFastCalls(f.Value)
+					if !ok {
+						return false, nil
+					}
+					d.calls = calls
+				default:
+					return false, nil
+				}
+			}
+		}
+		deltas = append(deltas, d)
+	}
+	// Only now, with the whole chunk understood, change any state.
+	for _, d := range deltas {
+		for _, fc := range d.calls {
+			if fc.index < 0 || fc.index >= maxCalls {
+				return false, fmt.Errorf("%w: tool call index %d", ErrStream, fc.index)
+			}
+		}
+	}
+	for _, d := range deltas {
+		if d.text {
+			d.c.content = append(d.c.content, d.content...)
+			d.c.hasText = true
+		}
+		for _, fc := range d.calls {
+			for len(d.c.calls) <= fc.index {
+				d.c.calls = append(d.c.calls, &streamCall{})
+			}
+			sc := d.c.calls[fc.index]
+			if fc.id != "" {
+				sc.id = fc.id
+			}
+			if fc.typ != "" {
+				sc.typ = fc.typ
+			}
+			sc.name += fc.name
+			sc.args = append(sc.args, fc.args...)
+			s.holding = true
+		}
+		if d.finish != "" {
+			d.c.finish = d.finish
+		}
+	}
+	if s.id == "" {
+		s.id, _ = jsonx.Unquote(obj.Get("id"))
+	}
+	if u := obj.Get("usage"); !jsonx.IsNull(u) {
+		var usage struct {
+			PromptTokens     int64 `json:"prompt_tokens"`
+			CompletionTokens int64 `json:"completion_tokens"`
+		}
+		if json.Unmarshal(u, &usage) == nil {
+			s.usage = recovery.Usage{Input: usage.PromptTokens, Output: usage.CompletionTokens}
+		}
+	}
+	return true, nil
+}
+
+// fastCall is one tool-call delta read by parseFastCalls.
+type fastCall struct {
+	index         int
+	id, typ, name string
+	args          string
+}
+
+// parseFastCalls reads the tool_calls of a delta when they have the plain
+// function shape. Anything else (custom calls, arguments that are not a
+// string, unknown fields) goes to the full decoder.
+func parseFastCalls(raw []byte) ([]fastCall, bool) {
+	elems, err := jsonx.ParseArray(raw)
+	if err != nil {
+		return nil, false
+	}
+	out := make([]fastCall, 0, len(elems))
+	for _, e := range elems {
+		obj, err := jsonx.ParseObject(e)
+		if err != nil {
+			return nil, false
+		}
+		var fc fastCall
+		seenIndex := false
+		for _, f := range obj {
+			var ok bool
+			switch f.Key {
+			case "index":
+				fc.index, err = strconv.Atoi(string(f.Value))
+				ok, seenIndex = err == nil, true
+			case "id":
+				fc.id, ok = jsonx.Unquote(f.Value)
+			case "type":
+				fc.typ, ok = jsonx.Unquote(f.Value)
+				ok = ok && (fc.typ == "function" || fc.typ == "")
+			case "function":
+				ok = parseFastFunction(f.Value, &fc)
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+		if !seenIndex {
+			return nil, false
+		}
+		out = append(out, fc)
+	}
+	return out, true
+}
+
+func parseFastFunction(raw []byte, fc *fastCall) bool {
+	obj, err := jsonx.ParseObject(raw)
+	if err != nil {
+		return false
+	}
+	for _, f := range obj {
+		switch f.Key {
+		case "name":
+			if jsonx.IsNull(f.Value) {
+				continue
+			}
+			n, ok := jsonx.Unquote(f.Value)
+			if !ok {
+				return false
+			}
+			fc.name = n
+		case "arguments":
+			if jsonx.IsNull(f.Value) {
+				continue
+			}
+			a, ok := unquoteFragment(f.Value)
+			if !ok {
+				return false
+			}
+			fc.args = a
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func unquoteStrict(raw []byte) (string, error) {
+	v, ok := jsonx.Unquote(raw)
+	if !ok {
+		return "", ErrStream
+	}
+	return v, nil
 }
 
 // unquoteFragment reads one arguments fragment, a JSON string. Only its
@@ -261,7 +479,8 @@ func (s *stream) Turns() []*recovery.Turn {
 			t.Calls = append(t.Calls, call)
 		}
 		t.Truncated = c.finish == "length" && len(c.calls) > 0
-		t.Raw = rawMessage(c.message())
+		// The message is rebuilt only if a re-query needs it.
+		t.Raw = c
 	}
 	if len(out) > 0 {
 		out[0].Usage = s.usage

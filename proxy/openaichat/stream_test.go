@@ -202,10 +202,11 @@ func TestStreamTextFlowsUntilTheFirstToolCall(t *testing.T) {
 			} `json:"function"`
 		} `json:"tool_calls"`
 	}
-	raw, ok := turn.Raw.(rawMessage)
+	c, ok := turn.Raw.(*streamChoice)
 	if !ok {
 		t.Fatalf("Raw is %T", turn.Raw)
 	}
+	raw := c.message()
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		t.Fatal(err)
 	}
