@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -12,17 +13,26 @@ import (
 // user wrote and what tools returned. Assistant text is never added, so a
 // model cannot launder an invented value by saying it first.
 type Corpus struct {
-	text string
+	texts []string
+	once  sync.Once
+	text  string
 }
 
-// NewCorpus joins the vouching texts of a request.
+// NewCorpus keeps the vouching texts of a request. They are joined and
+// searched only when a provenance check first asks: most requests call no
+// tool with provenance pointers, and they should not pay for it.
 func NewCorpus(texts []string) *Corpus {
-	parts := make([]string, 0, len(texts))
-	for _, t := range texts {
+	return &Corpus{texts: texts}
+}
+
+func (c *Corpus) build() {
+	parts := make([]string, 0, len(c.texts))
+	for _, t := range c.texts {
 		parts = append(parts, t)
 		parts = appendJSONStrings(parts, t)
 	}
-	return &Corpus{text: strings.Join(parts, "\n")}
+	c.text = strings.Join(parts, "\n")
+	c.texts = nil
 }
 
 // appendJSONStrings adds the decoded strings of a text that is JSON. Tool
@@ -75,6 +85,7 @@ func (c *Corpus) Seen(token string) bool {
 	if token == "" || c == nil {
 		return false
 	}
+	c.once.Do(c.build)
 	first, _ := utf8.DecodeRuneInString(token)
 	last, _ := utf8.DecodeLastRuneInString(token)
 	s := c.text
