@@ -80,3 +80,9 @@ prometheusrule:
 # the build target above (deploy-test compares them).
 image:
 	docker build --build-arg VERSION=$(VERSION) -t toolgate:$(VERSION) .
+
+# soak runs mixed traffic against toolgate for SOAKTIME (default 10m) on
+# loopback and reports RSS and goroutines over time. Off by default in CI.
+SOAKTIME ?= 10m
+soak:
+	$(GO) run ./test/soak -duration $(SOAKTIME)

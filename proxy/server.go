@@ -225,18 +225,18 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 			t := u.target(path, pr.In.URL.RawQuery)
 			pr.Out.URL = t
 			pr.Out.Host = ""
-			for k := range pr.Out.Header {
-				if strings.HasPrefix(strings.ToLower(k), "x-toolgate-") {
-					delete(pr.Out.Header, k)
-				}
-			}
+			dropToolgateHeaders(pr.Out.Header)
 			u.applyKey(pr.Out.Header, "")
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			dropToolgateHeaders(resp.Header)
+			return nil
 		},
 		Transport:     u.client.Transport,
 		FlushInterval: -1,
 		ErrorLog:      zap.NewStdLog(s.log),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(err))
+			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(withoutURL(err)))
 			writeError(w, http.StatusBadGateway, "upstream_error", "the upstream could not be reached")
 		},
 	}
@@ -259,7 +259,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 			fmt.Sprintf("the request body exceeds %d bytes", limit))
 		return nil, false
 	}
-	rd := http.MaxBytesReader(w, r.Body, limit)
+	rd := http.MaxBytesReader(innermost(w), r.Body, limit)
 	body, err := io.ReadAll(rd)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -272,6 +272,20 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		return nil, false
 	}
 	return body, true
+}
+
+// innermost unwraps w down to the server's own ResponseWriter. Only that
+// one lets http.MaxBytesReader mark the connection to close once the limit
+// is hit; through a wrapper the server would instead try to drain the rest
+// of the body before it sends the 413.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }
 
 // writeError answers with an OpenAI-style error object, which every

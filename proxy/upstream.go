@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -155,17 +156,39 @@ func outboundHeader(in http.Header, keepEncoding bool) http.Header {
 		out[k] = v
 	}
 	removeHop(out)
-	for k := range out {
-		if strings.HasPrefix(strings.ToLower(k), "x-toolgate-") {
-			delete(out, k)
-		}
-	}
+	dropToolgateHeaders(out)
 	out.Del("Content-Length")
 	out.Del("Host")
 	if !keepEncoding {
 		out.Del("Accept-Encoding")
 	}
 	return out
+}
+
+// isToolgateHeader reports a header in toolgate's own namespace.
+func isToolgateHeader(k string) bool {
+	return len(k) >= len("x-toolgate-") && strings.EqualFold(k[:len("x-toolgate-")], "x-toolgate-")
+}
+
+// dropToolgateHeaders removes toolgate's namespace from headers crossing a
+// trust boundary: inbound ones must not reach the upstream, and an
+// upstream's must not reach the client as if toolgate had set them.
+func dropToolgateHeaders(h http.Header) {
+	for k := range h {
+		if isToolgateHeader(k) {
+			delete(h, k)
+		}
+	}
+}
+
+// withoutURL drops the request URL that net/http quotes in its errors: a
+// client may carry a key in the query string, and logs never hold one.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
 }
 
 func removeHop(h http.Header) {

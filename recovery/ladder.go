@@ -501,7 +501,7 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 			if p < 0 {
 				continue
 			}
-			fixed := validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind}
+			fixed := validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind, BadShape: c.BadShape}
 			v := l.in.Check(fixed)
 			l.res.Calls[p], l.res.Changed[p], l.verdicts[p] = fixed, true, v
 			l.unprefix(p)

@@ -74,6 +74,9 @@ type Options struct {
 	BaseDir string
 	// Keepalive overrides the held-stream keepalive interval (tests).
 	Keepalive time.Duration
+	// ReadHeaderTimeout bounds how long a client may take to send its
+	// request headers (default 10s); tests of slow clients shorten it.
+	ReadHeaderTimeout time.Duration
 }
 
 // Start loads the config at path and starts both listeners.
@@ -122,11 +125,15 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 		a.proxyLn.Close()
 		return nil, fmt.Errorf("admin_listen %s: %w", snap.Config.AdminListen, err)
 	}
+	readHeader := o.ReadHeaderTimeout
+	if readHeader <= 0 {
+		readHeader = 10 * time.Second
+	}
 	a.proxySrv = &http.Server{
 		Handler: srv,
 		// Bounded header reads stop slow-loris clients; no write timeout,
 		// since a streamed answer may legitimately run for minutes.
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeader,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          zap.NewStdLog(log),
