@@ -135,6 +135,20 @@ func (x *exchange) serve() {
 // forwards make a strict client parser fail or read another.
 var errNotUTF8 = errors.New("the upstream answer is not valid UTF-8")
 
+// errFoldedKey reports an answer with a key that differs from a protocol
+// key only by case ("Choices", "Tool_calls"). Go's decoder would read it as
+// the real key while the agent's SDK ignores it (or the reverse), so what
+// toolgate judged and what the agent runs could differ.
+var errFoldedKey = errors.New("the upstream answer has a key that differs from a protocol key only in letter case")
+
+// protocolKeys are the keys of the three APIs that carry tool calls, text
+// and their framing.
+var protocolKeys = []string{
+	"choices", "message", "delta", "tool_calls", "function", "custom", "name", "arguments", "input",
+	"id", "type", "index", "content", "finish_reason", "usage", "error", "output", "call_id", "item",
+	"output_index", "content_block", "partial_json", "stop_reason", "response", "status", "role", "text",
+}
+
 // errNoCallID reports a function call without an id. The agent answers a
 // call by its id and a re-query must too, so such a call can be neither
 // run nor repaired.
@@ -146,7 +160,11 @@ var errNoCallID = errors.New("the upstream answer has a tool call without an id"
 func (x *exchange) parseAnswer(answer []byte) (*api.Response, bool) {
 	var resp *api.Response
 	err := errNotUTF8
-	if utf8.Valid(answer) {
+	switch {
+	case !utf8.Valid(answer):
+	case jsonx.FoldedKey(answer, protocolKeys...):
+		err = errFoldedKey
+	default:
 		resp, err = x.ad.ParseResponse(answer)
 	}
 	if err == nil && !x.settings.Shadow && missingCallID(resp.Choices) {
@@ -158,7 +176,7 @@ func (x *exchange) parseAnswer(answer []byte) (*api.Response, bool) {
 	x.s.metrics.unvalidated("response_unreadable")
 	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
 	msg := "toolgate could not read the upstream answer, so it was not forwarded"
-	if errors.Is(err, errNotUTF8) || errors.Is(err, errNoCallID) {
+	if errors.Is(err, errNotUTF8) || errors.Is(err, errNoCallID) || errors.Is(err, errFoldedKey) {
 		msg = err.Error() + ", so it was not forwarded"
 	}
 	x.writeFinalError(http.StatusBadGateway, "upstream_error", msg)
@@ -334,6 +352,9 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 		// transport failure like one before the headers, which the
 		// client's retry may well not meet again.
 		return nil, &recovery.UpstreamError{Err: err}
+	}
+	if jsonx.FoldedKey(answer, protocolKeys...) {
+		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)
 	}
 	resp, err := x.ad.ParseResponse(answer)
 	if err != nil || len(resp.Choices) == 0 {

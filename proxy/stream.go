@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 	"github.com/toolgate/toolgate/recovery"
@@ -161,6 +162,11 @@ func (x *exchange) serveStream(body []byte) {
 	tRead := time.Now()
 	for !done && rd.Next() {
 		ev := rd.Event()
+		if jsonx.FoldedKey(ev.Data, protocolKeys...) {
+			x.upWait += time.Since(tRead)
+			fail("upstream_error", "the upstream sent a stream event toolgate cannot read", errFoldedKey)
+			return
+		}
 		step, err := st.Feed(&ev)
 		if err != nil {
 			x.upWait += time.Since(tRead)

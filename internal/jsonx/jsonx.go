@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // ErrSyntax reports input that is not the JSON shape asked for.
@@ -414,4 +415,38 @@ func skipValue(d []byte, i, depth int) (int, error) {
 		}
 		return j, nil
 	}
+}
+
+// FoldedKey reports whether any object key anywhere in data equals one of
+// names when case is ignored but differs from it as written. encoding/json
+// matches struct fields that way while JSON itself, and most clients, are
+// case-sensitive; a document that relies on the difference would be read
+// one way by toolgate and another by the agent, so callers refuse it.
+func FoldedKey(data []byte, names ...string) bool {
+	// One linear pass: a key is a string followed by a colon. Strings are
+	// skipped whole, so a colon inside one never counts.
+	for i := 0; i < len(data); i++ {
+		if data[i] != '"' {
+			continue
+		}
+		end, err := skipString(data, i)
+		if err != nil {
+			return false
+		}
+		j := skipWS(data, end)
+		if j < len(data) && data[j] == ':' {
+			key := string(data[i+1 : end-1])
+			if strings.IndexByte(key, '\\') >= 0 {
+				// An escaped key is compared as decoders see it.
+				key, _ = Unquote(data[i:end])
+			}
+			for _, n := range names {
+				if len(key) == len(n) && key != n && strings.EqualFold(key, n) {
+					return true
+				}
+			}
+		}
+		i = end - 1
+	}
+	return false
 }

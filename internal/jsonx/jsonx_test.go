@@ -390,3 +390,26 @@ func TestNestedSplice(t *testing.T) {
 		t.Error("the input was modified in place")
 	}
 }
+
+func TestFoldedKey(t *testing.T) {
+	cases := []struct {
+		doc  string
+		want bool
+	}{
+		{`{"choices":[{"message":{"tool_calls":[]}}]}`, false},
+		{`{"Choices":[]}`, true},
+		{`{"choices":[{"message":{"Tool_Calls":[]}}]}`, true},
+		{`{"choices":[{"message":{"content":"\"Tool_calls\": is only text"}}]}`, false},
+		{`{"Ch\u006fices":[]}`, true},
+		{`{"other":{"CHOICES":1}}`, true},
+		{`{"choicesx":1}`, false},
+		{`not json`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.doc, func(t *testing.T) {
+			if got := FoldedKey([]byte(c.doc), "choices", "tool_calls"); got != c.want {
+				t.Errorf("FoldedKey = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

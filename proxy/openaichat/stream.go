@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
@@ -201,7 +202,7 @@ func (s *stream) feedText(data []byte) (bool, error) {
 	// ParseObject checks the JSON grammar as it splits; what it refuses,
 	// the full decoder refuses too, with its own error.
 	obj, err := jsonx.ParseObject(data)
-	if err != nil {
+	if err != nil || misspelt(obj, "choices", "usage", "id") {
 		return false, nil
 	}
 	var choices [][]byte
@@ -220,7 +221,7 @@ func (s *stream) feedText(data []byte) (bool, error) {
 	deltas := make([]textDelta, 0, len(choices))
 	for _, raw := range choices {
 		co, err := jsonx.ParseObject(raw)
-		if err != nil {
+		if err != nil || misspelt(co, "index", "delta", "finish_reason") {
 			return false, nil
 		}
 		idx, err := strconv.Atoi(string(co.Get("index")))
@@ -310,6 +311,21 @@ func (s *stream) feedText(data []byte) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// misspelt reports a key that matches one of names only when case is
+// ignored. encoding/json, and so the full decoder, matches keys that way; a
+// chunk that spells "Choices" must be read as the full decoder reads it, or
+// a call could slip past unseen.
+func misspelt(obj jsonx.Object, names ...string) bool {
+	for _, f := range obj {
+		for _, n := range names {
+			if f.Key != n && strings.EqualFold(f.Key, n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fastCall is one tool-call delta read by parseFastCalls.
