@@ -83,12 +83,7 @@ func (x *exchange) serve() {
 	x.up.applyKey(x.header, x.ad.Name())
 	body = x.offerAbstain(body)
 
-	if req.Stream {
-		x.serveStream(body)
-		return
-	}
-	ctx := x.r.Context()
-	c, err := x.send(ctx, recovery.KindOriginal, body)
+	c, err := x.send(x.r.Context(), recovery.KindOriginal, body)
 	if err != nil {
 		x.failUpstream(err)
 		return
@@ -98,6 +93,23 @@ func (x *exchange) serve() {
 		x.relay(c)
 		return
 	}
+	if undecoded(c.resp.Header) {
+		// A body toolgate cannot decode can be neither judged nor passed on.
+		x.failUpstream(errEncoding)
+		return
+	}
+	// The answer's own framing decides the path, not the request's stream
+	// flag: an upstream may ignore stream: true, and a request toolgate
+	// could not read may still have asked for a stream.
+	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
+		x.serveStream(c)
+		return
+	}
+	x.serveAnswer(c)
+}
+
+// serveAnswer judges a whole (non-streamed) answer and writes the result.
+func (x *exchange) serveAnswer(c *call) {
 	answer, err := x.readAnswer(c)
 	if err != nil {
 		x.failUpstream(err)
@@ -108,25 +120,42 @@ func (x *exchange) serve() {
 		return
 	}
 	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
+	results, ok := x.judge(resp.Choices, &asker{x: x, prev: resp}, false)
+	if !ok {
+		return
+	}
+	x.finish(resp, c.resp.Header, results)
+}
 
-	results := make([]*recovery.Result, len(resp.Choices))
-	for i, turn := range resp.Choices {
-		res, err := recovery.Run(ctx, &recovery.Input{
+// parseResponse decodes an answer, with the request when the adapter needs it.
+func (x *exchange) parseResponse(answer []byte) (*api.Response, error) {
+	if p, ok := x.ad.(api.ResponseParser); ok {
+		return p.ParseResponseFor(x.req, answer)
+	}
+	return x.ad.ParseResponse(answer)
+}
+
+// judge runs the ladder on every choice of an answer. It reports false when
+// the client went away during a re-query; nothing is then written.
+func (x *exchange) judge(turns []*recovery.Turn, ask recovery.Asker, committed bool) ([]*recovery.Result, bool) {
+	results := make([]*recovery.Result, len(turns))
+	for i, turn := range turns {
+		res, err := recovery.Run(x.r.Context(), &recovery.Input{
 			Turn:     turn,
 			Check:    x.check,
 			Eff:      x.eff,
 			Settings: &x.settings,
-			Ask:      &asker{x: x, prev: resp},
-			Stateful: req.Stateful,
-			UserText: req.UserText,
+			Ask:      ask,
+			Stateful: x.req.Stateful || committed,
+			UserText: x.req.UserText,
 		})
 		if err != nil {
 			x.s.log.Info("client went away during recovery", zap.String("request_id", x.rid))
-			return
+			return nil, false
 		}
 		results[i] = res
 	}
-	x.finish(resp, c.resp.Header, results)
+	return results, true
 }
 
 // errNotUTF8 reports an answer that is not UTF-8, which JSON between
@@ -165,7 +194,7 @@ func (x *exchange) parseAnswer(answer []byte) (*api.Response, bool) {
 	case jsonx.FoldedKey(answer, protocolKeys...):
 		err = errFoldedKey
 	default:
-		resp, err = x.ad.ParseResponse(answer)
+		resp, err = x.parseResponse(answer)
 	}
 	if err == nil && !x.settings.Shadow && missingCallID(resp.Choices) {
 		err = errNoCallID
@@ -356,7 +385,7 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 	if jsonx.FoldedKey(answer, protocolKeys...) {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)
 	}
-	resp, err := x.ad.ParseResponse(answer)
+	resp, err := x.parseResponse(answer)
 	if err != nil || len(resp.Choices) == 0 {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
 	}
@@ -368,7 +397,9 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 func (x *exchange) send(ctx context.Context, kind recovery.Kind, body []byte) (*call, error) {
 	t := time.Now()
 	x.calls++
-	c, err := x.up.do(ctx, http.MethodPost, x.path, x.r.URL.RawQuery, x.header.Clone(), body)
+	// The transport only reads the header map, and the upstream calls of
+	// one request are sequential, so all of them share it.
+	c, err := x.up.do(ctx, http.MethodPost, x.path, x.r.URL.RawQuery, x.header, body)
 	d := time.Since(t)
 	x.upWait += d
 	x.s.metrics.UpstreamDuration.WithLabelValues(x.ad.Name(), string(kind)).Observe(d.Seconds())

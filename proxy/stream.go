@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -113,29 +112,8 @@ func (sw *streamWriter) keepalive(interval time.Duration) (stop func()) {
 // from the first tool-call event on, everything is held until the calls
 // are complete and judged, then the original events, repaired ones or an
 // escalation go out.
-func (x *exchange) serveStream(body []byte) {
+func (x *exchange) serveStream(c *call) {
 	ctx := x.r.Context()
-	c, err := x.send(ctx, recovery.KindOriginal, body)
-	if err != nil {
-		x.failUpstream(err)
-		return
-	}
-	defer c.Close()
-	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
-		x.relay(c)
-		return
-	}
-	if undecoded(c.resp.Header) {
-		// Events toolgate cannot decode can be neither judged nor passed
-		// on as text.
-		x.failUpstream(errEncoding)
-		return
-	}
-	if ct := c.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		// Some upstreams ignore stream: true; judge the plain answer instead.
-		x.serveBuffered(c)
-		return
-	}
 	st := x.ad.NewStream(x.req)
 	sw := &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
 		header: func(h http.Header) {
@@ -221,21 +199,9 @@ func (x *exchange) serveStream(body []byte) {
 		return
 	}
 	x.note(recovery.KindOriginal, st.Usage(), c.resp.Header)
-	results := make([]*recovery.Result, len(turns))
-	for i, turn := range turns {
-		res, err := recovery.Run(ctx, &recovery.Input{
-			Turn:     turn,
-			Check:    x.check,
-			Eff:      x.eff,
-			Settings: &x.settings,
-			Ask:      &asker{x: x},
-			Stateful: x.req.Stateful || st.Committed(),
-			UserText: x.req.UserText,
-		})
-		if err != nil {
-			return
-		}
-		results[i] = res
+	results, ok := x.judge(turns, &asker{x: x}, st.Committed())
+	if !ok {
+		return
 	}
 	// Stop the keepalive before decide: in message mode decide sets a
 	// response header, which must not race with the keepalive sending the
@@ -311,31 +277,6 @@ func (x *exchange) streamFail(sw *streamWriter, st api.Stream, code, msg string,
 	}
 	_ = sw.write(st.ErrorEvent(code, msg, nil))
 	x.logDone(http.StatusOK, code)
-}
-
-// serveBuffered judges an upstream answer that came back whole although a
-// stream was asked for.
-func (x *exchange) serveBuffered(c *call) {
-	answer, err := x.readAnswer(c)
-	if err != nil {
-		x.failUpstream(err)
-		return
-	}
-	resp, ok := x.parseAnswer(answer)
-	if !ok {
-		return
-	}
-	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
-	results := make([]*recovery.Result, len(resp.Choices))
-	for i, turn := range resp.Choices {
-		res, err := recovery.Run(x.r.Context(), &recovery.Input{Turn: turn, Check: x.check, Eff: x.eff,
-			Settings: &x.settings, Ask: &asker{x: x, prev: resp}, Stateful: x.req.Stateful, UserText: x.req.UserText})
-		if err != nil {
-			return
-		}
-		results[i] = res
-	}
-	x.finish(resp, c.resp.Header, results)
 }
 
 func clone(b []byte) []byte {

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
@@ -110,26 +111,41 @@ func (u *upstream) do(ctx context.Context, method, path, rawQuery string, header
 }
 
 // idleBody cancels the upstream request when reads stall for longer than d.
+// A read only records the time; the timer, when it fires, checks that time
+// and re-arms for the rest of the window. Resetting a timer on every read
+// of every event cost more than the read.
 type idleBody struct {
-	rc    io.ReadCloser
-	d     time.Duration
-	timer *time.Timer
-	once  sync.Once
+	rc     io.ReadCloser
+	d      time.Duration
+	last   atomic.Int64 // unix nanoseconds of the last byte
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+	once   sync.Once
 }
 
 func newIdleBody(rc io.ReadCloser, d time.Duration, cancel context.CancelCauseFunc) io.ReadCloser {
 	if d <= 0 {
 		return rc
 	}
-	b := &idleBody{rc: rc, d: d}
-	b.timer = time.AfterFunc(d, func() { cancel(errIdle) })
+	b := &idleBody{rc: rc, d: d, cancel: cancel}
+	b.last.Store(time.Now().UnixNano())
+	b.timer = time.AfterFunc(d, b.check)
 	return b
+}
+
+func (b *idleBody) check() {
+	silent := time.Duration(time.Now().UnixNano() - b.last.Load())
+	if silent >= b.d {
+		b.cancel(errIdle)
+		return
+	}
+	b.timer.Reset(b.d - silent)
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if n > 0 {
-		b.timer.Reset(b.d)
+		b.last.Store(time.Now().UnixNano())
 	}
 	return n, err
 }

@@ -283,11 +283,12 @@ func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
 // ParseResponseFor is ParseResponse knowing the request the answer is for:
 // tool_use blocks calling one of the request's Anthropic-defined tools are
 // recorded as validate.Other, so they are answered in re-queries but never
-// judged, as streams already do. api.Adapter has no such method yet; the
-// pipeline can prefer it where it holds the request.
+// judged, as streams already do. It implements api.ResponseParser.
 func (Adapter) ParseResponseFor(req *api.Request, body []byte) (*api.Response, error) {
 	return parseResponse(body, typedNames(req))
 }
+
+var _ api.ResponseParser = Adapter{}
 
 func parseResponse(body []byte, typed map[string]bool) (*api.Response, error) {
 	var w wireResponse

@@ -85,6 +85,14 @@ type Adapter interface {
 	NewStream(req *Request) Stream
 }
 
+// ResponseParser is implemented by adapters whose answers can only be read
+// knowing the request: Anthropic's tool_use blocks for its own client tools
+// (bash, text editor) look like function calls, and only the request's tool
+// list says which they are.
+type ResponseParser interface {
+	ParseResponseFor(req *Request, body []byte) (*Response, error)
+}
+
 // ToolInjector is implemented by adapters that can offer the model an extra
 // tool, used for the abstain exit. It returns the new request body with the
 // tool appended last to the request's tools.
