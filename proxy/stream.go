@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -36,10 +37,32 @@ type streamWriter struct {
 func (sw *streamWriter) write(b []byte) error {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	return sw.writeLocked(b)
+	return sw.writeLocked(b, true)
 }
 
-func (sw *streamWriter) writeLocked(b []byte) error {
+// writeLater writes b without flushing: the caller knows more bytes follow
+// at once, and one flush (one syscall) for several events is what keeps a
+// fast stream cheap.
+func (sw *streamWriter) writeLater(b []byte) error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.writeLocked(b, false)
+}
+
+// flush sends what writeLater left in the buffer.
+func (sw *streamWriter) flush() error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.started || sw.err != nil {
+		return sw.err
+	}
+	if err := sw.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		sw.err = err
+	}
+	return sw.err
+}
+
+func (sw *streamWriter) writeLocked(b []byte, flush bool) error {
 	if sw.err != nil {
 		return sw.err
 	}
@@ -57,6 +80,9 @@ func (sw *streamWriter) writeLocked(b []byte) error {
 			sw.err = err
 			return err
 		}
+	}
+	if !flush {
+		return nil
 	}
 	if err := sw.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		sw.err = err
@@ -153,6 +179,11 @@ func (x *exchange) serveStream(c *call) {
 		}
 		done = step.Done
 		if step.Hold && !holding && !shadow {
+			// Text written without a flush must reach the client now: what
+			// follows is held.
+			if sw.flush() != nil {
+				return
+			}
 			holding = true
 			stopKeepalive = sw.keepalive(x.s.keepaliveInterval())
 		}
@@ -170,7 +201,11 @@ func (x *exchange) serveStream(c *call) {
 			held = append(held, api.HeldEvent{Raw: heldBuf[start:len(heldBuf):len(heldBuf)], Event: string(ev.Event), Data: clone(ev.Data)})
 			continue
 		}
-		if err := sw.write(ev.Raw); err != nil {
+		write := sw.write
+		if eventPending(rd.Pending()) {
+			write = sw.writeLater
+		}
+		if err := write(ev.Raw); err != nil {
 			// The client is gone; returning cancels the upstream call.
 			return
 		}
@@ -212,6 +247,7 @@ func (x *exchange) serveStream(c *call) {
 	switch {
 	case shadow || !holding:
 		sw.start()
+		_ = sw.flush()
 	case v.upstream != nil:
 		if !sw.begun() {
 			// Nothing went out yet: a plain status (the provider's, or a
@@ -243,6 +279,12 @@ func (x *exchange) serveStream(c *call) {
 	}
 	drain(c)
 	x.logDone(http.StatusOK, string(v.outcome))
+}
+
+// eventPending reports whether buffered upstream bytes already hold a whole
+// next event, so the write of this one need not be flushed alone.
+func eventPending(b []byte) bool {
+	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\r\n\r\n")) || bytes.Contains(b, []byte("\r\r"))
 }
 
 // drainWait bounds how long a finished stream waits for the upstream's end

@@ -25,12 +25,18 @@ type Object []Field
 
 // ParseObject splits a JSON object into its members. Values alias data.
 func ParseObject(data []byte) (Object, error) {
+	return ParseObjectInto(make(Object, 0, 8), data)
+}
+
+// ParseObjectInto is ParseObject reusing dst, so a caller
+// parsing many small objects can reuse one slice. The result aliases dst.
+func ParseObjectInto(dst Object, data []byte) (Object, error) {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, ErrSyntax
 	}
 	i++
-	obj := make(Object, 0, 8)
+	obj := dst[:0]
 	for {
 		i = skipWS(data, i)
 		if i < len(data) && data[i] == '}' && len(obj) == 0 {
@@ -45,10 +51,17 @@ func ParseObject(data []byte) (Object, error) {
 			return nil, err
 		}
 		var key string
-		if bytes.IndexByte(data[i+1:end-1], '\\') < 0 {
-			key = string(data[i+1 : end-1])
-		} else if err := json.Unmarshal(data[i:end], &key); err != nil {
-			return nil, ErrSyntax
+		if raw := data[i+1 : end-1]; bytes.IndexByte(raw, '\\') < 0 {
+			var ok bool
+			if key, ok = knownKeys[string(raw)]; !ok {
+				key = string(raw)
+			}
+		} else {
+			k, ok := Unquote(data[i:end])
+			if !ok {
+				return nil, ErrSyntax
+			}
+			key = k
 		}
 		i = skipWS(data, end)
 		if i >= len(data) || data[i] != ':' {
@@ -76,6 +89,27 @@ func ParseObject(data []byte) (Object, error) {
 	}
 	return obj, nil
 }
+
+// knownKeys interns the keys of the model APIs' answers and chunks: a
+// stream repeats the same dozen keys in every event, and converting each to
+// a fresh string was most of what splitting them allocated. (A map index
+// with a converted []byte does not allocate.)
+var knownKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"id", "object", "created", "model", "system_fingerprint", "service_tier", "obfuscation",
+		"choices", "index", "delta", "message", "role", "content", "refusal", "annotations",
+		"tool_calls", "type", "function", "name", "arguments", "custom", "input",
+		"finish_reason", "logprobs", "usage", "prompt_tokens", "completion_tokens", "total_tokens",
+		"prompt_tokens_details", "completion_tokens_details", "reasoning_content",
+		"event", "text", "partial_json", "content_block", "stop_reason", "stop_sequence",
+		"input_tokens", "output_tokens", "sequence_number", "item_id", "output_index",
+		"item", "output", "call_id", "status", "response", "signature", "thinking",
+	} {
+		m[k] = k
+	}
+	return m
+}()
 
 // Get returns the raw value of key, or nil. Of repeated keys the last one
 // counts, as in encoding/json and every mainstream decoder, so an edit reads
@@ -136,12 +170,17 @@ func (o Object) Bytes() []byte { return o.Append(nil) }
 
 // ParseArray splits a JSON array into its elements. Elements alias data.
 func ParseArray(data []byte) ([][]byte, error) {
+	return ParseArrayInto(make([][]byte, 0, 4), data)
+}
+
+// ParseArrayInto is ParseArray reusing dst.
+func ParseArrayInto(dst [][]byte, data []byte) ([][]byte, error) {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '[' {
 		return nil, ErrSyntax
 	}
 	i++
-	out := make([][]byte, 0, 4)
+	out := dst[:0]
 	for {
 		i = skipWS(data, i)
 		if i < len(data) && data[i] == ']' && len(out) == 0 {

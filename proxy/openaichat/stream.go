@@ -80,6 +80,7 @@ type streamChoice struct {
 
 // stream follows one Chat Completions stream.
 type stream struct {
+	scratch scratch
 	id      string
 	choices map[int]*streamChoice
 	usage   recovery.Usage
@@ -190,40 +191,63 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 
 var errorKey = []byte(`"error"`)
 
+// textDelta is what feedText read of one choice of a chunk. The byte
+// slices alias the event's data and are consumed before Feed returns.
+type textDelta struct {
+	c       *streamChoice
+	content []byte // raw JSON string, or nil
+	finish  []byte // raw JSON string, or nil
+	calls   []fastCall
+}
+
+// fastCall is one tool-call delta read by parseFastCalls; its fields are
+// raw JSON strings aliasing the event's data, nil when absent.
+type fastCall struct {
+	index               int
+	id, typ, name, args []byte
+}
+
+// scratch holds the slices feedText reuses from chunk to chunk, so reading
+// a stream allocates for what it keeps, not for what it looks at.
+type scratch struct {
+	top, choice, delta, call, fn jsonx.Object
+	choices, calls               [][]byte
+	deltas                       []textDelta
+	fcalls                       []fastCall
+}
+
 // feedText reads the common chunks (text and function-call deltas, role,
 // finish, usage) without reflection: decoding every chunk into structs was
 // most of a stream's CPU. It reports false, leaving the chunk to the full
 // decoder, for anything else: an error, a custom call, or a field it does
-// not know.
+// not know. Nothing changes until the whole chunk has been understood.
 func (s *stream) feedText(data []byte) (bool, error) {
 	if bytes.Contains(data, errorKey) {
 		return false, nil
 	}
-	// ParseObject checks the JSON grammar as it splits; what it refuses,
+	sc := &s.scratch
+	// ParseObjectInto checks the JSON grammar as it splits; what it refuses,
 	// the full decoder refuses too, with its own error.
-	obj, err := jsonx.ParseObject(data)
+	obj, err := jsonx.ParseObjectInto(sc.top, data)
 	if err != nil || misspelt(obj, "choices", "usage", "id") {
 		return false, nil
 	}
-	var choices [][]byte
-	if raw := obj.Get("choices"); raw != nil && !jsonx.IsNull(raw) {
-		if choices, err = jsonx.ParseArray(raw); err != nil {
+	sc.top = obj
+	choices := sc.choices[:0]
+	if raw := obj.Get("choices"); !jsonx.IsNull(raw) {
+		if choices, err = jsonx.ParseArrayInto(sc.choices, raw); err != nil {
 			return false, nil
 		}
+		sc.choices = choices
 	}
-	type textDelta struct {
-		c       *streamChoice
-		content string
-		text    bool
-		finish  string
-		calls   []fastCall
-	}
-	deltas := make([]textDelta, 0, len(choices))
+	deltas := sc.deltas[:0]
+	fcalls := sc.fcalls[:0]
 	for _, raw := range choices {
-		co, err := jsonx.ParseObject(raw)
+		co, err := jsonx.ParseObjectInto(sc.choice, raw)
 		if err != nil || misspelt(co, "index", "delta", "finish_reason") {
 			return false, nil
 		}
+		sc.choice = co
 		idx, err := strconv.Atoi(string(co.Get("index")))
 		if err != nil {
 			return false, nil
@@ -234,31 +258,30 @@ func (s *stream) feedText(data []byte) (bool, error) {
 		}
 		d := textDelta{c: c}
 		if fr := co.Get("finish_reason"); !jsonx.IsNull(fr) {
-			if d.finish, err = unquoteStrict(fr); err != nil {
+			if fr[0] != '"' {
 				return false, nil
 			}
+			d.finish = fr
 		}
 		if dr := co.Get("delta"); !jsonx.IsNull(dr) {
-			delta, err := jsonx.ParseObject(dr)
+			delta, err := jsonx.ParseObjectInto(sc.delta, dr)
 			if err != nil {
 				return false, nil
 			}
+			sc.delta = delta
 			for _, f := range delta {
 				switch {
 				case f.Key == "role":
 				case (f.Key == "content" || f.Key == "refusal") && jsonx.IsNull(f.Value):
-				case f.Key == "content":
-					t, ok := unquoteFragment(f.Value)
-					if !ok {
-						return false, nil
-					}
-					d.content, d.text = t, true
+				case f.Key == "content" && f.Value[0] == '"':
+					d.content = f.Value
 				case f.Key == "tool_calls":
-					calls, ok := parseFastCalls(f.Value)
-					if !ok {
+					first := len(fcalls)
+					var ok bool
+					if fcalls, ok = s.parseFastCalls(fcalls, f.Value); !ok {
 						return false, nil
 					}
-					d.calls = calls
+					d.calls = fcalls[first:len(fcalls):len(fcalls)]
 				default:
 					return false, nil
 				}
@@ -266,7 +289,7 @@ func (s *stream) feedText(data []byte) (bool, error) {
 		}
 		deltas = append(deltas, d)
 	}
-	// Only now, with the whole chunk understood, change any state.
+	sc.deltas, sc.fcalls = deltas, fcalls
 	for _, d := range deltas {
 		for _, fc := range d.calls {
 			if fc.index < 0 || fc.index >= maxCalls {
@@ -274,28 +297,32 @@ func (s *stream) feedText(data []byte) (bool, error) {
 			}
 		}
 	}
+	// The chunk is understood: apply it.
 	for _, d := range deltas {
-		if d.text {
-			d.c.content = append(d.c.content, d.content...)
+		if d.content != nil {
+			d.c.content = appendFragment(d.c.content, d.content)
 			d.c.hasText = true
 		}
 		for _, fc := range d.calls {
 			for len(d.c.calls) <= fc.index {
 				d.c.calls = append(d.c.calls, &streamCall{})
 			}
-			sc := d.c.calls[fc.index]
-			if fc.id != "" {
-				sc.id = fc.id
+			call := d.c.calls[fc.index]
+			if fc.id != nil {
+				call.id, _ = jsonx.Unquote(fc.id)
 			}
-			if fc.typ != "" {
-				sc.typ = fc.typ
+			if fc.typ != nil {
+				call.typ, _ = jsonx.Unquote(fc.typ)
 			}
-			sc.name += fc.name
-			sc.args = append(sc.args, fc.args...)
+			if fc.name != nil {
+				n, _ := jsonx.Unquote(fc.name)
+				call.name += n
+			}
+			call.args = appendFragment(call.args, fc.args)
 			s.holding = true
 		}
-		if d.finish != "" {
-			d.c.finish = d.finish
+		if d.finish != nil {
+			d.c.finish, _ = jsonx.Unquote(d.finish)
 		}
 	}
 	if s.id == "" {
@@ -328,80 +355,70 @@ func misspelt(obj jsonx.Object, names ...string) bool {
 	return false
 }
 
-// fastCall is one tool-call delta read by parseFastCalls.
-type fastCall struct {
-	index         int
-	id, typ, name string
-	args          string
-}
-
-// parseFastCalls reads the tool_calls of a delta when they have the plain
-// function shape. Anything else (custom calls, arguments that are not a
-// string, unknown fields) goes to the full decoder.
-func parseFastCalls(raw []byte) ([]fastCall, bool) {
-	elems, err := jsonx.ParseArray(raw)
+// parseFastCalls appends the tool_calls of a delta to dst when they have
+// the plain function shape. Anything else (custom calls, arguments that are
+// not a string, unknown fields) goes to the full decoder.
+func (s *stream) parseFastCalls(dst []fastCall, raw []byte) ([]fastCall, bool) {
+	sc := &s.scratch
+	elems, err := jsonx.ParseArrayInto(sc.calls, raw)
 	if err != nil {
-		return nil, false
+		return dst, false
 	}
-	out := make([]fastCall, 0, len(elems))
+	sc.calls = elems
 	for _, e := range elems {
-		obj, err := jsonx.ParseObject(e)
+		obj, err := jsonx.ParseObjectInto(sc.call, e)
 		if err != nil {
-			return nil, false
+			return dst, false
 		}
+		sc.call = obj
 		var fc fastCall
 		seenIndex := false
 		for _, f := range obj {
-			var ok bool
 			switch f.Key {
 			case "index":
-				fc.index, err = strconv.Atoi(string(f.Value))
-				ok, seenIndex = err == nil, true
+				if fc.index, err = strconv.Atoi(string(f.Value)); err != nil {
+					return dst, false
+				}
+				seenIndex = true
 			case "id":
-				fc.id, ok = jsonx.Unquote(f.Value)
+				if f.Value[0] != '"' {
+					return dst, false
+				}
+				fc.id = f.Value
 			case "type":
-				fc.typ, ok = jsonx.Unquote(f.Value)
-				ok = ok && (fc.typ == "function" || fc.typ == "")
+				if string(f.Value) != `"function"` {
+					return dst, false
+				}
+				fc.typ = f.Value
 			case "function":
-				ok = parseFastFunction(f.Value, &fc)
-			}
-			if !ok {
-				return nil, false
+				if !s.parseFastFunction(f.Value, &fc) {
+					return dst, false
+				}
+			default:
+				return dst, false
 			}
 		}
 		if !seenIndex {
-			return nil, false
+			return dst, false
 		}
-		out = append(out, fc)
+		dst = append(dst, fc)
 	}
-	return out, true
+	return dst, true
 }
 
-func parseFastFunction(raw []byte, fc *fastCall) bool {
-	obj, err := jsonx.ParseObject(raw)
+func (s *stream) parseFastFunction(raw []byte, fc *fastCall) bool {
+	obj, err := jsonx.ParseObjectInto(s.scratch.fn, raw)
 	if err != nil {
 		return false
 	}
+	s.scratch.fn = obj
 	for _, f := range obj {
-		switch f.Key {
-		case "name":
-			if jsonx.IsNull(f.Value) {
-				continue
-			}
-			n, ok := jsonx.Unquote(f.Value)
-			if !ok {
-				return false
-			}
-			fc.name = n
-		case "arguments":
-			if jsonx.IsNull(f.Value) {
-				continue
-			}
-			a, ok := unquoteFragment(f.Value)
-			if !ok {
-				return false
-			}
-			fc.args = a
+		switch {
+		case (f.Key == "name" || f.Key == "arguments") && jsonx.IsNull(f.Value):
+		case f.Key == "name" && f.Value[0] == '"':
+			fc.name = f.Value
+		case f.Key == "arguments" && f.Value[0] == '"':
+			fc.args = f.Value
 		default:
 			return false
 		}
@@ -426,12 +443,25 @@ func unquoteFragment(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
-	s := raw[1 : len(raw)-1]
-	out := make([]byte, 0, len(s))
+	out, ok := appendUnescaped(nil, raw[1:len(raw)-1])
+	return string(out), ok
+}
+
+// appendFragment appends a JSON string fragment the grammar check already
+// accepted, decoded as unquoteFragment does; nil appends nothing.
+func appendFragment(dst, raw []byte) []byte {
+	if len(raw) < 2 {
+		return dst
+	}
+	out, _ := appendUnescaped(dst, raw[1:len(raw)-1])
+	return out
+}
+
+func appendUnescaped(out, s []byte) ([]byte, bool) {
 	for {
 		i := bytes.IndexByte(s, '\\')
 		if i < 0 {
-			return string(append(out, s...)), true
+			return append(out, s...), true
 		}
 		out, s = append(out, s[:i]...), s[i:]
 		n := 2
@@ -443,11 +473,11 @@ func unquoteFragment(raw []byte) (string, bool) {
 			}
 		}
 		if n > len(s) {
-			return "", false
+			return out, false
 		}
 		e, ok := jsonx.Unquote(append(append([]byte{'"'}, s[:n]...), '"'))
 		if !ok {
-			return "", false
+			return out, false
 		}
 		out, s = append(out, e...), s[n:]
 	}
