@@ -78,7 +78,7 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 		if m.Role != "user" && m.Role != "tool" && m.Role != "function" {
 			continue
 		}
-		t := contentText(m.Content)
+		t := ContentText(m.Content)
 		texts = append(texts, t)
 		if m.Role == "user" {
 			req.UserText = t
@@ -97,9 +97,10 @@ func isTextFormat(raw []byte) bool {
 	return json.Unmarshal(raw, &f) == nil && f.Type == "text"
 }
 
-// contentText flattens a message content (a string or an array of parts)
-// into its text.
-func contentText(raw json.RawMessage) string {
+// ContentText flattens an OpenAI content value (a string or a list of
+// parts) into its text. Only text parts count; images and files carry no
+// text toolgate can read. The Responses adapter shares it.
+func ContentText(raw json.RawMessage) string {
 	if s, ok := jsonx.Unquote(raw); ok {
 		return s
 	}

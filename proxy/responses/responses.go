@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -145,38 +146,14 @@ func evidenceTexts(input json.RawMessage) (texts []string, last string, err erro
 	for _, it := range items {
 		switch {
 		case (it.Type == "" || it.Type == "message") && it.Role == "user":
-			t := contentText(it.Content)
+			t := openaichat.ContentText(it.Content)
 			texts = append(texts, t)
 			last = t
 		case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
-			texts = append(texts, contentText(it.Output))
+			texts = append(texts, openaichat.ContentText(it.Output))
 		}
 	}
 	return texts, last, nil
-}
-
-// contentText flattens a content or output value (a string or a list of
-// parts) into its text. Only text parts count; images and files carry no
-// text toolgate can read.
-func contentText(raw json.RawMessage) string {
-	if s, ok := jsonx.Unquote(raw); ok {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var out []byte
-	for _, p := range parts {
-		if p.Text != "" {
-			out = append(out, p.Text...)
-			out = append(out, '\n')
-		}
-	}
-	return string(out)
 }
 
 // parseToolChoice reduces tool_choice to what narrows the catalog. Choices of
