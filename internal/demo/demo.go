@@ -86,7 +86,7 @@ func Run(ctx context.Context, out io.Writer) error {
 	base := "http://" + a.ProxyAddr()
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 
-	p("toolgate demo: an agent with two tools, calculator and web_search, asks a scripted model.")
+	p("toolgate demo: an agent with three tools (calculator, web_search, book_flight) asks a scripted model.")
 	p("toolgate listens on %s; the scripted model on %s.", a.ProxyAddr(), ln.Addr())
 	p("")
 

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "toolgate ") {
+		t.Fatalf("version: code %d, %q", code, out.String())
+	}
+	if code := run([]string{"bogus"}, &out, &errb); code != 2 {
+		t.Fatalf("unknown command: code %d", code)
+	}
+}
+
+func TestCheckExampleConfig(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", "../../config.yaml"}, &out, &errb); code != 0 {
+		t.Fatalf("check of the shipped config.yaml: code %d\n%s%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "valid; catalog version") {
+		t.Fatalf("check output: %q", out.String())
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("upstreams: [{url: x}]\nbogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	if code := run([]string{"check", "--config", bad}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "bogus") {
+		t.Fatalf("check of a bad config: code %d, %q", code, errb.String())
+	}
+}
+
+// serve reloads on SIGHUP and drains on SIGTERM, exiting 0.
+func TestServeSignals(t *testing.T) {
+	// The config is a symlink into another folder: writing the real file
+	// makes no event in the watched folder, so only SIGHUP can reload it.
+	real := filepath.Join(t.TempDir(), "config.yaml")
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	listen, admin := freePort(t), freePort(t)
+	cfg := func(version string) []byte {
+		return []byte("listen: " + listen + "\nadmin_listen: " + admin +
+			"\nupstreams: [{url: 'http://127.0.0.1:9'}]\ncatalog:\n  version: " + version +
+			"\n  tools: [{name: t, description: d}]\nlog: {level: error}\n")
+	}
+	if err := os.WriteFile(real, cfg("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, path); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"serve", "--config", path}, io.Discard, io.Discard) }()
+
+	metric := func() string {
+		resp, err := http.Get("http://" + admin + "/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	waitUntil(t, "toolgate to serve v1", func() bool { return strings.Contains(metric(), `toolgate_catalog_info{catalog_version="v1"} 1`) })
+
+	if err := os.WriteFile(real, cfg("v2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the SIGHUP reload to v2", func() bool { return strings.Contains(metric(), `toolgate_catalog_info{catalog_version="v2"} 1`) })
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d after SIGTERM, want 0", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not exit after SIGTERM")
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The demo runs end to end with no network and no key, and shows the three
+// outcomes it promises.
+func TestDemo(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo"}, &out, &errb); code != 0 {
+		t.Fatalf("demo: code %d\n%s", code, errb.String())
+	}
+	for _, want := range []string{
+		"X-Toolgate-Outcome: substituted", "web_search(", "X-Toolgate-Outcome: escalated",
+		"HTTP 422", "X-Toolgate-Outcome: reprompted", `"passengers":2`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
