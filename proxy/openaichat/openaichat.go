@@ -198,19 +198,29 @@ func ContentText(raw json.RawMessage) string {
 	return string(out)
 }
 
-func parseToolChoice(raw json.RawMessage) (catalog.ToolChoice, error) {
+// SimpleToolChoice reads a tool_choice that is absent, null or one of the
+// strings both OpenAI APIs share ("none", "required", "auto"); ok is false
+// for an object, which each API spells its own way.
+func SimpleToolChoice(raw []byte) (c catalog.ToolChoice, ok bool) {
 	if jsonx.IsNull(raw) {
-		return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, nil
+		return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, true
 	}
-	if s, ok := jsonx.Unquote(raw); ok {
-		switch s {
-		case "none":
-			return catalog.ToolChoice{Kind: catalog.ChoiceNone}, nil
-		case "required":
-			return catalog.ToolChoice{Kind: catalog.ChoiceRequired}, nil
-		default:
-			return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, nil
-		}
+	s, isString := jsonx.Unquote(raw)
+	if !isString {
+		return c, false
+	}
+	switch s {
+	case "none":
+		return catalog.ToolChoice{Kind: catalog.ChoiceNone}, true
+	case "required":
+		return catalog.ToolChoice{Kind: catalog.ChoiceRequired}, true
+	}
+	return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, true
+}
+
+func parseToolChoice(raw json.RawMessage) (catalog.ToolChoice, error) {
+	if c, ok := SimpleToolChoice(raw); ok {
+		return c, nil
 	}
 	var c struct {
 		Type     string `json:"type"`

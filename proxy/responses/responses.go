@@ -160,18 +160,8 @@ func evidenceTexts(input json.RawMessage) (texts []string, last string, err erro
 // built-in tools (file_search, web_search_preview, mcp, …) force a tool that
 // toolgate does not judge, so they leave the function tools as offered.
 func parseToolChoice(raw json.RawMessage) (catalog.ToolChoice, error) {
-	if jsonx.IsNull(raw) {
-		return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, nil
-	}
-	if s, ok := jsonx.Unquote(raw); ok {
-		switch s {
-		case "none":
-			return catalog.ToolChoice{Kind: catalog.ChoiceNone}, nil
-		case "required":
-			return catalog.ToolChoice{Kind: catalog.ChoiceRequired}, nil
-		default:
-			return catalog.ToolChoice{Kind: catalog.ChoiceAuto}, nil
-		}
+	if c, ok := openaichat.SimpleToolChoice(raw); ok {
+		return c, nil
 	}
 	var c struct {
 		Type  string     `json:"type"`
