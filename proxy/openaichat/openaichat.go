@@ -273,15 +273,19 @@ type wireResponse struct {
 }
 
 type wireCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function *struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-	Custom *struct {
-		Name string `json:"name"`
-	} `json:"custom"`
+	ID       string        `json:"id"`
+	Type     string        `json:"type"`
+	Function *wireFunction `json:"function"`
+	Custom   *wireCustom   `json:"custom"`
+}
+
+type wireFunction struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+type wireCustom struct {
+	Name string `json:"name"`
 }
 
 // ErrShape reports an answer that is JSON but not a chat completion.
@@ -295,30 +299,115 @@ type turnRef struct {
 
 // ParseResponse implements api.Adapter.
 func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
-	var w wireResponse
-	if err := json.Unmarshal(body, &w); err != nil {
+	// The answer is split with jsonx, which checks the JSON grammar in the
+	// same pass; only the tool calls are decoded into structs. The rest of
+	// an answer (usage details, logprobs, annotations) is not needed, and
+	// reflection over it was the largest cost of the plain path.
+	top, err := jsonx.ParseObject(body)
+	if err != nil {
 		return nil, err
 	}
-	if w.Choices == nil {
+	rawChoices := top.Get("choices")
+	if jsonx.IsNull(rawChoices) {
 		return nil, ErrShape
 	}
-	resp := &api.Response{Body: body, Choices: make([]*recovery.Turn, len(w.Choices))}
-	if w.Usage != nil {
-		resp.Usage = recovery.Usage{Input: w.Usage.PromptTokens, Output: w.Usage.CompletionTokens}
+	choices, err := jsonx.ParseArray(rawChoices)
+	if err != nil {
+		return nil, ErrShape
 	}
-	for i, c := range w.Choices {
-		t := &recovery.Turn{ResponseID: w.ID, Raw: turnRef{body: body, choice: i}}
-		t.Text, _ = jsonx.Unquote(c.Message.Content)
-		for _, tc := range c.Message.ToolCalls {
-			t.Calls = append(t.Calls, neutralCall(tc))
+	id, _ := jsonx.Unquote(top.Get("id"))
+	resp := &api.Response{Body: body, Choices: make([]*recovery.Turn, len(choices))}
+	if u := top.Get("usage"); !jsonx.IsNull(u) {
+		var usage struct {
+			PromptTokens     int64 `json:"prompt_tokens"`
+			CompletionTokens int64 `json:"completion_tokens"`
 		}
-		t.Truncated = c.FinishReason == "length" && len(t.Calls) > 0
+		if err := json.Unmarshal(u, &usage); err != nil {
+			return nil, ErrShape
+		}
+		resp.Usage = recovery.Usage{Input: usage.PromptTokens, Output: usage.CompletionTokens}
+	}
+	for i, raw := range choices {
+		c, err := jsonx.ParseObject(raw)
+		if err != nil {
+			return nil, ErrShape
+		}
+		t := &recovery.Turn{ResponseID: id, Raw: turnRef{body: body, choice: i}}
+		if m := c.Get("message"); !jsonx.IsNull(m) {
+			msg, err := jsonx.ParseObject(m)
+			if err != nil {
+				return nil, ErrShape
+			}
+			t.Text, _ = jsonx.Unquote(msg.Get("content"))
+			if tcs := msg.Get("tool_calls"); !jsonx.IsNull(tcs) {
+				elems, err := jsonx.ParseArray(tcs)
+				if err != nil {
+					return nil, ErrShape
+				}
+				for _, e := range elems {
+					tc, err := readCall(e)
+					if err != nil {
+						return nil, err
+					}
+					t.Calls = append(t.Calls, neutralCall(tc))
+				}
+			}
+		}
+		finish := ""
+		if fr := c.Get("finish_reason"); !jsonx.IsNull(fr) {
+			var ok bool
+			if finish, ok = jsonx.Unquote(fr); !ok {
+				return nil, ErrShape
+			}
+		}
+		t.Truncated = finish == "length" && len(t.Calls) > 0
 		if i == 0 {
 			t.Usage = resp.Usage
 		}
 		resp.Choices[i] = t
 	}
 	return resp, nil
+}
+
+// readCall reads one tool call of an answer into its wire form. A field of
+// the wrong type makes the answer unreadable, as a struct decoder would.
+func readCall(raw []byte) (wireCall, error) {
+	var tc wireCall
+	obj, err := jsonx.ParseObject(raw)
+	if err != nil {
+		if jsonx.IsNull(raw) {
+			return tc, nil
+		}
+		return tc, ErrShape
+	}
+	if tc.ID, err = optString(obj.Get("id")); err != nil {
+		return tc, ErrShape
+	}
+	if tc.Type, err = optString(obj.Get("type")); err != nil {
+		return tc, ErrShape
+	}
+	if fn := obj.Get("function"); !jsonx.IsNull(fn) {
+		fo, err := jsonx.ParseObject(fn)
+		if err != nil {
+			return tc, ErrShape
+		}
+		tc.Function = &wireFunction{}
+		if tc.Function.Name, err = optString(fo.Get("name")); err != nil {
+			return tc, ErrShape
+		}
+		tc.Function.Arguments = fo.Get("arguments")
+	}
+	if cu := obj.Get("custom"); !jsonx.IsNull(cu) {
+		co, err := jsonx.ParseObject(cu)
+		if err != nil {
+			return tc, ErrShape
+		}
+		tc.Custom = &wireCustom{}
+		if tc.Custom.Name, err = optString(co.Get("name")); err != nil {
+			return tc, ErrShape
+		}
+	}
+	return tc, nil
 }
 
 func neutralCall(tc wireCall) validate.ToolCall {
