@@ -14,7 +14,6 @@ const minimalYAML = "upstreams: [{url: https://api.openai.com}]\n"
 
 func intp(v int) *int           { return &v }
 func floatp(v float64) *float64 { return &v }
-func boolp(v bool) *bool        { return &v }
 
 func TestParseMinimalGetsEveryDefault(t *testing.T) {
 	c, err := Parse([]byte(minimalYAML), "config.yaml")

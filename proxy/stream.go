@@ -198,7 +198,7 @@ func (x *exchange) serveStream(c *call) {
 			// changed) writes it out without another copy.
 			start := len(heldBuf)
 			heldBuf = append(heldBuf, ev.Raw...)
-			held = append(held, api.HeldEvent{Raw: heldBuf[start:len(heldBuf):len(heldBuf)], Event: string(ev.Event), Data: clone(ev.Data)})
+			held = append(held, api.HeldEvent{Raw: heldBuf[start:len(heldBuf):len(heldBuf)], Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
 			continue
 		}
 		write := sw.write
@@ -319,11 +319,4 @@ func (x *exchange) streamFail(sw *streamWriter, st api.Stream, code, msg string,
 	}
 	_ = sw.write(st.ErrorEvent(code, msg, nil))
 	x.logDone(http.StatusOK, code)
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"sort"
 	"strings"
 	"time"
 
@@ -781,14 +780,4 @@ func NewEscalationID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "esc_" + hex.EncodeToString(b[:])
-}
-
-// sortedNames returns the names of tools, sorted.
-func sortedNames(tools []*catalog.Tool) []string {
-	out := make([]string, len(tools))
-	for i, t := range tools {
-		out[i] = t.Name
-	}
-	sort.Strings(out)
-	return out
 }

@@ -121,7 +121,6 @@ func (u *faultUpstream) setScript(script func(n int, r *faultRequest) faultActio
 }
 
 // URL is the base URL to configure as the upstream.
-func (u *faultUpstream) URL() string { return u.srv.URL }
 
 func (u *faultUpstream) requests() []faultRequest {
 	u.mu.Lock()

@@ -426,14 +426,6 @@ func (s *stream) parseFastFunction(raw []byte, fc *fastCall) bool {
 	return true
 }
 
-func unquoteStrict(raw []byte) (string, error) {
-	v, ok := jsonx.Unquote(raw)
-	if !ok {
-		return "", ErrStream
-	}
-	return v, nil
-}
-
 // unquoteFragment reads one arguments fragment, a JSON string. Only its
 // escapes are decoded; every other byte is kept as sent, because a server
 // may cut the arguments inside a multi-byte character and the halves are

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,7 +187,7 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 			return step, err
 		}
 		if s.opening && !s.holding {
-			s.kept = append(s.kept, pending{raw: clone(ev.Raw), data: clone(ev.Data), event: string(ev.Event),
+			s.kept = append(s.kept, pending{raw: bytes.Clone(ev.Raw), data: bytes.Clone(ev.Data), event: string(ev.Event),
 				created: typ == evCreated, seq: seq, hasSeq: hasSeq})
 			ev.Raw = nil
 			return step, nil
@@ -267,13 +268,6 @@ func (s *stream) prefixed(kept []pending, raw []byte) []byte {
 	return append(out, raw...)
 }
 
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
-}
-
 // readResponse records the id, status and usage of a status or terminal
 // event.
 func (s *stream) readResponse(data []byte) error {
@@ -330,7 +324,7 @@ func (s *stream) readItem(typ string, data []byte) (bool, error) {
 		if it != nil {
 			return false, errorf("item %d added twice", idx)
 		}
-		it = &streamItem{typ: w.Type, added: clone(e.Item), held: s.holding,
+		it = &streamItem{typ: w.Type, added: bytes.Clone(e.Item), held: s.holding,
 			id: w.ID, callID: w.CallID, name: w.Name}
 		s.items[idx] = it
 		began = isCallType(w.Type)
@@ -352,7 +346,7 @@ func (s *stream) readItem(typ string, data []byte) (bool, error) {
 	if w.Type != it.typ {
 		return false, errorf("item %d changed type", idx)
 	}
-	it.final = clone(e.Item)
+	it.final = bytes.Clone(e.Item)
 	if !isCallType(it.typ) {
 		return began, nil
 	}
@@ -469,7 +463,7 @@ func (s *stream) checkFinalOutput(data []byte) (bool, error) {
 		}
 		it := s.items[idx]
 		if it == nil {
-			it = &streamItem{typ: w.Type, final: clone(raw), held: s.holding || isCallType(w.Type),
+			it = &streamItem{typ: w.Type, final: bytes.Clone(raw), held: s.holding || isCallType(w.Type),
 				id: w.ID, callID: w.CallID, name: w.Name}
 			s.items[idx] = it
 			if !isCallType(w.Type) {
