@@ -117,7 +117,10 @@ func TestReloadOnConfigMapSymlinkSwap(t *testing.T) {
 		t.Fatalf("version = %s", v)
 	}
 	k8sLayout(t, dir, configText(up.URL, "v2"), "2")
-	waitFor(t, "the reload to v2", func() bool { return a.Store.Load().Version == "v2" })
+	// The new snapshot goes live before the reload is counted; wait for both.
+	waitFor(t, "the reload to v2", func() bool {
+		return a.Store.Load().Version == "v2" && testutil.ToFloat64(a.Metrics.ConfigReloads.WithLabelValues("success")) >= 1
+	})
 	if got := testutil.ToFloat64(a.Metrics.CatalogInfo.WithLabelValues("v2")); got != 1 {
 		t.Errorf("catalog_info{v2} = %v", got)
 	}
