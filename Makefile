@@ -13,7 +13,7 @@ demo:
 	$(GO) run ./cmd/toolgate demo
 
 # test installs what the suite needs (the Node SDK test's packages), then
-# runs every Go test with the race detector.
+# runs the main module's tests with the race detector, then deploy/'s.
 test: node-deps
 	$(GO) test -race -count=1 ./...
 	cd deploy && $(GO) test -count=1 ./...
