@@ -1,7 +1,11 @@
 package proxy
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/recovery"
 )
 
 // Metrics are toolgate's Prometheus collectors (SPEC §8). They are built on
@@ -117,4 +121,53 @@ func (m *Metrics) SetCatalog(version string, names []string) {
 			m.ToolCalls.WithLabelValues(api, version, n, "valid")
 		}
 	}
+}
+
+// apiSeries are the series every passing request of one API touches,
+// resolved once per route: WithLabelValues hashes the labels and takes a
+// lock on every call, several times per request.
+type apiSeries struct {
+	api       string
+	upstream  prometheus.Observer // upstream duration, kind original
+	tokensIn  prometheus.Counter  // kind original
+	tokensOut prometheus.Counter
+	added     prometheus.Observer
+	// passed (requests, outcome pass) is resolved on first use so that
+	// no outcome series exists before a request had that outcome.
+	passOnce sync.Once
+	passed   prometheus.Counter
+}
+
+func (m *Metrics) forAPI(api string) *apiSeries {
+	k := string(recovery.KindOriginal)
+	return &apiSeries{
+		api:       api,
+		upstream:  m.UpstreamDuration.WithLabelValues(api, k),
+		tokensIn:  m.UpstreamTokens.WithLabelValues(api, k, "input"),
+		tokensOut: m.UpstreamTokens.WithLabelValues(api, k, "output"),
+		added:     m.AddedLatency.WithLabelValues(api),
+	}
+}
+
+func (a *apiSeries) upstreamDuration(m *Metrics, kind recovery.Kind) prometheus.Observer {
+	if kind == recovery.KindOriginal {
+		return a.upstream
+	}
+	return m.UpstreamDuration.WithLabelValues(a.api, string(kind))
+}
+
+func (a *apiSeries) tokens(m *Metrics, kind recovery.Kind) (in, out prometheus.Counter) {
+	if kind == recovery.KindOriginal {
+		return a.tokensIn, a.tokensOut
+	}
+	return m.UpstreamTokens.WithLabelValues(a.api, string(kind), "input"),
+		m.UpstreamTokens.WithLabelValues(a.api, string(kind), "output")
+}
+
+func (a *apiSeries) requests(m *Metrics, outcome string) prometheus.Counter {
+	if outcome == string(recovery.Pass) {
+		a.passOnce.Do(func() { a.passed = m.Requests.WithLabelValues(a.api, outcome) })
+		return a.passed
+	}
+	return m.Requests.WithLabelValues(a.api, outcome)
 }

@@ -24,14 +24,16 @@ import (
 // the answer it gets. It is the single place where the pipeline's steps are
 // sequenced; adapters translate and the ladder decides.
 type exchange struct {
-	s    *Server
-	rt   *runtime
-	up   *upstream
-	ad   api.Adapter
-	w    http.ResponseWriter
-	r    *http.Request
-	rid  string
-	path string
+	s  *Server
+	rt *runtime
+	up *upstream
+	ad api.Adapter
+	// series are the route's pre-resolved metric series.
+	series *apiSeries
+	w      http.ResponseWriter
+	r      *http.Request
+	rid    string
+	path   string
 
 	start    time.Time
 	upWait   time.Duration
@@ -54,8 +56,9 @@ type usageEntry struct {
 
 // validated returns the handler for a route whose answers are judged.
 func (s *Server) validated(rt *runtime, u *upstream, ad api.Adapter, prefix string) http.HandlerFunc {
+	series := s.metrics.forAPI(ad.Name())
 	return func(w http.ResponseWriter, r *http.Request) {
-		x := &exchange{s: s, rt: rt, up: u, ad: ad, w: w, r: r, start: time.Now(),
+		x := &exchange{s: s, rt: rt, up: u, ad: ad, series: series, w: w, r: r, start: time.Now(),
 			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.Path, prefix)}
 		x.serve()
 	}
@@ -172,11 +175,11 @@ var errFoldedKey = errors.New("the upstream answer has a key that differs from a
 
 // protocolKeys are the keys of the three APIs that carry tool calls, text
 // and their framing.
-var protocolKeys = []string{
+var protocolKeys = jsonx.NewKeyFold(
 	"choices", "message", "delta", "tool_calls", "function", "custom", "name", "arguments", "input",
 	"id", "type", "index", "content", "finish_reason", "usage", "error", "output", "call_id", "item",
 	"output_index", "content_block", "partial_json", "stop_reason", "response", "status", "role", "text",
-}
+)
 
 // errNoCallID reports a function call without an id. The agent answers a
 // call by its id and a re-query must too, so such a call can be neither
@@ -191,7 +194,7 @@ func (x *exchange) parseAnswer(answer []byte) (*api.Response, bool) {
 	err := errNotUTF8
 	switch {
 	case !utf8.Valid(answer):
-	case jsonx.FoldedKey(answer, protocolKeys...):
+	case protocolKeys.In(answer):
 		err = errFoldedKey
 	default:
 		resp, err = x.parseResponse(answer)
@@ -382,7 +385,7 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 		// client's retry may well not meet again.
 		return nil, &recovery.UpstreamError{Err: err}
 	}
-	if jsonx.FoldedKey(answer, protocolKeys...) {
+	if protocolKeys.In(answer) {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)
 	}
 	resp, err := x.parseResponse(answer)
@@ -402,7 +405,7 @@ func (x *exchange) send(ctx context.Context, kind recovery.Kind, body []byte) (*
 	c, err := x.up.do(ctx, http.MethodPost, x.path, x.r.URL.RawQuery, x.header, body)
 	d := time.Since(t)
 	x.upWait += d
-	x.s.metrics.UpstreamDuration.WithLabelValues(x.ad.Name(), string(kind)).Observe(d.Seconds())
+	x.series.upstreamDuration(x.s.metrics, kind).Observe(d.Seconds())
 	return c, err
 }
 
@@ -456,8 +459,9 @@ func (x *exchange) note(kind recovery.Kind, u recovery.Usage, h http.Header) {
 	if id := upstreamRequestID(h); id != "" {
 		x.upIDs = append(x.upIDs, id)
 	}
-	x.s.metrics.UpstreamTokens.WithLabelValues(x.ad.Name(), string(kind), "input").Add(float64(u.Input))
-	x.s.metrics.UpstreamTokens.WithLabelValues(x.ad.Name(), string(kind), "output").Add(float64(u.Output))
+	in, out := x.series.tokens(x.s.metrics, kind)
+	in.Add(float64(u.Input))
+	out.Add(float64(u.Output))
 }
 
 func upstreamRequestID(h http.Header) string {
@@ -558,15 +562,27 @@ func copyHeader(dst, src http.Header) {
 // toolgateHeaders sets SPEC §6 headers. Outcome headers only exist once the
 // whole answer is known.
 func (x *exchange) toolgateHeaders(h http.Header, outcome recovery.Outcome) {
-	h.Set("X-Toolgate-Request-Id", x.rid)
-	h.Set("X-Toolgate-Catalog-Version", x.rt.snap.Version)
+	// Keys are written already canonical: Set would canonicalise each one
+	// on every answer.
+	h["X-Toolgate-Request-Id"] = []string{x.rid}
+	h["X-Toolgate-Catalog-Version"] = []string{x.rt.snap.Version}
 	if outcome == "" {
 		return
 	}
-	h.Set("X-Toolgate-Outcome", string(outcome))
-	h.Set("X-Toolgate-Upstream-Calls", strconv.Itoa(x.calls))
-	h.Set("X-Toolgate-Overhead-Ms", strconv.FormatFloat(float64(x.overhead().Microseconds())/1000, 'f', 3, 64))
-	h.Set("X-Toolgate-Usage", x.usageJSON())
+	h["X-Toolgate-Outcome"] = []string{string(outcome)}
+	h["X-Toolgate-Upstream-Calls"] = []string{strconv.Itoa(x.calls)}
+	h["X-Toolgate-Overhead-Ms"] = []string{millis(x.overhead())}
+	h["X-Toolgate-Usage"] = []string{x.usageJSON()}
+}
+
+// millis formats d in milliseconds with three decimals ("0.042").
+func millis(d time.Duration) string {
+	us := d.Microseconds()
+	var b [32]byte
+	out := strconv.AppendInt(b[:0], us/1000, 10)
+	frac := us % 1000
+	out = append(out, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	return string(out)
 }
 
 func (x *exchange) overhead() time.Duration {
@@ -583,19 +599,33 @@ func (x *exchange) usageJSON() string {
 		in += u.Input
 		out += u.Output
 	}
-	b, _ := jsonx.Marshal(struct {
-		Input  int64        `json:"input_tokens"`
-		Output int64        `json:"output_tokens"`
-		Calls  []usageEntry `json:"calls"`
-	}{in, out, x.usage})
+	b := make([]byte, 0, 64+48*len(x.usage))
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, in, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, out, 10)
+	b = append(b, `,"calls":[`...)
+	for i, u := range x.usage {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"kind":`...)
+		b = jsonx.AppendString(b, string(u.Kind))
+		b = append(b, `,"input":`...)
+		b = strconv.AppendInt(b, u.Input, 10)
+		b = append(b, `,"output":`...)
+		b = strconv.AppendInt(b, u.Output, 10)
+		b = append(b, '}')
+	}
+	b = append(b, "]}"...)
 	return string(b)
 }
 
 // logDone writes the request's one log line. Header values and bodies are
 // never logged.
 func (x *exchange) logDone(status int, outcome string) {
-	x.s.metrics.AddedLatency.WithLabelValues(x.ad.Name()).Observe(x.overhead().Seconds())
-	x.s.metrics.Requests.WithLabelValues(x.ad.Name(), outcome).Inc()
+	x.series.added.Observe(x.overhead().Seconds())
+	x.series.requests(x.s.metrics, outcome).Inc()
 	model := ""
 	if x.req != nil {
 		model = x.req.Model

@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 	"github.com/toolgate/toolgate/recovery"
@@ -166,7 +165,7 @@ func (x *exchange) serveStream(c *call) {
 	tRead := time.Now()
 	for !done && rd.Next() {
 		ev := rd.Event()
-		if jsonx.FoldedKey(ev.Data, protocolKeys...) {
+		if protocolKeys.In(ev.Data) {
 			x.upWait += time.Since(tRead)
 			fail("upstream_error", "the upstream sent a stream event toolgate cannot read", errFoldedKey)
 			return

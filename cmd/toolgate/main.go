@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -107,12 +108,12 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	log, err := newLogger(cfg.Log)
+	log, stopLog, err := newLogger(cfg.Log, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	defer func() { _ = log.Sync() }()
+	defer stopLog()
 	a, err := app.Start(path, app.Options{Logger: log})
 	if err != nil {
 		log.Error("start failed", zap.Error(err))
@@ -143,18 +144,23 @@ func serve(args []string, stderr io.Writer) int {
 	return 0
 }
 
-func newLogger(c catalog.Log) (*zap.Logger, error) {
+// newLogger writes JSON (or console) lines to out through a buffer flushed
+// every second and when the returned stop runs: one write per request line
+// was a system call on every proxied request. zap itself flushes at once
+// before a panic or fatal line.
+func newLogger(c catalog.Log, out io.Writer) (*zap.Logger, func(), error) {
 	level, err := zapcore.ParseLevel(c.Level)
 	if err != nil {
-		return nil, fmt.Errorf("log.level: %w", err)
+		return nil, nil, fmt.Errorf("log.level: %w", err)
 	}
 	zc := zap.NewProductionConfig()
+	enc := zapcore.NewJSONEncoder(zc.EncoderConfig)
 	if c.Format == "console" {
-		zc = zap.NewDevelopmentConfig()
+		enc = zapcore.NewConsoleEncoder(zap.NewDevelopmentConfig().EncoderConfig)
 	}
-	zc.Level = zap.NewAtomicLevelAt(level)
-	zc.OutputPaths = []string{"stderr"}
-	zc.ErrorOutputPaths = []string{"stderr"}
-	zc.Sampling = nil
-	return zc.Build()
+	sink := zapcore.Lock(zapcore.AddSync(out))
+	ws := &zapcore.BufferedWriteSyncer{WS: sink, Size: 256 << 10, FlushInterval: time.Second}
+	log := zap.New(zapcore.NewCore(enc, ws, level),
+		zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel), zap.ErrorOutput(sink))
+	return log, func() { _ = ws.Stop() }, nil
 }

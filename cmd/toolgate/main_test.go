@@ -61,7 +61,7 @@ func TestServeSignals(t *testing.T) {
 	cfg := func(version string) []byte {
 		return []byte("listen: " + listen + "\nadmin_listen: " + admin +
 			"\nupstreams: [{url: 'http://127.0.0.1:9'}]\ncatalog:\n  version: " + version +
-			"\n  tools: [{name: t, description: d}]\nlog: {level: error}\n")
+			"\n  tools: [{name: t, description: d}]\nlog: {level: info}\n")
 	}
 	if err := os.WriteFile(real, cfg("v1"), 0o644); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,8 @@ func TestServeSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan int, 1)
-	go func() { done <- run([]string{"serve", "--config", path}, io.Discard, io.Discard) }()
+	var logs bytes.Buffer // written only by serve's locked, buffered log sink
+	go func() { done <- run([]string{"serve", "--config", path}, io.Discard, &logs) }()
 
 	metric := func() string {
 		resp, err := http.Get("http://" + admin + "/metrics")
@@ -98,6 +99,10 @@ func TestServeSignals(t *testing.T) {
 	case code := <-done:
 		if code != 0 {
 			t.Fatalf("serve exited %d after SIGTERM, want 0", code)
+		}
+		// Log lines are buffered; the last ones must still be written at exit.
+		if !strings.Contains(logs.String(), `"msg":"draining"`) || !strings.Contains(logs.String(), `"signal":"terminated"`) {
+			t.Errorf("the drain line was not flushed at exit; log:\n%s", logs.String())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not exit after SIGTERM")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -126,6 +127,53 @@ func FuzzUnquote(f *testing.F) {
 		// one by one with U+FFFD, as a []rune conversion does.
 		if ok && got != want && string([]rune(got)) != want {
 			t.Fatalf("Unquote(%q) = %q, encoding/json %q", raw, got, want)
+		}
+	})
+}
+
+// FuzzFoldedKey checks the byte scanner against the keys encoding/json
+// sees: on valid JSON, FoldedKey is true exactly when a decoded key folds
+// onto a name without being it.
+func FuzzFoldedKey(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{`{"Choices":1}`, `{"a":"\\","Tool_calls":[]}`, `{"choice\u017f":1}`, `[{"x":{"ID":2}}]`, `{"a":"\"Choices\":"}`} {
+		f.Add([]byte(s))
+	}
+	names := []string{"choices", "tool_calls", "id", "k"}
+	set := NewKeyFold(names...)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := set.In(data)
+		if !json.Valid(data) {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			return
+		}
+		want := false
+		var walk func(any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for key, val := range v {
+					for _, n := range names {
+						if key != n && strings.EqualFold(key, n) {
+							want = true
+						}
+					}
+					walk(val)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			}
+		}
+		walk(v)
+		if got != want {
+			t.Fatalf("FoldedKey(%q) = %v, decoded keys say %v", data, got, want)
 		}
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
+	"strconv"
 )
 
 // ErrSyntax reports input that is not the JSON shape asked for.
@@ -275,6 +275,22 @@ func plainString(s []byte) bool {
 	return true
 }
 
+// Int reads an integer as encoding/json reads one into an int64: absent
+// or null is 0, and a fraction, an exponent or any other type is refused.
+func Int(raw []byte) (int64, bool) {
+	if IsNull(raw) {
+		return 0, true
+	}
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
 // IsNull reports whether raw is absent or the literal null.
 func IsNull(raw []byte) bool {
 	return len(raw) == 0 || string(raw) == "null"
@@ -461,31 +477,119 @@ func skipValue(d []byte, i, depth int) (int, error) {
 // matches struct fields that way while JSON itself, and most clients, are
 // case-sensitive; a document that relies on the difference would be read
 // one way by toolgate and another by the agent, so callers refuse it.
+// Callers that check many documents against the same names prepare them
+// once with NewKeyFold.
 func FoldedKey(data []byte, names ...string) bool {
-	// One linear pass: a key is a string followed by a colon. Strings are
-	// skipped whole, so a colon inside one never counts.
-	for i := 0; i < len(data); i++ {
-		if data[i] != '"' {
-			continue
+	return NewKeyFold(names...).In(data)
+}
+
+// KeyFold is a prepared set of names for FoldedKey.
+type KeyFold struct {
+	names [][]byte
+	// plain: no name has an upper-case or non-ASCII letter, so a key
+	// without one either can only fold onto a name it equals.
+	plain bool
+}
+
+// NewKeyFold prepares names for KeyFold.In.
+func NewKeyFold(names ...string) *KeyFold {
+	k := &KeyFold{names: make([][]byte, len(names)), plain: true}
+	for i, n := range names {
+		k.names[i] = []byte(n)
+		if oddKey([]byte(n)) {
+			k.plain = false
 		}
-		end, err := skipString(data, i)
-		if err != nil {
+	}
+	return k
+}
+
+// In is FoldedKey for the prepared names. It runs on every answer and
+// every stream event, so it finds strings with IndexByte and looks at the
+// bytes of a string only when a colon shows it is a key: text content,
+// often most of a document, is skipped at memory speed.
+func (k *KeyFold) In(data []byte) bool {
+	i := 0
+	for {
+		q := bytes.IndexByte(data[i:], '"')
+		if q < 0 {
 			return false
 		}
-		j := skipWS(data, end)
-		if j < len(data) && data[j] == ':' {
-			key := string(data[i+1 : end-1])
-			if strings.IndexByte(key, '\\') >= 0 {
-				// An escaped key is compared as decoders see it.
-				key, _ = Unquote(data[i:end])
-			}
-			for _, n := range names {
-				if len(key) == len(n) && key != n && strings.EqualFold(key, n) {
-					return true
-				}
-			}
+		start := i + q
+		end := closingQuote(data, start)
+		if end < 0 {
+			return false
 		}
-		i = end - 1
+		i = end + 1
+		if c := skipWS(data, i); c < len(data) && data[c] == ':' && k.folds(data[start+1:end]) {
+			return true
+		}
+	}
+}
+
+// closingQuote returns the index of the quote that ends the string opening
+// at start, or -1. A quote ends it when an even number of backslashes
+// precede it.
+func closingQuote(d []byte, start int) int {
+	j := start + 1
+	for {
+		e := bytes.IndexByte(d[j:], '"')
+		if e < 0 {
+			return -1
+		}
+		j += e
+		n := 0
+		for b := j - 1; b > start && d[b] == '\\'; b-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j
+		}
+		j++
+	}
+}
+
+// oddKey reports a key with an upper-case ASCII letter, a non-ASCII byte
+// or an escape: the only keys that can fold onto a plain name they differ
+// from.
+func oddKey(key []byte) bool {
+	for _, c := range key {
+		if c >= 0x80 || c == '\\' || 'A' <= c && c <= 'Z' {
+			return true
+		}
 	}
 	return false
+}
+
+func (k *KeyFold) folds(key []byte) bool {
+	if k.plain && !oddKey(key) {
+		return false
+	}
+	if bytes.IndexByte(key, '\\') >= 0 {
+		// An escaped key is compared as decoders see it.
+		s, ok := Unquote(append(append([]byte{'"'}, key...), '"'))
+		if !ok {
+			return false
+		}
+		key = []byte(s)
+	}
+	for _, n := range k.names {
+		// Only a non-ASCII key can fold onto a name of another length
+		// (the Kelvin sign is three bytes and folds onto "k").
+		if len(key) != len(n) && isASCII(key) {
+			continue
+		}
+		if !bytes.Equal(key, n) && bytes.EqualFold(key, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

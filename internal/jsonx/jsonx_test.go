@@ -404,6 +404,14 @@ func TestFoldedKey(t *testing.T) {
 		{`{"other":{"CHOICES":1}}`, true},
 		{`{"choicesx":1}`, false},
 		{`not json`, false},
+		{`{"choice\u017f":1}`, true},
+		{"{\"choice\u017f\":1}", true},
+		{`{"a":"x\\","Choices":1}`, true},
+		{`{"a":"x\"Choices\":1"}`, false},
+		{`{"a":"\\\"","b":{"Tool_calls":1}}`, true},
+		{`{"CHOICES"   :  1}`, true},
+		{`{"ÇHOICES":1}`, false},
+		{`{"choices":1,"unterminated`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.doc, func(t *testing.T) {
@@ -411,5 +419,30 @@ func TestFoldedKey(t *testing.T) {
 				t.Errorf("FoldedKey = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+func TestInt(t *testing.T) {
+	cases := []struct {
+		raw  string
+		want int64
+		ok   bool
+	}{
+		{"", 0, true}, {"null", 0, true}, {"0", 0, true}, {"42", 42, true}, {"-7", -7, true},
+		{"1.5", 0, false}, {"1e3", 0, false}, {`"3"`, 0, false}, {"true", 0, false},
+		{"+3", 0, false}, {"99999999999999999999", 0, false}, {"{}", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := Int([]byte(c.raw))
+		if got != c.want || ok != c.ok {
+			t.Errorf("Int(%q) = %d, %v; want %d, %v", c.raw, got, ok, c.want, c.ok)
+		}
+		// encoding/json into an int64 is the reference for a present value.
+		if c.raw != "" {
+			var v int64
+			if err := json.Unmarshal([]byte(c.raw), &v); (err == nil) != c.ok {
+				t.Errorf("Int(%q) ok=%v but encoding/json says %v", c.raw, ok, err)
+			}
+		}
 	}
 }

@@ -318,14 +318,10 @@ func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
 	id, _ := jsonx.Unquote(top.Get("id"))
 	resp := &api.Response{Body: body, Choices: make([]*recovery.Turn, len(choices))}
 	if u := top.Get("usage"); !jsonx.IsNull(u) {
-		var usage struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
-		}
-		if err := json.Unmarshal(u, &usage); err != nil {
+		var ok bool
+		if resp.Usage, ok = readUsage(u); !ok {
 			return nil, ErrShape
 		}
-		resp.Usage = recovery.Usage{Input: usage.PromptTokens, Output: usage.CompletionTokens}
 	}
 	for i, raw := range choices {
 		c, err := jsonx.ParseObject(raw)
@@ -367,6 +363,17 @@ func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
 		resp.Choices[i] = t
 	}
 	return resp, nil
+}
+
+// readUsage reads the token counts of a usage object.
+func readUsage(raw []byte) (recovery.Usage, bool) {
+	obj, err := jsonx.ParseObject(raw)
+	if err != nil {
+		return recovery.Usage{}, false
+	}
+	in, ok1 := jsonx.Int(obj.Get("prompt_tokens"))
+	out, ok2 := jsonx.Int(obj.Get("completion_tokens"))
+	return recovery.Usage{Input: in, Output: out}, ok1 && ok2
 }
 
 // readCall reads one tool call of an answer into its wire form. A field of

@@ -329,12 +329,8 @@ func (s *stream) feedText(data []byte) (bool, error) {
 		s.id, _ = jsonx.Unquote(obj.Get("id"))
 	}
 	if u := obj.Get("usage"); !jsonx.IsNull(u) {
-		var usage struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
-		}
-		if json.Unmarshal(u, &usage) == nil {
-			s.usage = recovery.Usage{Input: usage.PromptTokens, Output: usage.CompletionTokens}
+		if usage, ok := readUsage(u); ok {
+			s.usage = usage
 		}
 	}
 	return true, nil
