@@ -147,7 +147,7 @@ func (x *exchange) serveStream(c *call) {
 		}}
 	shadow := x.settings.Shadow
 	var held []api.HeldEvent
-	var heldBuf []byte
+	var heldBuf, heldData []byte
 	heldBytes := int64(0)
 	holding, done := false, false
 	stopKeepalive := func() {}
@@ -163,8 +163,11 @@ func (x *exchange) serveStream(c *call) {
 
 	rd := sse.NewReader(c.body, maxEvent)
 	tRead := time.Now()
+	// One event variable for the stream: Feed takes its address, and a
+	// variable declared in the loop would be a heap object per event.
+	var ev sse.Event
 	for !done && rd.Next() {
-		ev := rd.Event()
+		ev = rd.Event()
 		if protocolKeys.In(ev.Data) {
 			x.upWait += time.Since(tRead)
 			fail("upstream_error", "the upstream sent a stream event toolgate cannot read", errFoldedKey)
@@ -194,10 +197,17 @@ func (x *exchange) serveStream(c *call) {
 				return
 			}
 			// Raw bytes go into one buffer, so the common case (nothing
-			// changed) writes it out without another copy.
-			start := len(heldBuf)
+			// changed) writes it out without another copy; data into
+			// another, instead of a copy per event. Slices into a buffer
+			// that grows keep the old array, whose bytes do not change.
+			start, dstart := len(heldBuf), len(heldData)
 			heldBuf = append(heldBuf, ev.Raw...)
-			held = append(held, api.HeldEvent{Raw: heldBuf[start:len(heldBuf):len(heldBuf)], Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
+			heldData = append(heldData, ev.Data...)
+			var data []byte
+			if ev.Data != nil {
+				data = heldData[dstart:len(heldData):len(heldData)]
+			}
+			held = append(held, api.HeldEvent{Raw: heldBuf[start:len(heldBuf):len(heldBuf)], Event: string(ev.Event), Data: data})
 			continue
 		}
 		write := sw.write

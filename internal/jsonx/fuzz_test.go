@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var fuzzSeeds = []string{
@@ -45,6 +46,7 @@ func FuzzParseObject(f *testing.F) {
 				t.Fatalf("value %q of %q is not taken from the input", m.Value, m.Key)
 			}
 		}
+		checkSplit(t, obj)
 		out := obj.Bytes()
 		if !json.Valid(data) {
 			return
@@ -111,7 +113,8 @@ func FuzzParseArray(f *testing.F) {
 // FuzzUnquote: Unquote agrees with encoding/json on what is a JSON string
 // and what it says, and never panics.
 func FuzzUnquote(f *testing.F) {
-	for _, s := range []string{`"a"`, `""`, `"a\"b"`, `"\u00e9"`, `"abc`, `"ab"c"`, "\"a\nb\"", `"\xff"`, `1`, `"`} {
+	for _, s := range []string{`"a"`, `""`, `"a\"b"`, `"\u00e9"`, `"abc`, `"ab"c"`, "\"a\nb\"", `"\xff"`, `1`, `"`,
+		`"\ud83d\ude00"`, `"\ud83d"`, `"\udc00\ud83d\ude00"`, `"\ud83d\u0041"`, "\"\xff\xfe\"", `"\x"`, `"\u12"`, `"\/"`, `"é"`, `"\"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -123,10 +126,14 @@ func FuzzUnquote(f *testing.F) {
 		if ok != stdOK {
 			t.Fatalf("Unquote(%q) ok = %v, encoding/json %v", raw, ok, stdOK)
 		}
-		// The fast path keeps invalid UTF-8 bytes that the decoder replaces
-		// one by one with U+FFFD, as a []rune conversion does.
-		if ok && got != want && string([]rune(got)) != want {
+		if ok && got != want {
 			t.Fatalf("Unquote(%q) = %q, encoding/json %q", raw, got, want)
+		}
+		// Keeping bytes as sent differs only where they are not UTF-8.
+		if ok && utf8.Valid(raw) {
+			if b, ok2 := AppendEscapesDecoded(nil, raw[1:len(raw)-1]); !ok2 || string(b) != want {
+				t.Fatalf("AppendEscapesDecoded(%q) = %q, %v; want %q", raw, b, ok2, want)
+			}
 		}
 	})
 }
@@ -174,6 +181,60 @@ func FuzzFoldedKey(f *testing.F) {
 		walk(v)
 		if got != want {
 			t.Fatalf("FoldedKey(%q) = %v, decoded keys say %v", data, got, want)
+		}
+	})
+}
+
+// checkSplit: on values of a document ParseObject accepted, the unchecked
+// splitters find exactly what the checking ones find.
+func checkSplit(t *testing.T, obj Object) {
+	t.Helper()
+	for _, m := range obj {
+		v := m.Value
+		switch v[0] {
+		case '{':
+			want, err := ParseObject(v)
+			got, err2 := SplitObjectInto(nil, v)
+			if (err == nil) != (err2 == nil) || !reflect.DeepEqual(want, got) && len(want)+len(got) > 0 {
+				t.Fatalf("SplitObjectInto(%q) = %q, %v; ParseObject = %q, %v", v, got, err2, want, err)
+			}
+			checkSplit(t, want)
+		case '[':
+			want, err := ParseArray(v)
+			got, err2 := SplitArrayInto(nil, v)
+			if (err == nil) != (err2 == nil) || !reflect.DeepEqual(want, got) && len(want)+len(got) > 0 {
+				t.Fatalf("SplitArrayInto(%q) = %q, %v; ParseArray = %q, %v", v, got, err2, want, err)
+			}
+			for _, e := range want {
+				if len(e) > 0 && e[0] == '{' {
+					o, _ := ParseObject(e)
+					checkSplit(t, o)
+				}
+			}
+		}
+	}
+}
+
+// FuzzSplit: the unchecked splitters never panic or read out of bounds,
+// whatever the bytes.
+func FuzzSplit(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if o, err := SplitObjectInto(nil, data); err == nil {
+			for _, m := range o {
+				if len(m.Value) == 0 {
+					t.Fatalf("empty value for %q in %q", m.Key, data)
+				}
+			}
+		}
+		if a, err := SplitArrayInto(nil, data); err == nil {
+			for _, e := range a {
+				if len(e) == 0 {
+					t.Fatalf("empty element in %q", data)
+				}
+			}
 		}
 	})
 }

@@ -9,6 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // ErrSyntax reports input that is not the JSON shape asked for.
@@ -50,18 +53,9 @@ func ParseObjectInto(dst Object, data []byte) (Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		var key string
-		if raw := data[i+1 : end-1]; bytes.IndexByte(raw, '\\') < 0 {
-			var ok bool
-			if key, ok = knownKeys[string(raw)]; !ok {
-				key = string(raw)
-			}
-		} else {
-			k, ok := Unquote(data[i:end])
-			if !ok {
-				return nil, ErrSyntax
-			}
-			key = k
+		key, ok := keyString(data[i:end])
+		if !ok {
+			return nil, ErrSyntax
 		}
 		i = skipWS(data, end)
 		if i >= len(data) || data[i] != ':' {
@@ -92,10 +86,9 @@ func ParseObjectInto(dst Object, data []byte) (Object, error) {
 
 // knownKeys interns the keys of the model APIs' answers and chunks: a
 // stream repeats the same dozen keys in every event, and converting each to
-// a fresh string was most of what splitting them allocated. (A map index
-// with a converted []byte does not allocate.)
-var knownKeys = func() map[string]string {
-	m := map[string]string{}
+// a fresh string was most of what splitting them allocated. They are found
+// by length and first byte, which was several times cheaper than a map.
+var knownKeys = func() (t [32][]string) {
 	for _, k := range []string{
 		"id", "object", "created", "model", "system_fingerprint", "service_tier", "obfuscation",
 		"choices", "index", "delta", "message", "role", "content", "refusal", "annotations",
@@ -106,10 +99,26 @@ var knownKeys = func() map[string]string {
 		"input_tokens", "output_tokens", "sequence_number", "item_id", "output_index",
 		"item", "output", "call_id", "status", "response", "signature", "thinking",
 	} {
-		m[k] = k
+		if len(k) >= len(t) {
+			panic("jsonx: known key too long for the table: " + k)
+		}
+		t[len(k)] = append(t[len(k)], k)
 	}
-	return m
+	return t
 }()
+
+// intern returns the known key equal to raw.
+func intern(raw []byte) (string, bool) {
+	if len(raw) == 0 || len(raw) >= len(knownKeys) {
+		return "", false
+	}
+	for _, k := range knownKeys[len(raw)] {
+		if k[0] == raw[0] && string(raw) == k {
+			return k, true
+		}
+	}
+	return "", false
+}
 
 // Get returns the raw value of key, or nil. Of repeated keys the last one
 // counts, as in encoding/json and every mainstream decoder, so an edit reads
@@ -209,6 +218,151 @@ func ParseArrayInto(dst [][]byte, data []byte) ([][]byte, error) {
 	return out, nil
 }
 
+// SplitObject is SplitObjectInto with a fresh slice.
+func SplitObject(data []byte) (Object, error) {
+	return SplitObjectInto(make(Object, 0, 8), data)
+}
+
+// SplitArray is SplitArrayInto with a fresh slice.
+func SplitArray(data []byte) ([][]byte, error) {
+	return SplitArrayInto(make([][]byte, 0, 4), data)
+}
+
+// SplitObjectInto is ParseObjectInto for a value taken from a document that
+// ParseObject or ParseArray has already checked: it finds the members
+// without checking the grammar a second time, which on nested values was
+// most of the cost of reading a stream chunk. On anything else it may
+// return wrong members, but never reads out of bounds.
+func SplitObjectInto(dst Object, data []byte) (Object, error) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, ErrSyntax
+	}
+	obj := dst[:0]
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return obj, nil
+	}
+	for i < len(data) && data[i] == '"' {
+		end := closingQuote(data, i)
+		if end < 0 {
+			return nil, ErrSyntax
+		}
+		key, ok := keyString(data[i : end+1])
+		if !ok {
+			return nil, ErrSyntax
+		}
+		i = skipWS(data, end+1)
+		if i >= len(data) || data[i] != ':' {
+			return nil, ErrSyntax
+		}
+		i = skipWS(data, i+1)
+		vend, ok := skipChecked(data, i)
+		if !ok {
+			return nil, ErrSyntax
+		}
+		obj = append(obj, Field{Key: key, Value: data[i:vend]})
+		i = skipWS(data, vend)
+		if i < len(data) && data[i] == ',' {
+			i = skipWS(data, i+1)
+			continue
+		}
+		if i < len(data) && data[i] == '}' {
+			return obj, nil
+		}
+		break
+	}
+	return nil, ErrSyntax
+}
+
+// SplitArrayInto is ParseArrayInto for a checked value (see SplitObjectInto).
+func SplitArrayInto(dst [][]byte, data []byte) ([][]byte, error) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return nil, ErrSyntax
+	}
+	out := dst[:0]
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return out, nil
+	}
+	for i < len(data) {
+		end, ok := skipChecked(data, i)
+		if !ok {
+			return nil, ErrSyntax
+		}
+		out = append(out, data[i:end])
+		i = skipWS(data, end)
+		if i < len(data) && data[i] == ',' {
+			i = skipWS(data, i+1)
+			continue
+		}
+		if i < len(data) && data[i] == ']' {
+			return out, nil
+		}
+		break
+	}
+	return nil, ErrSyntax
+}
+
+// keyString returns a quoted key as a string, interned when it is one of
+// the APIs' keys.
+func keyString(quoted []byte) (string, bool) {
+	raw := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return Unquote(quoted)
+	}
+	if k, ok := intern(raw); ok {
+		return k, true
+	}
+	return string(raw), true
+}
+
+// skipChecked returns the end of the value at i in a checked document:
+// strings are skipped by their closing quote and containers by counting
+// brackets outside strings.
+func skipChecked(d []byte, i int) (int, bool) {
+	if i >= len(d) {
+		return 0, false
+	}
+	switch d[i] {
+	case '"':
+		end := closingQuote(d, i)
+		return end + 1, end >= 0
+	case '{', '[':
+		depth := 0
+		for i < len(d) {
+			switch d[i] {
+			case '"':
+				end := closingQuote(d, i)
+				if end < 0 {
+					return 0, false
+				}
+				i = end
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	default:
+		j := i
+		for j < len(d) {
+			switch d[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return j, j > i
+			}
+			j++
+		}
+		return j, j > i
+	}
+}
+
 // AppendArray writes elems as a JSON array.
 func AppendArray(dst []byte, elems [][]byte) []byte {
 	dst = append(dst, '[')
@@ -253,26 +407,135 @@ func Unquote(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
-	if plainString(raw[1 : len(raw)-1]) {
-		return string(raw[1 : len(raw)-1]), true
+	content := raw[1 : len(raw)-1]
+	if plainString(content) {
+		return string(content), true
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	b, ok := AppendUnescaped(make([]byte, 0, len(content)), content)
+	if !ok {
 		return "", false
 	}
-	return s, true
+	return string(b), true
 }
 
 // plainString reports whether s can be a JSON string's content as it
-// stands: no escapes, no quotes and no control characters, which all need
-// the full decoder (to decode, or to be refused).
+// stands: ASCII with no escapes, quotes or control characters.
 func plainString(s []byte) bool {
 	for _, c := range s {
-		if c == '"' || c == '\\' || c < 0x20 {
+		if c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
 			return false
 		}
 	}
 	return true
+}
+
+// AppendUnescaped appends the decoded content of a JSON string (the bytes
+// between its quotes) to dst exactly as encoding/json decodes it: escapes
+// resolved, a surrogate pair joined, a lone surrogate or an invalid UTF-8
+// byte turned into U+FFFD. It reports false for content no JSON string can
+// have (a bare quote or control character, a bad escape); dst then holds
+// what was decoded before it.
+func AppendUnescaped(dst, s []byte) ([]byte, bool) {
+	return appendUnescaped(dst, s, true)
+}
+
+// AppendEscapesDecoded is AppendUnescaped that keeps every byte outside an
+// escape as it is, valid UTF-8 or not: for pieces of a string cut at any
+// byte, such as streamed arguments, which are valid only once joined.
+func AppendEscapesDecoded(dst, s []byte) ([]byte, bool) {
+	return appendUnescaped(dst, s, false)
+}
+
+func appendUnescaped(dst, s []byte, coerce bool) ([]byte, bool) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(s) {
+				return dst, false
+			}
+			switch e := s[i+1]; e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r, ok := hex4(s[i+2:])
+				if !ok {
+					return dst, false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if r2, ok := hex4(s[i+2:]); ok {
+							if d := utf16.DecodeRune(r, r2); d != unicode.ReplacementChar {
+								dst = utf8.AppendRune(dst, d)
+								i += 6
+								continue
+							}
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default:
+				return dst, false
+			}
+			i += 2
+		case c == '"' || c < 0x20:
+			return dst, false
+		case c < utf8.RuneSelf:
+			j := i + 1
+			for j < len(s) && plainByte[s[j]] && s[j] < utf8.RuneSelf {
+				j++
+			}
+			dst = append(dst, s[i:j]...)
+			i = j
+		case !coerce:
+			dst = append(dst, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			} else {
+				dst = append(dst, s[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return dst, true
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // Int reads an integer as encoding/json reads one into an int64: absent
@@ -317,13 +580,21 @@ const maxDepth = 10000
 func skipString(d []byte, i int) (int, error) {
 	i++
 	for i < len(d) {
+		// Most string bytes need no decision: run over them with one
+		// table load each before looking at the rare ones.
+		for i < len(d) && plainByte[d[i]] {
+			i++
+		}
+		if i >= len(d) {
+			break
+		}
 		c := d[i]
 		switch {
 		case c == '"':
 			return i + 1, nil
 		case c < 0x20:
 			return 0, ErrSyntax
-		case c == '\\':
+		default: // a backslash
 			if i+1 >= len(d) {
 				return 0, ErrSyntax
 			}
@@ -338,12 +609,19 @@ func skipString(d []byte, i int) (int, error) {
 			default:
 				return 0, ErrSyntax
 			}
-		default:
-			i++
 		}
 	}
 	return 0, ErrSyntax
 }
+
+// plainByte marks the bytes a JSON string holds as they are: not a quote,
+// a backslash or a control character.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex4(b []byte) bool {
 	for _, c := range b {
@@ -531,6 +809,19 @@ func (k *KeyFold) In(data []byte) bool {
 // precede it.
 func closingQuote(d []byte, start int) int {
 	j := start + 1
+	// Keys and most values are short: a plain loop finds their end before
+	// IndexByte would have set up.
+	for stop := min(j+16, len(d)); j < stop; j++ {
+		switch d[j] {
+		case '"':
+			return j
+		case '\\':
+			j++
+		}
+	}
+	if j >= len(d) {
+		return -1
+	}
 	for {
 		e := bytes.IndexByte(d[j:], '"')
 		if e < 0 {

@@ -42,7 +42,9 @@ type wireTool struct {
 // reflection: it runs before the upstream call, so its cost is added to
 // the time to the first byte of every answer. Keys are matched as written,
 // as the provider matches them. A field of the wrong type makes the
-// request unreadable, as a struct decoder would.
+// request unreadable, as a struct decoder would. Only the top level is
+// checked against the grammar; the values inside it are then split with
+// jsonx.Split*, which does not check the same bytes again.
 func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 	top, err := jsonx.ParseObject(body)
 	if err != nil {
@@ -70,12 +72,12 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 	}
 	var texts []string
 	if raw := top.Get("messages"); !jsonx.IsNull(raw) {
-		msgs, err := jsonx.ParseArray(raw)
+		msgs, err := jsonx.SplitArray(raw)
 		if err != nil {
 			return nil, errField("messages")
 		}
 		for _, m := range msgs {
-			obj, err := jsonx.ParseObject(m)
+			obj, err := jsonx.SplitObject(m)
 			if err != nil {
 				return nil, errField("messages")
 			}
@@ -102,12 +104,12 @@ func offered(req *api.Request, raw []byte) error {
 	if jsonx.IsNull(raw) {
 		return nil
 	}
-	tools, err := jsonx.ParseArray(raw)
+	tools, err := jsonx.SplitArray(raw)
 	if err != nil {
 		return errField("tools")
 	}
 	for _, t := range tools {
-		obj, err := jsonx.ParseObject(t)
+		obj, err := jsonx.SplitObject(t)
 		if err != nil {
 			return errField("tools")
 		}
@@ -127,7 +129,7 @@ func offered(req *api.Request, raw []byte) error {
 		if jsonx.IsNull(def) {
 			continue
 		}
-		fn, err := jsonx.ParseObject(def)
+		fn, err := jsonx.SplitObject(def)
 		if err != nil {
 			return errField("tools")
 		}
@@ -302,7 +304,8 @@ func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
 	// The answer is split with jsonx, which checks the JSON grammar in the
 	// same pass; only the tool calls are decoded into structs. The rest of
 	// an answer (usage details, logprobs, annotations) is not needed, and
-	// reflection over it was the largest cost of the plain path.
+	// reflection over it was the largest cost of the plain path. Values
+	// inside the checked top level are split without a second check.
 	top, err := jsonx.ParseObject(body)
 	if err != nil {
 		return nil, err
@@ -311,7 +314,7 @@ func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
 	if jsonx.IsNull(rawChoices) {
 		return nil, ErrShape
 	}
-	choices, err := jsonx.ParseArray(rawChoices)
+	choices, err := jsonx.SplitArray(rawChoices)
 	if err != nil {
 		return nil, ErrShape
 	}
@@ -324,19 +327,19 @@ func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
 		}
 	}
 	for i, raw := range choices {
-		c, err := jsonx.ParseObject(raw)
+		c, err := jsonx.SplitObject(raw)
 		if err != nil {
 			return nil, ErrShape
 		}
 		t := &recovery.Turn{ResponseID: id, Raw: turnRef{body: body, choice: i}}
 		if m := c.Get("message"); !jsonx.IsNull(m) {
-			msg, err := jsonx.ParseObject(m)
+			msg, err := jsonx.SplitObject(m)
 			if err != nil {
 				return nil, ErrShape
 			}
 			t.Text, _ = jsonx.Unquote(msg.Get("content"))
 			if tcs := msg.Get("tool_calls"); !jsonx.IsNull(tcs) {
-				elems, err := jsonx.ParseArray(tcs)
+				elems, err := jsonx.SplitArray(tcs)
 				if err != nil {
 					return nil, ErrShape
 				}
@@ -365,9 +368,10 @@ func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
 	return resp, nil
 }
 
-// readUsage reads the token counts of a usage object.
+// readUsage reads the token counts of a usage object taken from a checked
+// answer or chunk.
 func readUsage(raw []byte) (recovery.Usage, bool) {
-	obj, err := jsonx.ParseObject(raw)
+	obj, err := jsonx.SplitObject(raw)
 	if err != nil {
 		return recovery.Usage{}, false
 	}
@@ -376,11 +380,12 @@ func readUsage(raw []byte) (recovery.Usage, bool) {
 	return recovery.Usage{Input: in, Output: out}, ok1 && ok2
 }
 
-// readCall reads one tool call of an answer into its wire form. A field of
-// the wrong type makes the answer unreadable, as a struct decoder would.
+// readCall reads one tool call of a checked answer into its wire form. A
+// field of the wrong type makes the answer unreadable, as a struct decoder
+// would.
 func readCall(raw []byte) (wireCall, error) {
 	var tc wireCall
-	obj, err := jsonx.ParseObject(raw)
+	obj, err := jsonx.SplitObject(raw)
 	if err != nil {
 		if jsonx.IsNull(raw) {
 			return tc, nil
@@ -394,7 +399,7 @@ func readCall(raw []byte) (wireCall, error) {
 		return tc, ErrShape
 	}
 	if fn := obj.Get("function"); !jsonx.IsNull(fn) {
-		fo, err := jsonx.ParseObject(fn)
+		fo, err := jsonx.SplitObject(fn)
 		if err != nil {
 			return tc, ErrShape
 		}
@@ -405,7 +410,7 @@ func readCall(raw []byte) (wireCall, error) {
 		tc.Function.Arguments = fo.Get("arguments")
 	}
 	if cu := obj.Get("custom"); !jsonx.IsNull(cu) {
-		co, err := jsonx.ParseObject(cu)
+		co, err := jsonx.SplitObject(cu)
 		if err != nil {
 			return tc, ErrShape
 		}

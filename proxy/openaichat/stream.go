@@ -227,7 +227,8 @@ func (s *stream) feedText(data []byte) (bool, error) {
 	}
 	sc := &s.scratch
 	// ParseObjectInto checks the JSON grammar as it splits; what it refuses,
-	// the full decoder refuses too, with its own error.
+	// the full decoder refuses too, with its own error. The values inside
+	// are split with jsonx.Split*, which does not check them again.
 	obj, err := jsonx.ParseObjectInto(sc.top, data)
 	if err != nil || misspelt(obj, "choices", "usage", "id") {
 		return false, nil
@@ -235,7 +236,7 @@ func (s *stream) feedText(data []byte) (bool, error) {
 	sc.top = obj
 	choices := sc.choices[:0]
 	if raw := obj.Get("choices"); !jsonx.IsNull(raw) {
-		if choices, err = jsonx.ParseArrayInto(sc.choices, raw); err != nil {
+		if choices, err = jsonx.SplitArrayInto(sc.choices, raw); err != nil {
 			return false, nil
 		}
 		sc.choices = choices
@@ -243,7 +244,7 @@ func (s *stream) feedText(data []byte) (bool, error) {
 	deltas := sc.deltas[:0]
 	fcalls := sc.fcalls[:0]
 	for _, raw := range choices {
-		co, err := jsonx.ParseObjectInto(sc.choice, raw)
+		co, err := jsonx.SplitObjectInto(sc.choice, raw)
 		if err != nil || misspelt(co, "index", "delta", "finish_reason") {
 			return false, nil
 		}
@@ -264,7 +265,7 @@ func (s *stream) feedText(data []byte) (bool, error) {
 			d.finish = fr
 		}
 		if dr := co.Get("delta"); !jsonx.IsNull(dr) {
-			delta, err := jsonx.ParseObjectInto(sc.delta, dr)
+			delta, err := jsonx.SplitObjectInto(sc.delta, dr)
 			if err != nil {
 				return false, nil
 			}
@@ -339,13 +340,27 @@ func (s *stream) feedText(data []byte) (bool, error) {
 // misspelt reports a key that matches one of names only when case is
 // ignored. encoding/json, and so the full decoder, matches keys that way; a
 // chunk that spells "Choices" must be read as the full decoder reads it, or
-// a call could slip past unseen.
+// a call could slip past unseen. names are lower-case ASCII.
 func misspelt(obj jsonx.Object, names ...string) bool {
 	for _, f := range obj {
+		if !foldable(f.Key) {
+			continue
+		}
 		for _, n := range names {
 			if f.Key != n && strings.EqualFold(f.Key, n) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// foldable reports a key with an upper-case or non-ASCII letter: a key of
+// lower-case ASCII can only fold onto the lower-case names it equals.
+func foldable(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return true
 		}
 	}
 	return false
@@ -356,13 +371,13 @@ func misspelt(obj jsonx.Object, names ...string) bool {
 // not a string, unknown fields) goes to the full decoder.
 func (s *stream) parseFastCalls(dst []fastCall, raw []byte) ([]fastCall, bool) {
 	sc := &s.scratch
-	elems, err := jsonx.ParseArrayInto(sc.calls, raw)
+	elems, err := jsonx.SplitArrayInto(sc.calls, raw)
 	if err != nil {
 		return dst, false
 	}
 	sc.calls = elems
 	for _, e := range elems {
-		obj, err := jsonx.ParseObjectInto(sc.call, e)
+		obj, err := jsonx.SplitObjectInto(sc.call, e)
 		if err != nil {
 			return dst, false
 		}
@@ -403,7 +418,7 @@ func (s *stream) parseFastCalls(dst []fastCall, raw []byte) ([]fastCall, bool) {
 }
 
 func (s *stream) parseFastFunction(raw []byte, fc *fastCall) bool {
-	obj, err := jsonx.ParseObjectInto(s.scratch.fn, raw)
+	obj, err := jsonx.SplitObjectInto(s.scratch.fn, raw)
 	if err != nil {
 		return false
 	}
@@ -431,7 +446,7 @@ func unquoteFragment(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
-	out, ok := appendUnescaped(nil, raw[1:len(raw)-1])
+	out, ok := jsonx.AppendEscapesDecoded(nil, raw[1:len(raw)-1])
 	return string(out), ok
 }
 
@@ -441,34 +456,8 @@ func appendFragment(dst, raw []byte) []byte {
 	if len(raw) < 2 {
 		return dst
 	}
-	out, _ := appendUnescaped(dst, raw[1:len(raw)-1])
+	out, _ := jsonx.AppendEscapesDecoded(dst, raw[1:len(raw)-1])
 	return out
-}
-
-func appendUnescaped(out, s []byte) ([]byte, bool) {
-	for {
-		i := bytes.IndexByte(s, '\\')
-		if i < 0 {
-			return append(out, s...), true
-		}
-		out, s = append(out, s[:i]...), s[i:]
-		n := 2
-		if len(s) >= 6 && s[1] == 'u' {
-			n = 6
-			// A surrogate pair is two escapes that decode together.
-			if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
-				n = 12
-			}
-		}
-		if n > len(s) {
-			return out, false
-		}
-		e, ok := jsonx.Unquote(append(append([]byte{'"'}, s[:n]...), '"'))
-		if !ok {
-			return out, false
-		}
-		out, s = append(out, e...), s[n:]
-	}
 }
 
 // Usage implements api.Stream.
