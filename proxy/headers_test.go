@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/toolgate/toolgate/recovery"
@@ -50,4 +54,37 @@ func TestUsageJSON(t *testing.T) {
 			t.Errorf("usageJSON() = %s\nwant          %s", got, want)
 		}
 	}
+}
+
+// readAll must read exactly what io.ReadAll reads, whatever the length the
+// body declared.
+func TestReadAll(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), 300)
+	for _, hint := range []int64{-1, 0, 1, 512, 2999, 3000, 3001, 1 << 30} {
+		for _, chunk := range []int{1, 7, 4096} {
+			got, err := readAll(&chunkReader{b: body, n: chunk}, hint)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("hint %d chunk %d: %d bytes, %v", hint, chunk, len(got), err)
+			}
+		}
+	}
+	boom := errors.New("boom")
+	if _, err := readAll(iotest.ErrReader(boom), 10); !errors.Is(err, boom) {
+		t.Fatalf("error not passed on: %v", err)
+	}
+}
+
+type chunkReader struct {
+	b []byte
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), c.n, len(c.b))
+	copy(p, c.b[:n])
+	c.b = c.b[n:]
+	return n, nil
 }

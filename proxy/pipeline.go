@@ -423,7 +423,7 @@ func (x *exchange) readAnswer(c *call) ([]byte, error) {
 		return nil, errEncoding
 	}
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
-	b, err := io.ReadAll(io.LimitReader(c.body, limit+1))
+	b, err := readAll(io.LimitReader(c.body, limit+1), c.resp.ContentLength)
 	if err != nil {
 		if cause := context.Cause(c.ctx); errors.Is(cause, errIdle) {
 			return nil, errIdle

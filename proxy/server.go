@@ -260,7 +260,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		return nil, false
 	}
 	rd := http.MaxBytesReader(innermost(w), r.Body, limit)
-	body, err := io.ReadAll(rd)
+	body, err := readAll(rd, r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -273,6 +273,33 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	}
 	return body, true
 }
+
+// readAll is io.ReadAll sized from the declared length, so a body is read
+// into one allocation instead of a doubling series. The hint is capped: a
+// false Content-Length costs at most maxReadHint bytes up front.
+func readAll(r io.Reader, hint int64) ([]byte, error) {
+	if hint <= 0 || hint > maxReadHint {
+		hint = 512
+	}
+	// One spare byte, so that the read that meets EOF finds room and
+	// does not force a copy of a body that was exactly as announced.
+	b := make([]byte, 0, hint+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+const maxReadHint = 1 << 20
 
 // innermost unwraps w down to the server's own ResponseWriter. Only that
 // one lets http.MaxBytesReader mark the connection to close once the limit
