@@ -109,28 +109,42 @@ func (sw *streamWriter) begun() bool {
 }
 
 // keepalive writes an SSE comment every interval until stop is called, so
-// proxies and load balancers do not cut a stream that is being held.
+// proxies and load balancers do not cut a stream that is being held. Most
+// held streams end long before the first comment is due, so it runs on a
+// timer rather than a goroutine of its own. Once stop returns, no comment
+// is being written and none will be.
 func (sw *streamWriter) keepalive(interval time.Duration) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if sw.write(sse.AppendComment(nil, "keepalive")) != nil {
-					return
-				}
-			}
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(done); wg.Wait() }) }
+	k := &keepaliveTimer{sw: sw, interval: interval}
+	k.mu.Lock()
+	k.t = time.AfterFunc(interval, k.fire)
+	k.mu.Unlock()
+	return k.stop
+}
+
+type keepaliveTimer struct {
+	mu       sync.Mutex
+	sw       *streamWriter
+	t        *time.Timer
+	interval time.Duration
+	stopped  bool
+}
+
+var keepaliveComment = sse.AppendComment(nil, "keepalive")
+
+func (k *keepaliveTimer) fire() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped || k.sw.write(keepaliveComment) != nil {
+		return
+	}
+	k.t.Reset(k.interval)
+}
+
+func (k *keepaliveTimer) stop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stopped = true
+	k.t.Stop()
 }
 
 // serveStream validates a streamed answer: text flows through as it comes;
@@ -148,6 +162,7 @@ func (x *exchange) serveStream(c *call) {
 	shadow := x.settings.Shadow
 	var held []api.HeldEvent
 	var heldBuf, heldData []byte
+	defer func() { putHeldBuf(heldBuf) }()
 	heldBytes := int64(0)
 	holding, done := false, false
 	stopKeepalive := func() {}
@@ -161,7 +176,8 @@ func (x *exchange) serveStream(c *call) {
 	}
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
 
-	rd := sse.NewReader(c.body, maxEvent)
+	rd := getReader(c.body)
+	defer putReader(rd)
 	tRead := time.Now()
 	// One event variable for the stream: Feed takes its address, and a
 	// variable declared in the loop would be a heap object per event.
@@ -197,17 +213,28 @@ func (x *exchange) serveStream(c *call) {
 				return
 			}
 			// Raw bytes go into one buffer, so the common case (nothing
-			// changed) writes it out without another copy; data into
-			// another, instead of a copy per event. Slices into a buffer
-			// that grows keep the old array, whose bytes do not change.
-			start, dstart := len(heldBuf), len(heldData)
+			// changed) writes it out without another copy. Data is found
+			// in that copy when it is one line of Raw; only joined data
+			// is copied, into a second buffer. Slices into a buffer that
+			// grows keep the old array, whose bytes do not change.
+			if heldBuf == nil {
+				heldBuf = getHeldBuf()
+			}
+			start := len(heldBuf)
 			heldBuf = append(heldBuf, ev.Raw...)
-			heldData = append(heldData, ev.Data...)
+			raw := heldBuf[start:len(heldBuf):len(heldBuf)]
 			var data []byte
-			if ev.Data != nil {
+			// An adapter's Feed may have rewritten Raw; the comparison
+			// makes sure the bytes found are Data's either way.
+			switch at, end := ev.DataAt, ev.DataAt+len(ev.Data); {
+			case at > 0 && end <= len(raw) && bytes.Equal(raw[at:end], ev.Data):
+				data = raw[at:end:end]
+			case ev.Data != nil:
+				dstart := len(heldData)
+				heldData = append(heldData, ev.Data...)
 				data = heldData[dstart:len(heldData):len(heldData)]
 			}
-			held = append(held, api.HeldEvent{Raw: heldBuf[start:len(heldBuf):len(heldBuf)], Event: string(ev.Event), Data: data})
+			held = append(held, api.HeldEvent{Raw: raw, Event: string(ev.Event), Data: data})
 			continue
 		}
 		write := sw.write
@@ -288,6 +315,52 @@ func (x *exchange) serveStream(c *call) {
 	}
 	drain(c)
 	x.logDone(http.StatusOK, string(v.outcome))
+}
+
+// readers recycles stream readers with their buffers. Events alias a
+// reader's buffer, and adapters copy what they keep of them, so nothing
+// points into it once serveStream returns.
+var readers = sync.Pool{New: func() any { return sse.NewReader(nil, maxEvent) }}
+
+func getReader(src io.Reader) *sse.Reader {
+	rd := readers.Get().(*sse.Reader)
+	rd.Reset(src)
+	return rd
+}
+
+func putReader(rd *sse.Reader) {
+	if rd.BufferCap() > maxPooledHeld {
+		return
+	}
+	rd.Reset(nil)
+	readers.Put(rd)
+}
+
+// heldBufs recycles the buffers held events are copied into. Every slice
+// of one is dead once serveStream returns: adapters copy what they keep
+// from events as they are fed, and Render's output is written before the
+// return.
+var heldBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledHeld keeps the buffer of an unusually long held answer out of
+// the pool, so one large answer does not pin its memory.
+const maxPooledHeld = 256 << 10
+
+func getHeldBuf() []byte {
+	b := *heldBufs.Get().(*[]byte)
+	if b == nil {
+		b = make([]byte, 0, 16<<10)
+	}
+	return b[:0]
+}
+
+func putHeldBuf(b []byte) {
+	if b == nil || cap(b) > maxPooledHeld {
+		return
+	}
+	p := new([]byte)
+	*p = b[:0]
+	heldBufs.Put(p)
 }
 
 // eventPending reports whether buffered upstream bytes already hold a whole

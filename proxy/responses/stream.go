@@ -189,7 +189,7 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 		if s.opening && !s.holding {
 			s.kept = append(s.kept, pending{raw: bytes.Clone(ev.Raw), data: bytes.Clone(ev.Data), event: string(ev.Event),
 				created: typ == evCreated, seq: seq, hasSeq: hasSeq})
-			ev.Raw = nil
+			ev.Raw, ev.DataAt = nil, 0
 			return step, nil
 		}
 	case evItemAdded, evItemDone:
@@ -230,7 +230,7 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 		if len(s.kept) > 0 {
 			s.heldPrefix = s.kept
 			s.kept = nil
-			ev.Raw = s.prefixed(s.heldPrefix, ev.Raw)
+			ev.Raw, ev.DataAt = s.prefixed(s.heldPrefix, ev.Raw), 0
 		}
 	case !s.holding:
 		s.release(ev)
@@ -255,7 +255,7 @@ func (s *stream) release(ev *sse.Event) {
 			s.lastSent = p.seq
 		}
 	}
-	ev.Raw = s.prefixed(s.kept, ev.Raw)
+	ev.Raw, ev.DataAt = s.prefixed(s.kept, ev.Raw), 0
 	s.kept = nil
 }
 

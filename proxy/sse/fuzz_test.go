@@ -145,6 +145,7 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("more than %d events from %d bytes", len(in), len(in))
 			}
 			e := r.Event()
+			checkDataAt(e)
 			if len(e.Raw) == 0 || len(e.Raw) > limit {
 				t.Fatalf("event %d has %d raw bytes (limit %d)", n-1, len(e.Raw), limit)
 			}

@@ -65,6 +65,11 @@ type Event struct {
 	// the event had no data field (an empty "data:" line gives a non-nil
 	// empty slice).
 	Data []byte
+	// DataAt is where Data starts in Raw when it is the value of a single
+	// data line, as it nearly always is, and 0 otherwise (no field
+	// name can be empty, so Data never starts at 0). A caller that keeps a
+	// copy of Raw can then find Data in it instead of copying it too.
+	DataAt int
 	// Comment reports whether the event has at least one line and all of
 	// its lines are comments (start with ':'), as in ": keepalive".
 	Comment bool
@@ -112,6 +117,10 @@ func NewReader(src io.Reader, maxEvent int) *Reader {
 func (r *Reader) Reset(src io.Reader) {
 	*r = Reader{src: src, max: r.max, buf: r.buf, data: r.data[:0], atStart: true}
 }
+
+// BufferCap is the size of the Reader's buffer, for a pool that keeps only
+// Readers whose buffer is of an ordinary size.
+func (r *Reader) BufferCap() int { return cap(r.buf) }
 
 // Next advances to the next event and reports whether there is one. It
 // returns false at the end of the stream or on an error; Err tells which.
@@ -299,6 +308,8 @@ func (f *fields) build(raw, joined []byte) Event {
 	}
 	if f.dataLines > 1 {
 		ev.Data = joined[:len(joined):len(joined)]
+	} else if f.data.set {
+		ev.DataAt = f.data.from
 	}
 	return ev
 }

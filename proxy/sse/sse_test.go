@@ -99,11 +99,24 @@ func cloneEvent(ev sse.Event) sse.Event {
 	}
 }
 
+// checkDataAt: DataAt locates Data in Raw exactly when Data is a single
+// line (joined lines always hold a '\n').
+func checkDataAt(ev sse.Event) {
+	single := ev.Data != nil && bytes.IndexByte(ev.Data, '\n') < 0
+	if single != (ev.DataAt > 0) {
+		panic(fmt.Sprintf("DataAt %d for Data %q", ev.DataAt, ev.Data))
+	}
+	if ev.DataAt > 0 && (ev.DataAt+len(ev.Data) > len(ev.Raw) || !bytes.Equal(ev.Raw[ev.DataAt:ev.DataAt+len(ev.Data)], ev.Data)) {
+		panic(fmt.Sprintf("DataAt %d does not locate %q in %q", ev.DataAt, ev.Data, ev.Raw))
+	}
+}
+
 func readAll(src io.Reader, maxEvent int) result {
 	r := sse.NewReader(src, maxEvent)
 	var res result
 	for r.Next() {
 		ev := r.Event()
+		checkDataAt(ev)
 		res.events = append(res.events, cloneEvent(ev))
 		res.raw = append(res.raw, ev.Raw...)
 	}
