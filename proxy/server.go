@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"net/http/httputil"
 	"strings"
 	"sync/atomic"
@@ -266,6 +267,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large",
 				fmt.Sprintf("the request body exceeds %d bytes", limit))
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
+			writeError(w, http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
 		} else {
 			writeError(w, http.StatusBadRequest, "request_read_error", "the request body could not be read")
 		}
@@ -319,10 +322,10 @@ func innermost(w http.ResponseWriter) http.ResponseWriter {
 // official SDK surfaces as an API error with the message.
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
-	if status < 500 {
+	if status < 500 && status != http.StatusRequestTimeout {
 		// toolgate's own refusals (auth, size) will not change on a retry;
-		// a 502 or 504 from an upstream failure may, so the SDK's default
-		// retry policy decides.
+		// a 408 (a body that came too slowly) or a 502 or 504 from an
+		// upstream failure may, so the SDK's default retry policy decides.
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	w.WriteHeader(status)

@@ -389,3 +389,74 @@ func TestAbuseConcurrentStreamDisconnects(t *testing.T) {
 	}
 	t.Logf("goroutines: %d before, %d after", before, runtime.NumGoroutine())
 }
+
+// A client that sends its headers at once and then trickles its body is
+// answered 408 once the server's ReadTimeout passes, and the upstream is
+// never called for it.
+func TestAbuseSlowBody(t *testing.T) {
+	u := newFaultUpstream(t, func(int, *faultRequest) faultAction {
+		return fuJSON(string(readTestdata(t, "tool_call.json")))
+	})
+	g, _ := startGateWith(t, fuConfig(u, "", catalogYAML(t, "")),
+		app.Options{ReadHeaderTimeout: 500 * time.Millisecond, ReadTimeout: 700 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := fuChatBody(t, false)
+	head := fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: toolgate\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	if _, err := conn.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	answer := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(conn)
+		answer <- string(b)
+	}()
+	start := time.Now()
+	var got string
+trickle:
+	for i := 0; i < min(len(body), 30); i++ { // 3 s at most
+
+		if _, err := conn.Write(body[i : i+1]); err != nil {
+			break
+		}
+		select {
+		case got = <-answer:
+			break trickle
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if got == "" {
+		select {
+		case got = <-answer:
+		case <-time.After(2 * time.Second):
+			t.Fatal("no answer to a body trickled past ReadTimeout")
+		}
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("answered after %v; ReadTimeout is 700ms", d)
+	}
+	if !strings.HasPrefix(got, "HTTP/1.1 408 ") || !strings.Contains(got, "request_timeout") || strings.Contains(strings.ToLower(got), "x-should-retry") {
+		t.Errorf("answer to a slow body: %.300q", got)
+	}
+	if u.count() != 0 {
+		t.Errorf("upstream got %d requests for a body that never arrived", u.count())
+	}
+}
+
+// A stream that runs longer than ReadTimeout is not cut: the deadline
+// covers reading the request only.
+func TestStreamOutlivesReadTimeout(t *testing.T) {
+	u := newFaultUpstream(t, func(int, *faultRequest) faultAction {
+		// Eight events 120 ms apart: about a second, over three times
+		// the ReadTimeout, with a valid call at the end.
+		return fuSSE(fuConcat(fuTextEvents("one", "two"), fuCallEvents("call_slow", "get_current_weather", `{"location":"Boston, MA"}`)), 120*time.Millisecond)
+	})
+	g, _ := startGateWith(t, fuConfig(u, "", catalogYAML(t, "")), app.Options{ReadTimeout: 300 * time.Millisecond})
+	r := fuPost(t, g.URL, "/v1/chat/completions", fuChatBody(t, true))
+	if r.Status != 200 || !strings.Contains(string(r.Body), "[DONE]") || !strings.Contains(string(r.Body), "call_slow") {
+		t.Fatalf("status %d, body %.300q", r.Status, r.Body)
+	}
+}

@@ -77,6 +77,9 @@ type Options struct {
 	// ReadHeaderTimeout bounds how long a client may take to send its
 	// request headers (default 10s); tests of slow clients shorten it.
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds how long a client may take to send a whole
+	// request, body included (default 60s: 64 MiB at about 1 MiB/s).
+	ReadTimeout time.Duration
 }
 
 // Start loads the config at path and starts both listeners.
@@ -129,11 +132,18 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 	if readHeader <= 0 {
 		readHeader = 10 * time.Second
 	}
+	readWhole := o.ReadTimeout
+	if readWhole <= 0 {
+		readWhole = 60 * time.Second
+	}
 	a.proxySrv = &http.Server{
 		Handler: srv,
-		// Bounded header reads stop slow-loris clients; no write timeout,
-		// since a streamed answer may legitimately run for minutes.
+		// Bounded header and body reads stop slow-loris clients. net/http
+		// lifts the read deadline once the body is read, so a long
+		// streamed answer is not cut; for the same reason there is no
+		// write timeout.
 		ReadHeaderTimeout: readHeader,
+		ReadTimeout:       readWhole,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          zap.NewStdLog(log),
