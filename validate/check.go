@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
 // Kind is the type of a tool call as the API spells it.
@@ -197,9 +198,14 @@ func decodeArgs(raw []byte) (any, *Finding) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, malformed("the arguments are not a JSON object")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(trimmed))
-	if err != nil {
-		return nil, malformed("the arguments are not valid JSON: " + jsonErrorSummary(err))
+	v, ok := jsonx.Decode(trimmed)
+	if !ok {
+		// encoding/json decides what jsonx declines (very deep nesting)
+		// and words the error for what neither can read.
+		var err error
+		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(trimmed)); err != nil {
+			return nil, malformed("the arguments are not valid JSON: " + jsonErrorSummary(err))
+		}
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, malformed("the arguments are not a JSON object")

@@ -3,6 +3,8 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -235,6 +237,39 @@ func FuzzSplit(f *testing.F) {
 					t.Fatalf("empty element in %q", data)
 				}
 			}
+		}
+	})
+}
+
+// FuzzDecode: Decode gives what encoding/json with UseNumber gives, and
+// refuses what it refuses (Decode may also decline very deep input, which
+// its callers hand to encoding/json).
+func FuzzDecode(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{`{"a":1.50,"b":[true,null,"x\u00e9"],"a":2}`, ` [1e3, -0, {"":{}}] `, `"\ud800"`, "{\"\xff\":1}", `{"a":1} {}`, `12`, `[[[[[[1]]]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := Decode(data)
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var want any
+		err := dec.Decode(&want)
+		if err == nil {
+			if _, terr := dec.Token(); terr != io.EOF {
+				err = errors.New("trailing data")
+			}
+		}
+		if ok && err != nil {
+			t.Fatalf("Decode(%q) accepted what encoding/json refuses: %v", data, err)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("Decode(%q) = %#v, encoding/json %#v", data, got, want)
+		}
+		if !ok && err == nil && bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) <= decodeDepth {
+			t.Fatalf("Decode(%q) refused what encoding/json reads as %#v", data, want)
 		}
 	})
 }
