@@ -349,7 +349,7 @@ const maxPooledHeld = 256 << 10
 func getHeldBuf() []byte {
 	b := *heldBufs.Get().(*[]byte)
 	if b == nil {
-		b = make([]byte, 0, 16<<10)
+		b = make([]byte, 0, 4<<10)
 	}
 	return b[:0]
 }
