@@ -1,7 +1,10 @@
 // Package jsonx edits JSON documents without re-encoding what it does not
 // touch. Upstream answers carry fields toolgate does not know (and future
 // fields it cannot know); splicing raw byte spans keeps them exactly as sent,
-// key order included.
+// key order included. It is also the hot path's reader: ParseObject checks
+// a document's grammar once, Split* then takes nested values apart without
+// checking them again, and Decode, Unquote and Int read values the way
+// encoding/json does, without its reflection.
 package jsonx
 
 import (
