@@ -265,15 +265,13 @@ func SplitObjectInto(dst Object, data []byte) (Object, error) {
 			return nil, ErrSyntax
 		}
 		obj = append(obj, Field{Key: key, Value: data[i:vend]})
-		i = skipWS(data, vend)
-		if i < len(data) && data[i] == ',' {
-			i = skipWS(data, i+1)
-			continue
-		}
-		if i < len(data) && data[i] == '}' {
+		var more bool
+		if i, more, ok = afterItem(data, vend, '}'); ok && !more {
 			return obj, nil
 		}
-		break
+		if !ok {
+			break
+		}
 	}
 	return nil, ErrSyntax
 }
@@ -295,17 +293,28 @@ func SplitArrayInto(dst [][]byte, data []byte) ([][]byte, error) {
 			return nil, ErrSyntax
 		}
 		out = append(out, data[i:end])
-		i = skipWS(data, end)
-		if i < len(data) && data[i] == ',' {
-			i = skipWS(data, i+1)
-			continue
-		}
-		if i < len(data) && data[i] == ']' {
+		var more bool
+		if i, more, ok = afterItem(data, end, ']'); ok && !more {
 			return out, nil
 		}
-		break
+		if !ok {
+			break
+		}
 	}
 	return nil, ErrSyntax
+}
+
+// afterItem reads what follows a member or element at i: a comma, after
+// which more follows from the returned position, or the closing bracket.
+func afterItem(d []byte, i int, close byte) (next int, more, ok bool) {
+	i = skipWS(d, i)
+	switch {
+	case i < len(d) && d[i] == ',':
+		return skipWS(d, i+1), true, true
+	case i < len(d) && d[i] == close:
+		return i + 1, false, true
+	}
+	return i, false, false
 }
 
 // keyString returns a quoted key as a string, interned when it is one of

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
-	"unicode/utf16"
-	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 	"github.com/toolgate/toolgate/recovery"
@@ -45,82 +44,15 @@ func (c *chopReader) Read(p []byte) (int, error) {
 }
 
 // refUnquote decodes a JSON string literal the way a fragment must be read:
-// escapes are decoded (a lone surrogate becomes U+FFFD, as encoding/json
-// does) and every other byte is kept as it is, so that a character split
-// across two fragments is whole again once they are joined.
+// escapes are decoded and every other byte is kept as it is, so that a
+// character split across two fragments is whole again once they are
+// joined. jsonx fuzzes AppendEscapesDecoded against encoding/json.
 func refUnquote(lit []byte) (string, bool) {
 	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
 		return "", false
 	}
-	s := lit[1 : len(lit)-1]
-	out := make([]byte, 0, len(s))
-	hex4 := func(b []byte) (rune, bool) {
-		if len(b) < 4 {
-			return 0, false
-		}
-		var r rune
-		for _, c := range b[:4] {
-			switch {
-			case c >= '0' && c <= '9':
-				r = r<<4 | rune(c-'0')
-			case c >= 'a' && c <= 'f':
-				r = r<<4 | rune(c-'a'+10)
-			case c >= 'A' && c <= 'F':
-				r = r<<4 | rune(c-'A'+10)
-			default:
-				return 0, false
-			}
-		}
-		return r, true
-	}
-	for i := 0; i < len(s); {
-		if s[i] != '\\' {
-			out = append(out, s[i])
-			i++
-			continue
-		}
-		if i+1 >= len(s) {
-			return "", false
-		}
-		switch s[i+1] {
-		case '"', '\\', '/':
-			out = append(out, s[i+1])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(s[i+2:])
-			if !ok {
-				return "", false
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-					if r2, ok := hex4(s[i+2:]); ok {
-						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-							out = utf8.AppendRune(out, d)
-							i += 6
-							continue
-						}
-					}
-				}
-				r = utf8.RuneError
-			}
-			out = utf8.AppendRune(out, r)
-			continue
-		default:
-			return "", false
-		}
-		i += 2
-	}
-	return string(out), true
+	out, ok := jsonx.AppendEscapesDecoded(nil, lit[1:len(lit)-1])
+	return string(out), ok
 }
 
 // refCall and refState reassemble calls from chunks independently of the
