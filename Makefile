@@ -41,7 +41,7 @@ lint:
 	$(GO) vet ./...
 
 # load compares toolgate with a bare reverse proxy and with the mock upstream
-# alone, interleaved in one run on loopback (about 5 minutes on 2 cores).
+# alone, interleaved in one run on loopback (about 6 minutes on 2 cores).
 # Pass flags in LOADFLAGS, e.g. make load LOADFLAGS='-json load.json'.
 load:
 	$(GO) run ./test/load $(LOADFLAGS)

@@ -191,6 +191,14 @@ type scenario struct {
 	Rate   float64 `json:"rate,omitempty"`        // open loop: requests per second
 	// Gap spaces the mock's stream events (0: as fast as it can write).
 	Gap time.Duration `json:"event_gap,omitempty"`
+	// Span multiplies the run length, for a scenario that completes few
+	// requests per second and would otherwise give a thin median.
+	Span int `json:"span,omitempty"`
+}
+
+// runLength is how long one run of the scenario lasts.
+func (sc scenario) runLength(d time.Duration) time.Duration {
+	return d * time.Duration(max(sc.Span, 1))
 }
 
 // collect gathers samples from many goroutines.

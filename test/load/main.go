@@ -1,7 +1,7 @@
 // Command load compares toolgate with a bare reverse proxy and with no
 // proxy at all, under the same load in the same run, on loopback only.
 //
-//	go run ./test/load                      # full run, about 4½ minutes
+//	go run ./test/load                      # full run, about 6 minutes
 //	go run ./test/load -json load.json      # also write every number as JSON
 //	go run ./test/load -duration 2s -reps 1 # quick look
 //
@@ -23,7 +23,7 @@
 //	                 competing for the 2 cores
 //	stream-c32       40-event streams, 32 in flight
 //
-// With the defaults (3 repetitions of 4 s) the whole run takes about 4½
+// With the defaults (3 repetitions of 4 s) the whole run takes about 6
 // minutes. The mock also counts the connections it accepts, which shows
 // whether a proxy reuses its upstream connections.
 //
@@ -130,7 +130,9 @@ var allScenarios = map[string]scenario{
 	// A model writes tokens over time; pacing the events keeps the rest of
 	// the stream from competing for the CPU with the first text byte, so
 	// this measures the latency a proxy adds, not contention on 2 cores.
-	"stream-c1-paced": {Name: "stream-c1-paced", Stream: true, Conc: 1, Gap: pacedGap},
+	// At about 22 streams a second it runs three times as long as the
+	// others, for some 800 samples per target.
+	"stream-c1-paced": {Name: "stream-c1-paced", Stream: true, Conc: 1, Gap: pacedGap, Span: 3},
 	"stream-c32":      {Name: "stream-c32", Stream: true, Conc: 32},
 }
 
@@ -182,7 +184,11 @@ func orchestrate(ctx context.Context, o options, scs []scenario) error {
 		LoadAvgStart: loadAvg(), ClockTicks: clockTicks}}
 	rep.Options = map[string]any{"duration": o.duration.String(), "reps": o.reps, "warmup": o.warmup.String(),
 		"scenarios": o.scenarios, "log_level": o.logLevel, "paced_gap": pacedGap.String()}
-	planned := time.Duration(len(scs)*3*o.reps)*(o.duration+200*time.Millisecond) + 3*2*o.warmup
+	var planned time.Duration
+	for _, sc := range scs {
+		planned += time.Duration(3*o.reps) * (sc.runLength(o.duration) + 200*time.Millisecond)
+	}
+	planned += 3 * 2 * o.warmup
 	fmt.Printf("toolgate load comparison: %d scenarios × 3 targets × %d reps × %s ≈ %s of load (+ build and start)\n",
 		len(scs), o.reps, o.duration, planned.Round(time.Second))
 	fmt.Printf("machine: %d CPUs, 1-min load average %.2f at start (other work on the machine skews all targets alike, not their ratios)\n",
@@ -272,7 +278,7 @@ func orchestrate(ctx context.Context, o options, scs []scenario) error {
 				if ctx.Err() != nil {
 					return errStopped
 				}
-				res := measure(ctx, d, t, sc, o.duration)
+				res := measure(ctx, d, t, sc, sc.runLength(o.duration))
 				res.Rep = r + 1
 				rep.Runs = append(rep.Runs, res)
 				fmt.Printf("  rep %d  %-10s %-8s %8.0f req/s  p50 %8.0f µs  ok %d  err %d  trunc %d  corrupt %d  load %.1f\n",
