@@ -70,23 +70,41 @@ func (x *exchange) serve() {
 	if !ok {
 		return
 	}
-	req, err := x.ad.ParseRequest(body)
-	parsed := err == nil
-	if !parsed {
-		// The upstream is the judge of a request toolgate cannot read; the
-		// answer is still held to the config catalog.
-		x.s.metrics.unvalidated("request_unreadable")
-		req = &api.Request{Body: body}
-	}
-	x.req = req
-	x.eff = snap.Effective(req.Offered, req.Choice, parsed)
 	x.settings = recovery.SettingsFrom(snap)
-	x.vctx = validate.Context{Eff: x.eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
 	x.header = outboundHeader(x.r.Header, false)
 	x.up.applyKey(x.header, x.ad.Name())
-	body = x.offerAbstain(body)
 
-	c, err := x.send(x.r.Context(), recovery.KindOriginal, body)
+	var c *call
+	var err error
+	if snap.Config.Abstain.Enabled && !x.settings.Shadow {
+		// The abstain exit is added to the request's tools, so the
+		// request must be read before it is sent.
+		x.parseRequest(body)
+		body = x.offerAbstain(body)
+		c, err = x.send(x.r.Context(), recovery.KindOriginal, body)
+	} else {
+		// Nothing sent upstream depends on the request's content, so it
+		// is read while the upstream works on it: the parse is then off
+		// the path to the first byte. The body is only read by both.
+		parsed := make(chan struct{})
+		var crash any
+		go func() {
+			defer func() {
+				crash = recover()
+				close(parsed)
+			}()
+			x.parseRequest(body)
+		}()
+		c, err = x.send(x.r.Context(), recovery.KindOriginal, body)
+		<-parsed
+		if crash != nil {
+			// Panics belong to the handler, whose recovery answers 502.
+			if c != nil {
+				c.Close()
+			}
+			panic(crash)
+		}
+	}
 	if err != nil {
 		x.failUpstream(err)
 		return
@@ -394,6 +412,23 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 	}
 	x.note(q.Kind, resp.Usage, c.resp.Header)
 	return resp.Choices[0], nil
+}
+
+// parseRequest reads the client's request and derives what judging the
+// answer needs. A request toolgate cannot read goes upstream all the same:
+// the upstream is its judge, and the answer is still held to the config
+// catalog.
+func (x *exchange) parseRequest(body []byte) {
+	snap := x.rt.snap
+	req, err := x.ad.ParseRequest(body)
+	parsed := err == nil
+	if !parsed {
+		x.s.metrics.unvalidated("request_unreadable")
+		req = &api.Request{Body: body}
+	}
+	x.req = req
+	x.eff = snap.Effective(req.Offered, req.Choice, parsed)
+	x.vctx = validate.Context{Eff: x.eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
 }
 
 // send makes one upstream call and times it.
