@@ -76,7 +76,7 @@ func (x *exchange) serve() {
 
 	var c *call
 	var err error
-	if snap.Config.Abstain.Enabled && !x.settings.Shadow {
+	if x.abstainOn() {
 		// The abstain exit is added to the request's tools, so the
 		// request must be read before it is sent.
 		x.parseRequest(body)
@@ -255,6 +255,12 @@ const abstainDescription = "Call this instead of any other tool when none of the
 
 var abstainSchema = []byte(`{"type":"object","properties":{"reason":{"type":"string","description":"Why no available tool fits, in one sentence for the user."}},"required":["reason"],"additionalProperties":false}`)
 
+// abstainOn reports whether the config offers the abstain exit to this
+// request's mode.
+func (x *exchange) abstainOn() bool {
+	return x.rt.snap.Config.Abstain.Enabled && !x.settings.Shadow
+}
+
 // offerAbstain appends the virtual "no tool fits" tool to the upstream
 // request when the config asks for it and the model is free to choose
 // (tool_choice auto). Never in shadow mode, where the request must reach the
@@ -262,10 +268,10 @@ var abstainSchema = []byte(`{"type":"object","properties":{"reason":{"type":"str
 // injected body becomes the request's body, so re-queries keep exactly the
 // tools the upstream saw first.
 func (x *exchange) offerAbstain(body []byte) []byte {
-	cfg := x.rt.snap.Config.Abstain
-	if !cfg.Enabled || x.settings.Shadow {
+	if !x.abstainOn() {
 		return body
 	}
+	cfg := x.rt.snap.Config.Abstain
 	if x.req.Choice.Kind != catalog.ChoiceAuto || len(x.req.Offered) == 0 {
 		return body
 	}

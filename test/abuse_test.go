@@ -418,7 +418,6 @@ func TestAbuseSlowBody(t *testing.T) {
 	var got string
 trickle:
 	for i := 0; i < min(len(body), 30); i++ { // 3 s at most
-
 		if _, err := conn.Write(body[i : i+1]); err != nil {
 			break
 		}

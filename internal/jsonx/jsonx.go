@@ -786,7 +786,7 @@ func NewKeyFold(names ...string) *KeyFold {
 	k := &KeyFold{names: make([][]byte, len(names)), plain: true}
 	for i, n := range names {
 		k.names[i] = []byte(n)
-		if oddKey([]byte(n)) {
+		if MayFold(n) {
 			k.plain = false
 		}
 	}
@@ -851,12 +851,12 @@ func closingQuote(d []byte, start int) int {
 	}
 }
 
-// oddKey reports a key with an upper-case ASCII letter, a non-ASCII byte
-// or an escape: the only keys that can fold onto a plain name they differ
-// from.
-func oddKey(key []byte) bool {
-	for _, c := range key {
-		if c >= 0x80 || c == '\\' || 'A' <= c && c <= 'Z' {
+// MayFold reports a key with an upper-case ASCII letter, a non-ASCII byte
+// or an escape: the only keys that can fold onto a lower-case ASCII name
+// they differ from, so a check for folded keys can pass every other key by.
+func MayFold[T ~string | ~[]byte](key T) bool {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c >= 0x80 || c == '\\' || 'A' <= c && c <= 'Z' {
 			return true
 		}
 	}
@@ -864,16 +864,15 @@ func oddKey(key []byte) bool {
 }
 
 func (k *KeyFold) folds(key []byte) bool {
-	if k.plain && !oddKey(key) {
+	if k.plain && !MayFold(key) {
 		return false
 	}
 	if bytes.IndexByte(key, '\\') >= 0 {
 		// An escaped key is compared as decoders see it.
-		s, ok := Unquote(append(append([]byte{'"'}, key...), '"'))
-		if !ok {
+		var ok bool
+		if key, ok = AppendUnescaped(nil, key); !ok {
 			return false
 		}
-		key = []byte(s)
 	}
 	for _, n := range k.names {
 		// Only a non-ASCII key can fold onto a name of another length

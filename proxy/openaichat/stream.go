@@ -343,24 +343,13 @@ func (s *stream) feedText(data []byte) (bool, error) {
 // a call could slip past unseen. names are lower-case ASCII.
 func misspelt(obj jsonx.Object, names ...string) bool {
 	for _, f := range obj {
-		if !foldable(f.Key) {
+		if !jsonx.MayFold(f.Key) {
 			continue
 		}
 		for _, n := range names {
 			if f.Key != n && strings.EqualFold(f.Key, n) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// foldable reports a key with an upper-case or non-ASCII letter: a key of
-// lower-case ASCII can only fold onto the lower-case names it equals.
-func foldable(key string) bool {
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c >= 0x80 || 'A' <= c && c <= 'Z' {
-			return true
 		}
 	}
 	return false

@@ -3,6 +3,7 @@
 // by the Go test that runs this file (test/node_test.go). Each result is
 // printed as one JSON line so that test can read it.
 import OpenAI from 'openai';
+import { tools } from './tools.mjs';
 
 const base = process.env.TOOLGATE_BASE_URL;
 if (!base) {
@@ -12,39 +13,6 @@ if (!base) {
 
 // No retries: the Go test counts upstream calls exactly.
 const client = new OpenAI({ baseURL: `${base.replace(/\/+$/, '')}/v1`, apiKey: 'sk-test', maxRetries: 0 });
-
-const tools = [
-  {
-    type: 'function',
-    function: {
-      name: 'get_current_weather',
-      description: 'Get the current weather in a given location',
-      parameters: {
-        type: 'object',
-        properties: {
-          location: { type: 'string', description: 'The city and state, e.g. San Francisco, CA' },
-          unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-        },
-        required: ['location'],
-      },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'get_stock_price',
-      description: 'Fetch the latest price for a given ticker',
-      parameters: {
-        type: 'object',
-        properties: {
-          ticker: { type: 'string', description: 'Ticker symbol, e.g. AAPL' },
-          exchange: { type: 'string', description: 'Exchange the ticker is listed on, e.g. NASDAQ' },
-        },
-        required: ['ticker', 'exchange'],
-      },
-    },
-  },
-];
 
 const ask = (content) =>
   client.chat.completions.create({

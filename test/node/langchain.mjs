@@ -6,6 +6,7 @@
 // must hand the agent an AIMessage whose tool_calls name only that real tool.
 // The result is printed as one JSON line for the Go test to read.
 import { ChatOpenAI } from '@langchain/openai';
+import { tools } from './tools.mjs';
 
 const base = process.env.TOOLGATE_BASE_URL;
 if (!base) {
@@ -20,39 +21,6 @@ const model = new ChatOpenAI({
   maxRetries: 0,
   configuration: { baseURL: `${base.replace(/\/+$/, '')}/v1`, maxRetries: 0 },
 });
-
-const tools = [
-  {
-    type: 'function',
-    function: {
-      name: 'get_current_weather',
-      description: 'Get the current weather in a given location',
-      parameters: {
-        type: 'object',
-        properties: {
-          location: { type: 'string', description: 'The city and state, e.g. San Francisco, CA' },
-          unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-        },
-        required: ['location'],
-      },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'get_stock_price',
-      description: 'Fetch the latest price for a given ticker',
-      parameters: {
-        type: 'object',
-        properties: {
-          ticker: { type: 'string', description: 'Ticker symbol, e.g. AAPL' },
-          exchange: { type: 'string', description: 'Exchange the ticker is listed on, e.g. NASDAQ' },
-        },
-        required: ['ticker', 'exchange'],
-      },
-    },
-  },
-];
 
 const msg = await model.bindTools(tools).invoke("What's the weather like in Boston today?");
 
