@@ -26,7 +26,7 @@ node-deps:
 		cd test/node && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: the Node SDK test will be skipped (it fails under CI=true)"; fi
 
-# fuzz runs every fuzz target for FUZZTIME each (default 2m; CI uses fuzz-short).
+# fuzz runs every fuzz target for FUZZTIME each (default 2m); opt-in, not in CI.
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
