@@ -68,7 +68,7 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 
 	s.Secrets = c.resolveSecrets(ps, lookupEnv)
 	if f := c.Recovery.PromptFile; f != "" {
-		data, err := os.ReadFile(resolvePath(baseDir, f))
+		data, err := readFile(resolvePath(baseDir, f))
 		switch {
 		case err != nil:
 			ps.add("recovery.prompt_file", "%v", err)

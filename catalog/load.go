@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -29,7 +28,7 @@ func Load(path string) (*Snapshot, error) {
 // LoadConfig reads and checks the config file at path without compiling it:
 // no tool file, prompt file or environment variable is read.
 func LoadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}

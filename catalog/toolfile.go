@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -13,7 +12,7 @@ import (
 // readToolFile reads a tool file from path; label is the name the config
 // gave it, used in origins and messages.
 func readToolFile(path, label string) ([]ToolConfig, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
