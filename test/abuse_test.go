@@ -108,13 +108,15 @@ func TestAbuseRequestTooLargeChunked(t *testing.T) {
 			req.ContentLength = -1
 			start := time.Now()
 			resp, err := fuClient.Do(req)
+			// Read before releasing the writer: once released, the
+			// transport may go on copying the rest to a closing socket.
+			took, sent := time.Since(start), written.Load()
 			close(answered)
 			if err != nil {
 				t.Fatalf("no answer: %v", err)
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			took, sent := time.Since(start), written.Load()
 			_ = pr.CloseWithError(errors.New("test done"))
 			<-writerDone
 			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(errorMessage(body), "exceeds") {
