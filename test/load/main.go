@@ -45,13 +45,14 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
 func main() {
@@ -207,7 +208,7 @@ func orchestrate(ctx context.Context, o options, scs []scenario) error {
 	bin := o.toolgate
 	if bin == "" {
 		bin = filepath.Join(tmp, "toolgate")
-		if err := buildToolgate(ctx, bin); err != nil {
+		if err := proc.Build(ctx, bin); err != nil {
 			return err
 		}
 	}
@@ -341,46 +342,14 @@ func measure(ctx context.Context, d *driver, t target, sc scenario, dur time.Dur
 	return res
 }
 
-// buildToolgate compiles ./cmd/toolgate of the module this program is in.
-func buildToolgate(ctx context.Context, out string) error {
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Println("building toolgate:", "go build -o", out, "./cmd/toolgate")
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/toolgate")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	t := time.Now()
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building toolgate: %w", err)
-	}
-	fmt.Printf("built in %s\n", time.Since(t).Round(100*time.Millisecond))
-	return nil
-}
-
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("run this from inside the toolgate module (or pass -toolgate)")
-	}
-	return filepath.Dir(mod), nil
-}
-
 // startToolgate writes a config for the mock and runs toolgate serve on it,
 // waiting until /readyz says the config is loaded.
 func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*child, string, error) {
-	listen, err := freePort()
+	listen, err := proc.FreeAddr()
 	if err != nil {
 		return nil, "", err
 	}
-	admin, err := freePort()
+	admin, err := proc.FreeAddr()
 	if err != nil {
 		return nil, "", err
 	}
@@ -394,8 +363,8 @@ func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*ch
 	if err != nil {
 		return nil, "", err
 	}
-	if err := waitReady(ctx, "http://"+admin+"/readyz", c); err != nil {
-		return c, "", fmt.Errorf("%w\n%s", err, tail(c.log, 2000))
+	if err := proc.WaitReady(ctx, "http://"+admin+"/readyz", c.done); err != nil {
+		return c, "", fmt.Errorf("toolgate %w (log %s)\n%s", err, c.log, tail(c.log, 2000))
 	}
 	return c, listen, nil
 }

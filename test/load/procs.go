@@ -2,18 +2,17 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
 // child is one server process of the run.
@@ -37,7 +36,7 @@ func startChild(name, logPath string, wantAddr bool, bin string, args ...string)
 	defer lf.Close() // the child holds its own descriptor
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = lf
-	setParentDeathSignal(cmd)
+	proc.SetParentDeathSignal(cmd)
 	c := &child{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
 	if c.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -106,42 +105,6 @@ func (c *child) exited() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before toolgate binds it; toolgate then fails to start and the
-// run says so.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// waitReady polls url until it answers 200 or the deadline passes.
-func waitReady(ctx context.Context, url string, c *child) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cl := &http.Client{Timeout: time.Second}
-	for {
-		resp, err := cl.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if c.exited() {
-			return fmt.Errorf("%s exited during start (log %s)", c.name, c.log)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready at %s: %w", c.name, url, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
 	}
 }
 

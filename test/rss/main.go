@@ -22,7 +22,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +36,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
 func main() {
@@ -100,50 +101,11 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, rest)
 }
 
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// memory reads the resident-set lines of /proc/<pid>/status, in kB.
-func memory(pid int) (map[string]int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "VmHWM", "VmRSS", "Threads":
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err == nil {
-				out[k] = n
-			}
-		}
-	}
-	return out, nil
-}
-
 // goroutines reads go_goroutines from toolgate's admin /metrics.
 func goroutines(admin string) string {
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		return "?"
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			return v
-		}
+	m, err := proc.Scrape(admin, "go_goroutines")
+	if v, ok := m["go_goroutines"]; err == nil && ok {
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return "?"
 }
@@ -160,10 +122,8 @@ func run(n int, timeout time.Duration) error {
 	defer os.RemoveAll(dir)
 
 	bin := filepath.Join(dir, "toolgate")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/toolgate/toolgate/cmd/toolgate")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building toolgate: %w", err)
+	if err := proc.Build(ctx, bin); err != nil {
+		return err
 	}
 
 	up := &upstream{release: make(chan struct{})}
@@ -178,11 +138,11 @@ func run(n int, timeout time.Duration) error {
 	release := func() { releaseOnce.Do(func() { close(up.release) }) }
 	defer release()
 
-	listen, err := freePort()
+	listen, err := proc.FreeAddr()
 	if err != nil {
 		return err
 	}
-	admin, err := freePort()
+	admin, err := proc.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -195,24 +155,25 @@ func run(n int, timeout time.Duration) error {
 	gate := exec.Command(bin, "serve", "--config", cfgPath)
 	var gateLog bytes.Buffer
 	gate.Stderr = &gateLog
+	proc.SetParentDeathSignal(gate)
 	if err := gate.Start(); err != nil {
 		return err
 	}
 	pid := gate.Process.Pid
+	exited := make(chan struct{})
+	go func() { _ = gate.Wait(); close(exited) }()
 	defer func() {
 		_ = gate.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = gate.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(5 * time.Second):
 			_ = gate.Process.Kill()
 		}
 	}()
-	if err := waitReady(ctx, admin); err != nil {
-		return fmt.Errorf("%w; toolgate said: %s", err, gateLog.String())
+	if err := proc.WaitReady(ctx, "http://"+admin+"/readyz", exited); err != nil {
+		return fmt.Errorf("toolgate %w; it said: %s", err, gateLog.String())
 	}
-	idle, err := memory(pid)
+	idle, err := proc.Status(pid)
 	if err != nil {
 		return err
 	}
@@ -254,7 +215,7 @@ func run(n int, timeout time.Duration) error {
 	}
 	openedIn := time.Since(start)
 	time.Sleep(500 * time.Millisecond) // let the held state settle
-	held, err := memory(pid)
+	held, err := proc.Status(pid)
 	if err != nil {
 		return err
 	}
@@ -262,7 +223,7 @@ func run(n int, timeout time.Duration) error {
 
 	release()
 	wg.Wait()
-	after, err := memory(pid)
+	after, err := proc.Status(pid)
 	if err != nil {
 		return err
 	}
@@ -278,23 +239,6 @@ func run(n int, timeout time.Duration) error {
 	fmt.Printf("  per held stream (VmHWM - idle VmRSS) / n: %.1f KiB\n", float64(after["VmHWM"]-idle["VmRSS"])/float64(n))
 	fmt.Printf("  all %d streams ended with the valid call and [DONE]\n", n)
 	return nil
-}
-
-func waitReady(ctx context.Context, admin string) error {
-	for {
-		resp, err := http.Get("http://" + admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("toolgate did not become ready")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // stream makes one request, reports it open once the text has arrived

@@ -31,7 +31,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -52,6 +51,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
 type options struct {
@@ -421,71 +422,11 @@ type sample struct {
 
 // rssKiB reads VmRSS of pid, or -1 where /proc is not there.
 func rssKiB(pid int) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
+	st, err := proc.Status(pid)
+	if n, ok := st["VmRSS"]; err == nil && ok {
+		return n
 	}
 	return -1
-}
-
-// scrape reads the values of the named unlabelled or summed series from
-// toolgate's /metrics.
-func scrape(admin string, names ...string) (map[string]float64, error) {
-	cl := &http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get("http://" + admin + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		for _, n := range names {
-			if strings.HasPrefix(line, n+" ") || strings.HasPrefix(line, n+"{") {
-				f := strings.Fields(line)
-				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-				out[n] += v
-			}
-		}
-	}
-	return out, sc.Err()
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func build(dir string) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
-		return "", errors.New("run soak from inside the toolgate module, or pass -toolgate")
-	}
-	bin := filepath.Join(dir, "toolgate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/toolgate")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build: %w", err)
-	}
-	return bin, nil
 }
 
 func run(ctx context.Context, o options) error {
@@ -500,8 +441,8 @@ func run(ctx context.Context, o options) error {
 	}
 	bin := o.toolgate
 	if bin == "" {
-		fmt.Println("building toolgate…")
-		if bin, err = build(tmp); err != nil {
+		bin = filepath.Join(tmp, "toolgate")
+		if err := proc.Build(ctx, bin); err != nil {
 			return err
 		}
 	}
@@ -514,11 +455,11 @@ func run(ctx context.Context, o options) error {
 	go func() { _ = msrv.Serve(mln) }()
 	defer msrv.Close()
 
-	listen, err := freeAddr()
+	listen, err := proc.FreeAddr()
 	if err != nil {
 		return err
 	}
-	admin, err := freeAddr()
+	admin, err := proc.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -536,42 +477,32 @@ func run(ctx context.Context, o options) error {
 	defer logf.Close()
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	setParentDeathSignal(cmd)
+	proc.SetParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exitErr is set before exited closes.
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
 	defer func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-exited:
+		default:
 			_ = cmd.Process.Kill()
 		}
 	}()
 	pid := cmd.Process.Pid
 
-	// Ready when /readyz answers 200.
-	readyBy := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+	if err := proc.WaitReady(ctx, "http://"+admin+"/readyz", exited); err != nil {
+		if errors.Is(err, proc.ErrExited) {
+			err = fmt.Errorf("%w: %v", err, exitErr)
 		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("toolgate exited during start: %v (log %s)", err, logPath)
-		default:
-		}
-		if time.Now().After(readyBy) {
-			return errors.New("toolgate not ready after 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return fmt.Errorf("toolgate %w (log %s)", err, logPath)
 	}
 
 	idle := func() sample {
-		m, _ := scrape(admin, "go_goroutines")
+		m, _ := proc.Scrape(admin, "go_goroutines")
 		return sample{rssKiB: rssKiB(pid), goroutines: int64(m["go_goroutines"])}
 	}
 	startIdle := idle()
@@ -628,7 +559,7 @@ func run(ctx context.Context, o options) error {
 		s := sample{at: time.Since(began), served: st.served, errors: st.errors(), escal: st.escalations}
 		skipped := st.skipped
 		st.mu.Unlock()
-		m, err := scrape(admin, "go_goroutines")
+		m, err := proc.Scrape(admin, "go_goroutines")
 		if err != nil {
 			s.goroutines = -1
 		} else {
@@ -647,9 +578,9 @@ loop:
 		select {
 		case <-loadCtx.Done():
 			break loop
-		case err := <-exited:
+		case <-exited:
 			died.Store(true)
-			fmt.Printf("toolgate exited during the run: %v (log %s)\n", err, logPath)
+			fmt.Printf("toolgate exited during the run: %v (log %s)\n", exitErr, logPath)
 			break loop
 		case <-report.C:
 			takeSample()
@@ -690,14 +621,14 @@ loop:
 	msrv.SetKeepAlivesEnabled(false)
 	time.Sleep(2 * time.Second)
 	endIdle := idle()
-	m, _ := scrape(admin, "toolgate_escalations_total", "toolgate_panics_total", "toolgate_requests_total", "toolgate_unvalidated_total")
+	m, _ := proc.Scrape(admin, "toolgate_escalations_total", "toolgate_panics_total", "toolgate_requests_total", "toolgate_unvalidated_total")
 
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	var exitErr error
 	select {
-	case exitErr = <-exited:
+	case <-exited:
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
+		<-exited
 		exitErr = errors.New("did not stop within 30 s of SIGTERM; killed")
 	}
 
