@@ -333,7 +333,7 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 	v.finals = make([]api.Final, len(results))
 	for i, r := range results {
 		v.finals[i].Result = r
-		if r.Outcome != recovery.Pass || anyChanged(r.Changed) {
+		if r.Outcome != recovery.Pass || r.AnyChanged() {
 			v.changed = true
 		}
 		if r.Escalation == nil {
@@ -683,13 +683,4 @@ func (x *exchange) logDone(status int, outcome string) {
 		zap.Duration("duration", time.Since(x.start)),
 		zap.Duration("overhead", x.overhead()),
 	)
-}
-
-func anyChanged(c []bool) bool {
-	for _, v := range c {
-		if v {
-			return true
-		}
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,6 +99,10 @@ type Result struct {
 	// Turns are the re-query answers, for usage accounting.
 	Turns []*Turn
 }
+
+// AnyChanged reports whether the ladder replaced any call, so the answer
+// must be rewritten rather than forwarded as the upstream sent it.
+func (r *Result) AnyChanged() bool { return slices.Contains(r.Changed, true) }
 
 // Reply texts. They are sent to the model; keep them short and literal.
 const (

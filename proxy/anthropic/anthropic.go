@@ -500,7 +500,7 @@ func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([
 		}
 		return obj.Bytes(), nil
 	}
-	if f.Result == nil || !anyChanged(f.Result.Changed) {
+	if f.Result == nil || !f.Result.AnyChanged() {
 		// Nothing to splice: the upstream's bytes are the answer.
 		return resp.Body, nil
 	}
@@ -545,13 +545,4 @@ func objectJSON(args []byte) ([]byte, error) {
 		return nil, errors.New("anthropic: repaired arguments are not a JSON object")
 	}
 	return b.Bytes(), nil
-}
-
-func anyChanged(c []bool) bool {
-	for _, v := range c {
-		if v {
-			return true
-		}
-	}
-	return false
 }

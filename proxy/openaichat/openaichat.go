@@ -609,7 +609,7 @@ func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([
 		case f.Result != nil && f.Result.Outcome == recovery.Abstained:
 			c = c.Set("message", textMessage(f.Result.AbstainReason))
 			c = c.Set("finish_reason", []byte(`"stop"`))
-		case f.Result != nil && anyChanged(f.Result.Changed):
+		case f.Result != nil && f.Result.AnyChanged():
 			msg, err := jsonx.ParseObject(c.Get("message"))
 			if err != nil {
 				return nil, err
@@ -657,13 +657,4 @@ func textMessage(text string) []byte {
 		{Key: "content", Value: jsonx.String(text)},
 		{Key: "refusal", Value: []byte("null")},
 	}.Bytes()
-}
-
-func anyChanged(c []bool) bool {
-	for _, v := range c {
-		if v {
-			return true
-		}
-	}
-	return false
 }

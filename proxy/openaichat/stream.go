@@ -679,7 +679,7 @@ func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error
 // it belongs to a choice that was not passed through unchanged.
 func touches(data []byte, finals []api.Final) bool {
 	for _, f := range finals {
-		if f.Escalated != nil || (f.Result != nil && (f.Result.Outcome == recovery.Abstained || anyChanged(f.Result.Changed))) {
+		if f.Escalated != nil || (f.Result != nil && (f.Result.Outcome == recovery.Abstained || f.Result.AnyChanged())) {
 			return bytes.Contains(data, []byte(`"choices"`))
 		}
 	}

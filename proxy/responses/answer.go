@@ -188,7 +188,7 @@ func (Adapter) Render(req *api.Request, resp *api.Response, finals []api.Final) 
 		if rid := chainedID(chain, f, false); rid != "" {
 			obj = obj.Set("id", jsonx.String(rid))
 		}
-	case f.Result != nil && anyChanged(f.Result.Changed):
+	case f.Result != nil && f.Result.AnyChanged():
 		ti, ok := resp.Choices[0].Raw.(*turnItems)
 		if !ok {
 			return nil, errForeignTurn
@@ -398,13 +398,4 @@ func sameJSON(a, b []byte) bool {
 		return false
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
-}
-
-func anyChanged(c []bool) bool {
-	for _, v := range c {
-		if v {
-			return true
-		}
-	}
-	return false
 }

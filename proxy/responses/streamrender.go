@@ -96,7 +96,7 @@ func (r *renderer) plan(f api.Final) {
 			}
 		}
 		r.newID = chainedID(s.info.chain, f, false)
-	case f.Result != nil && anyChanged(f.Result.Changed):
+	case f.Result != nil && f.Result.AnyChanged():
 		at := s.callIndexes()
 		r.changed = map[int]*validate.ToolCall{}
 		for j, ch := range f.Result.Changed {
