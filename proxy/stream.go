@@ -238,7 +238,7 @@ func (x *exchange) serveStream(c *call) {
 			continue
 		}
 		write := sw.write
-		if eventPending(rd.Pending()) {
+		if rd.Buffered() {
 			write = sw.writeLater
 		}
 		if err := write(ev.Raw); err != nil {
@@ -361,12 +361,6 @@ func putHeldBuf(b []byte) {
 	p := new([]byte)
 	*p = b[:0]
 	heldBufs.Put(p)
-}
-
-// eventPending reports whether buffered upstream bytes already hold a whole
-// next event, so the write of this one need not be flushed alone.
-func eventPending(b []byte) bool {
-	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\r\n\r\n")) || bytes.Contains(b, []byte("\r\r"))
 }
 
 // drainWait bounds how long a finished stream waits for the upstream's end

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -45,8 +46,8 @@ func gateConfig(url, upstream, top string) string {
 	return "upstreams:\n  - name: mock\n    url: " + url + "\n" + upstream + top
 }
 
-// startGate serves toolgate with the given config and keepalive interval.
-func startGate(t *testing.T, yaml string, keepalive time.Duration) *httptest.Server {
+// newGate is toolgate's handler for the given config and keepalive interval.
+func newGate(t *testing.T, yaml string, keepalive time.Duration) http.Handler {
 	t.Helper()
 	cfg, err := catalog.Parse([]byte(yaml), "test.yaml")
 	if err != nil {
@@ -60,7 +61,13 @@ func startGate(t *testing.T, yaml string, keepalive time.Duration) *httptest.Ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := httptest.NewServer(srv)
+	return srv
+}
+
+// startGate serves toolgate with the given config and keepalive interval.
+func startGate(t *testing.T, yaml string, keepalive time.Duration) *httptest.Server {
+	t.Helper()
+	gate := httptest.NewServer(newGate(t, yaml, keepalive))
 	t.Cleanup(gate.Close)
 	return gate
 }
@@ -231,6 +238,40 @@ func TestChatStreamReplayIsByteIdentical(t *testing.T) {
 				t.Errorf("upstream saw %d requests, want 2 (direct + toolgate)", n)
 			}
 		})
+	}
+}
+
+// flushCounter is a ResponseWriter that counts flushes: each is a write(2)
+// to the client's socket in a real server.
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *flushCounter) Flush() { f.flushes++; f.ResponseRecorder.Flush() }
+
+// Events that reach toolgate in one read from the upstream leave in one
+// flush, not one each: per-event flushes were a syscall per event.
+func TestChatStreamOneFlushPerRead(t *testing.T) {
+	parts := make([]string, 30)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("word %d ", i)
+	}
+	data := []byte(textStream(parts...) + chunk(`{}`, "stop") + doneEvent)
+	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) { writeChopped(w, data) })
+	gate := newGate(t, gateConfig(up.srv.URL, "", ""), 0)
+
+	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	req := httptest.NewRequest(http.MethodPost, chatRoute, bytes.NewReader(streamRequest(t)))
+	req.Header.Set("Content-Type", "application/json")
+	gate.ServeHTTP(w, req)
+	if got := w.Body.Bytes(); w.Code != http.StatusOK || !bytes.Equal(got, data) {
+		t.Fatalf("status %d, body %q; want the upstream's bytes", w.Code, got)
+	}
+	// One write upstream arrives in one read or, on a busy machine, a few;
+	// a flush per event would be 33.
+	if n := len(events(t, data)); w.flushes > 8 {
+		t.Errorf("%d flushes for %d events written upstream at once", w.flushes, n)
 	}
 }
 

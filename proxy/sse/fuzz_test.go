@@ -133,12 +133,20 @@ func FuzzReader(f *testing.F) {
 		if limit == 0 {
 			limit = sse.DefaultMaxEvent
 		}
-		r := sse.NewReader(&splitReader{data: in, splits: splits}, int(maxEvent))
+		src := &countingReader{r: &splitReader{data: in, splits: splits}}
+		r := sse.NewReader(src, int(maxEvent))
 		want, tail := refParse(in)
+		// Half the inputs ask Buffered after every event: it must change
+		// nothing Next returns, and a yes must mean Next reads no more.
+		probe := len(splits)%2 == 1
+		buffered, readBefore := false, 0
 
 		var raw []byte
 		n := 0
 		for r.Next() {
+			if buffered && src.n != readBefore {
+				t.Fatalf("Buffered reported event %d whole, but Next read %d more bytes", n, src.n-readBefore)
+			}
 			// Every event consumes at least one byte, so more events than
 			// bytes would mean the Reader is stuck.
 			if n++; n > len(in) {
@@ -158,6 +166,12 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("event %d:\n got %s\nwant %s", n-1, show(e), show(w))
 			}
 			raw = append(raw, e.Raw...)
+			if probe {
+				readBefore, buffered = src.n, r.Buffered()
+			}
+		}
+		if buffered && r.Err() != sse.ErrEventTooLarge {
+			t.Fatalf("Buffered promised an event after %d, but the Reader stopped: %v", n, r.Err())
 		}
 		whole := append(append([]byte{}, raw...), r.Pending()...)
 

@@ -173,6 +173,19 @@ func (r *Reader) Err() error { return r.err }
 // next call to Next or Reset.
 func (r *Reader) Pending() []byte { return r.buf[r.start:r.end] }
 
+// Buffered reports whether the bytes already read hold another whole
+// event, so the next Next returns without reading from the source. A
+// proxy uses it to write the events of one read with one flush. It scans
+// no byte twice: what it finds is kept for Next. Like Next, it may reuse
+// the joined Data of the event last returned; Raw stays valid.
+func (r *Reader) Buffered() bool {
+	if r.done {
+		return false
+	}
+	_, ok := r.scanEvent()
+	return ok
+}
+
 func (r *Reader) fail(err error) bool {
 	r.err = err
 	r.done = true

@@ -699,6 +699,47 @@ func TestSourceErrors(t *testing.T) {
 	}
 }
 
+// Buffered says yes exactly when the bytes read so far end another event,
+// whatever the line breaks, and asking changes nothing Next returns.
+func TestBuffered(t *testing.T) {
+	for _, tc := range []struct{ name, in string }{
+		{"LF", "data: a\n\ndata: b\n\ndata: c\n\n"},
+		{"CRLF", "data: a\r\n\r\ndata: b\r\n\r\ndata: c\r\n\r\n"},
+		{"CR", "data: a\r\rdata: b\r\rdata: c\r\r."},
+		{"mixed", "data: a\n\r\ndata: b\r\n\ndata: c\r\n\r\n"},
+		{"multi-line data", "data: a\ndata: b\n\ndata: c\ndata: d\n\nevent: e\n\n"},
+		{"partial last", "data: a\n\ndata: b\n\ndata: c\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := readAll(newChunkReader([]byte(tc.in), 0), 0)
+			src := &countingReader{r: newChunkReader([]byte(tc.in), 0)}
+			r := sse.NewReader(src, 0)
+			var got []sse.Event
+			var answers []bool
+			for r.Next() {
+				got = append(got, cloneEvent(r.Event()))
+				answers = append(answers, r.Buffered())
+				if r.Buffered() != answers[len(answers)-1] {
+					t.Fatal("a second Buffered answered differently")
+				}
+			}
+			if r.Err() != want.err || len(got) != len(want.events) {
+				t.Fatalf("with Buffered: %d events, %v; without: %d, %v", len(got), r.Err(), len(want.events), want.err)
+			}
+			for i := range got {
+				if !sameEvent(got[i], want.events[i]) {
+					t.Errorf("event %d: %s with Buffered, %s without", i, show(got[i]), show(want.events[i]))
+				}
+				// The whole input arrives in the first read, so every
+				// event but the last has a whole one after it.
+				if wantB := i < len(got)-1; answers[i] != wantB {
+					t.Errorf("after event %d Buffered = %v, want %v", i, answers[i], wantB)
+				}
+			}
+		})
+	}
+}
+
 func TestReset(t *testing.T) {
 	r := sse.NewReader(strings.NewReader("data: partial"), 0)
 	for r.Next() {
