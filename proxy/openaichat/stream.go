@@ -189,8 +189,6 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	return step, nil
 }
 
-var errorKey = []byte(`"error"`)
-
 // textDelta is what feedText read of one choice of a chunk. The byte
 // slices alias the event's data and are consumed before Feed returns.
 type textDelta struct {
@@ -222,15 +220,13 @@ type scratch struct {
 // decoder, for anything else: an error, a custom call, or a field it does
 // not know. Nothing changes until the whole chunk has been understood.
 func (s *stream) feedText(data []byte) (bool, error) {
-	if bytes.Contains(data, errorKey) {
-		return false, nil
-	}
 	sc := &s.scratch
 	// ParseObjectInto checks the JSON grammar as it splits; what it refuses,
 	// the full decoder refuses too, with its own error. The values inside
 	// are split with jsonx.Split*, which does not check them again.
 	obj, err := jsonx.ParseObjectInto(sc.top, data)
-	if err != nil || misspelt(obj, "choices", "usage", "id") {
+	// An error chunk is the full decoder's to refuse.
+	if err != nil || !jsonx.IsNull(obj.Get("error")) || misspelt(obj, "choices", "usage", "id", "error") {
 		return false, nil
 	}
 	sc.top = obj

@@ -257,6 +257,8 @@ func TestStreamRejectsWhatItCannotRead(t *testing.T) {
 	for _, c := range []struct{ name, event string }{
 		{"not JSON", "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"\n\n"},
 		{"provider error object", `data: {"error":{"message":"overloaded","type":"server_error"}}` + "\n\n"},
+		// The full decoder matches keys as encoding/json does, ignoring case.
+		{"provider error, key folded", `data: {"id":"x","choices":[],"Error":{"message":"overloaded"}}` + "\n\n"},
 		{"choice index out of range", `data: {"id":"x","choices":[{"index":4096,"delta":{}}]}` + "\n\n"},
 		{"negative choice index", `data: {"id":"x","choices":[{"index":-1,"delta":{}}]}` + "\n\n"},
 		{"tool call index out of range", `data: {"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":100000,"function":{"arguments":"x"}}]}}]}` + "\n\n"},
