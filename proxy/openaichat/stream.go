@@ -69,6 +69,18 @@ type streamCall struct {
 	badShape      bool
 }
 
+// identify records the call's id and type. Servers that repeat them on
+// every fragment send them empty after the first, which must not erase
+// them: a call without its id can be neither run nor repaired.
+func (c *streamCall) identify(id, typ string) {
+	if id != "" {
+		c.id = id
+	}
+	if typ != "" {
+		c.typ = typ
+	}
+}
+
 type streamChoice struct {
 	content   []byte
 	reasoning []byte
@@ -153,12 +165,7 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 				c.calls = append(c.calls, &streamCall{})
 			}
 			sc := c.calls[dc.Index]
-			if dc.ID != "" {
-				sc.id = dc.ID
-			}
-			if dc.Type != "" {
-				sc.typ = dc.Type
-			}
+			sc.identify(dc.ID, dc.Type)
 			switch {
 			case dc.Function != nil:
 				if dc.Function.Name != nil {
@@ -305,12 +312,9 @@ func (s *stream) feedText(data []byte) (bool, error) {
 				d.c.calls = append(d.c.calls, &streamCall{})
 			}
 			call := d.c.calls[fc.index]
-			if fc.id != nil {
-				call.id, _ = jsonx.Unquote(fc.id)
-			}
-			if fc.typ != nil {
-				call.typ, _ = jsonx.Unquote(fc.typ)
-			}
+			id, _ := jsonx.Unquote(fc.id)
+			typ, _ := jsonx.Unquote(fc.typ)
+			call.identify(id, typ)
 			if fc.name != nil {
 				n, _ := jsonx.Unquote(fc.name)
 				call.name += n

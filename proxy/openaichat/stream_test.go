@@ -278,6 +278,24 @@ func TestStreamRejectsWhatItCannotRead(t *testing.T) {
 	}
 }
 
+// Some compatible servers repeat the call's fields on every fragment, with
+// an empty id and type after the first. An empty value must not erase the
+// one already sent, whichever decoder reads the chunk: the second case adds
+// a field the fast path does not know, so the full decoder reads it.
+func TestStreamEmptyIDKeepsTheFirst(t *testing.T) {
+	for name, extra := range map[string]string{"fast path": "", "full decoder": `,"reasoning_content":null`} {
+		t.Run(name, func(t *testing.T) {
+			frag := `{"tool_calls":[{"index":0,"id":"","function":{"arguments":"{\"location\":\"Paris\"}"}}]` + extra + `}`
+			in := chunkLine(callStart, "") + chunkLine(frag, "") + chunkLine(`{}`, "tool_calls") + "data: [DONE]\n\n"
+			st, _ := mustFeed(t, []byte(in))
+			calls := st.Turns()[0].Calls
+			if len(calls) != 1 || calls[0].ID != "call_1" || string(calls[0].Args) != `{"location":"Paris"}` {
+				t.Fatalf("calls %+v, want call_1 with the joined arguments", calls)
+			}
+		})
+	}
+}
+
 func TestStreamArgumentsOfTheWrongShape(t *testing.T) {
 	in := chunkLine(callStart, "") + chunkLine(argFrag(`{"location":"Paris"}`), "") + chunkLine(`{}`, "tool_calls") + "data: [DONE]\n\n"
 	st, _ := mustFeed(t, []byte(in))
