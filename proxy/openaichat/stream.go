@@ -199,7 +199,7 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 // textDelta is what feedText read of one choice of a chunk. The byte
 // slices alias the event's data and are consumed before Feed returns.
 type textDelta struct {
-	c       *streamChoice
+	choice  int
 	content []byte // raw JSON string, or nil
 	finish  []byte // raw JSON string, or nil
 	calls   []fastCall
@@ -256,11 +256,10 @@ func (s *stream) feedText(data []byte) (bool, error) {
 		if err != nil {
 			return false, nil
 		}
-		c, err := s.choice(idx)
-		if err != nil {
-			return false, err
+		if idx < 0 || idx >= maxChoices {
+			return false, fmt.Errorf("%w: choice index %d", ErrStream, idx)
 		}
-		d := textDelta{c: c}
+		d := textDelta{choice: idx}
 		if fr := co.Get("finish_reason"); !jsonx.IsNull(fr) {
 			if fr[0] != '"' {
 				return false, nil
@@ -303,15 +302,16 @@ func (s *stream) feedText(data []byte) (bool, error) {
 	}
 	// The chunk is understood: apply it.
 	for _, d := range deltas {
+		c, _ := s.choice(d.choice) // in range: checked above
 		if d.content != nil {
-			d.c.content = appendFragment(d.c.content, d.content)
-			d.c.hasText = true
+			c.content = appendFragment(c.content, d.content)
+			c.hasText = true
 		}
 		for _, fc := range d.calls {
-			for len(d.c.calls) <= fc.index {
-				d.c.calls = append(d.c.calls, &streamCall{})
+			for len(c.calls) <= fc.index {
+				c.calls = append(c.calls, &streamCall{})
 			}
-			call := d.c.calls[fc.index]
+			call := c.calls[fc.index]
 			id, _ := jsonx.Unquote(fc.id)
 			typ, _ := jsonx.Unquote(fc.typ)
 			call.identify(id, typ)
@@ -323,7 +323,7 @@ func (s *stream) feedText(data []byte) (bool, error) {
 			s.holding = true
 		}
 		if d.finish != nil {
-			d.c.finish, _ = jsonx.Unquote(d.finish)
+			c.finish, _ = jsonx.Unquote(d.finish)
 		}
 	}
 	if s.id == "" {
