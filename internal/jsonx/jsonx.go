@@ -182,17 +182,12 @@ func (o Object) Bytes() []byte { return o.Append(nil) }
 
 // ParseArray splits a JSON array into its elements. Elements alias data.
 func ParseArray(data []byte) ([][]byte, error) {
-	return ParseArrayInto(make([][]byte, 0, 4), data)
-}
-
-// ParseArrayInto is ParseArray reusing dst.
-func ParseArrayInto(dst [][]byte, data []byte) ([][]byte, error) {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '[' {
 		return nil, ErrSyntax
 	}
 	i++
-	out := dst[:0]
+	out := make([][]byte, 0, 4)
 	for {
 		i = skipWS(data, i)
 		if i < len(data) && data[i] == ']' && len(out) == 0 {
@@ -276,7 +271,8 @@ func SplitObjectInto(dst Object, data []byte) (Object, error) {
 	return nil, ErrSyntax
 }
 
-// SplitArrayInto is ParseArrayInto for a checked value (see SplitObjectInto).
+// SplitArrayInto is ParseArray for a checked value, reusing dst (see
+// SplitObjectInto).
 func SplitArrayInto(dst [][]byte, data []byte) ([][]byte, error) {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '[' {
@@ -614,7 +610,7 @@ func skipString(d []byte, i int) (int, error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if i+6 > len(d) || !isHex4(d[i+2:i+6]) {
+				if _, ok := hex4(d[i+2:]); !ok {
 					return 0, ErrSyntax
 				}
 				i += 6
@@ -634,15 +630,6 @@ var plainByte = func() (t [256]bool) {
 	}
 	return t
 }()
-
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
 
 // validNumber reports whether b is a JSON number (RFC 8259 §6).
 func validNumber(b []byte) bool {
@@ -762,18 +749,11 @@ func skipValue(d []byte, i, depth int) (int, error) {
 	}
 }
 
-// FoldedKey reports whether any object key anywhere in data equals one of
-// names when case is ignored but differs from it as written. encoding/json
-// matches struct fields that way while JSON itself, and most clients, are
-// case-sensitive; a document that relies on the difference would be read
-// one way by toolgate and another by the agent, so callers refuse it.
-// Callers that check many documents against the same names prepare them
-// once with NewKeyFold.
-func FoldedKey(data []byte, names ...string) bool {
-	return NewKeyFold(names...).In(data)
-}
-
-// KeyFold is a prepared set of names for FoldedKey.
+// KeyFold finds object keys that equal one of its names when case is
+// ignored but differ from it as written. encoding/json matches struct
+// fields that way while JSON itself, and most clients, are case-sensitive;
+// a document that relies on the difference would be read one way by
+// toolgate and another by the agent, so callers refuse it.
 type KeyFold struct {
 	names [][]byte
 	// plain: no name has an upper-case or non-ASCII letter, so a key
@@ -793,10 +773,11 @@ func NewKeyFold(names ...string) *KeyFold {
 	return k
 }
 
-// In is FoldedKey for the prepared names. It runs on every answer and
-// every stream event, so it finds strings with IndexByte and looks at the
-// bytes of a string only when a colon shows it is a key: text content,
-// often most of a document, is skipped at memory speed.
+// In reports whether any object key anywhere in data folds onto one of the
+// names without equalling it. It runs on every answer and every stream
+// event, so it finds strings with IndexByte and looks at the bytes of a
+// string only when a colon shows it is a key: text content, often most of
+// a document, is skipped at memory speed.
 func (k *KeyFold) In(data []byte) bool {
 	i := 0
 	for {

@@ -415,8 +415,8 @@ func TestFoldedKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.doc, func(t *testing.T) {
-			if got := FoldedKey([]byte(c.doc), "choices", "tool_calls"); got != c.want {
-				t.Errorf("FoldedKey = %v, want %v", got, c.want)
+			if got := NewKeyFold("choices", "tool_calls").In([]byte(c.doc)); got != c.want {
+				t.Errorf("In = %v, want %v", got, c.want)
 			}
 		})
 	}
