@@ -262,15 +262,12 @@ func (x *exchange) abstainOn() bool {
 }
 
 // offerAbstain appends the virtual "no tool fits" tool to the upstream
-// request when the config asks for it and the model is free to choose
-// (tool_choice auto). Never in shadow mode, where the request must reach the
-// upstream unchanged, and never over a client tool of the same name. The
-// injected body becomes the request's body, so re-queries keep exactly the
-// tools the upstream saw first.
+// request when the model is free to choose (tool_choice auto). The caller
+// has checked abstainOn (config on, not shadow mode, where the request must
+// reach the upstream unchanged). Never over a client tool of the same name.
+// The injected body becomes the request's body, so re-queries keep exactly
+// the tools the upstream saw first.
 func (x *exchange) offerAbstain(body []byte) []byte {
-	if !x.abstainOn() {
-		return body
-	}
 	cfg := x.rt.snap.Config.Abstain
 	if x.req.Choice.Kind != catalog.ChoiceAuto || len(x.req.Offered) == 0 {
 		return body

@@ -48,18 +48,9 @@ func (sw *streamWriter) writeLater(b []byte) error {
 	return sw.writeLocked(b, false)
 }
 
-// flush sends what writeLater left in the buffer.
-func (sw *streamWriter) flush() error {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if !sw.started || sw.err != nil {
-		return sw.err
-	}
-	if err := sw.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		sw.err = err
-	}
-	return sw.err
-}
+// flush sends what writeLater left in the buffer. Before anything was
+// written it does nothing, keeping the option of a plain status answer.
+func (sw *streamWriter) flush() error { return sw.write(nil) }
 
 func (sw *streamWriter) writeLocked(b []byte, flush bool) error {
 	if sw.err != nil {
