@@ -413,7 +413,8 @@ func TestChatStreamSDKEscalated(t *testing.T) {
 
 	t.Run("error mode before any byte: plain 422", func(t *testing.T) {
 		up := csStartUpstream(t, func(w http.ResponseWriter, r *http.Request) { csWrite(w, unknown) }, escalate)
-		acc, err := csRun(t, csClient(t, csStartGate(t, up.srv.URL, "")))
+		// Retries on, as SDKs default: x-should-retry: false must stop them.
+		acc, err := csRun(t, csClient(t, csStartGate(t, up.srv.URL, ""), option.WithMaxRetries(2)))
 		var ae *openai.Error
 		if !errors.As(err, &ae) {
 			t.Fatalf("err %T %v, want *openai.Error", err, err)

@@ -526,12 +526,8 @@ func judgeAnswer(t *testing.T, r fuResult, stream bool) string {
 		return fmt.Sprint(r.Status)
 	}
 	if stream {
-		// Every call the stream delivered, assembled as the SDK would.
-		names, ids := streamedCalls(r.Body)
-		for i, n := range names {
-			if _, ok := knownTools[n]; !ok || ids[i] == "" {
-				t.Errorf("stream delivered a call to %q with id %q", n, ids[i])
-			}
+		for _, c := range streamedCalls(r.Body) {
+			checkForwardedCall(t, c)
 		}
 		if e := streamError(r.Body); e != nil {
 			return fmt.Sprintf("200 stream, error event %v", e["code"])
@@ -561,20 +557,27 @@ func judgeAnswer(t *testing.T, r fuResult, stream bool) string {
 	}
 	for _, c := range a.Choices {
 		for _, tc := range c.Message.ToolCalls {
-			req, ok := knownTools[tc.Function.Name]
-			var args map[string]any
-			if !ok || tc.ID == "" || json.Unmarshal([]byte(tc.Function.Arguments), &args) != nil {
-				t.Errorf("invalid call forwarded: %+v", tc)
-				continue
-			}
-			for _, k := range req {
-				if _, ok := args[k]; !ok {
-					t.Errorf("call forwarded without %s: %+v", k, tc)
-				}
-			}
+			checkForwardedCall(t, streamedCall{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
 		}
 	}
 	return "200 " + r.Header.Get("X-Toolgate-Outcome")
+}
+
+// checkForwardedCall fails the test unless c names a known tool, has an id,
+// and its arguments are a JSON object holding the tool's required keys.
+func checkForwardedCall(t *testing.T, c streamedCall) {
+	t.Helper()
+	req, ok := knownTools[c.Name]
+	var args map[string]any
+	if !ok || c.ID == "" || json.Unmarshal([]byte(c.Args), &args) != nil {
+		t.Errorf("invalid call forwarded: %+v", c)
+		return
+	}
+	for _, k := range req {
+		if _, ok := args[k]; !ok {
+			t.Errorf("call forwarded without %s: %+v", k, c)
+		}
+	}
 }
 
 // Answers no provider should send. Every re-query is answered with the

@@ -508,13 +508,20 @@ func sseData(body []byte) []string {
 // streamedCallNames are the tool-call names a chat stream delivered,
 // assembled per call index as an SDK would.
 func streamedCallNames(body []byte) []string {
-	names, _ := streamedCalls(body)
+	var names []string
+	for _, c := range streamedCalls(body) {
+		names = append(names, c.Name)
+	}
 	return names
 }
 
-// streamedCalls assembles the names and ids of a chat stream's calls.
-func streamedCalls(body []byte) (names, ids []string) {
-	byIndex := map[int][2]string{}
+// streamedCall is one call of a chat stream, assembled as an SDK would.
+type streamedCall struct{ ID, Name, Args string }
+
+// streamedCalls assembles a chat stream's calls by index: names and
+// argument fragments joined, the last non-empty id kept.
+func streamedCalls(body []byte) []streamedCall {
+	byIndex := map[int]streamedCall{}
 	maxIdx := -1
 	for _, d := range sseData(body) {
 		var ch struct {
@@ -524,7 +531,8 @@ func streamedCalls(body []byte) (names, ids []string) {
 						Index    int    `json:"index"`
 						ID       string `json:"id"`
 						Function struct {
-							Name string `json:"name"`
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
 						} `json:"function"`
 					} `json:"tool_calls"`
 				} `json:"delta"`
@@ -536,20 +544,21 @@ func streamedCalls(body []byte) (names, ids []string) {
 		for _, c := range ch.Choices {
 			for _, tc := range c.Delta.ToolCalls {
 				v := byIndex[tc.Index]
-				v[0] += tc.Function.Name
+				v.Name += tc.Function.Name
+				v.Args += tc.Function.Arguments
 				if tc.ID != "" {
-					v[1] = tc.ID
+					v.ID = tc.ID
 				}
 				byIndex[tc.Index] = v
 				maxIdx = max(maxIdx, tc.Index)
 			}
 		}
 	}
-	for i := 0; i <= maxIdx; i++ {
-		names = append(names, byIndex[i][0])
-		ids = append(ids, byIndex[i][1])
+	out := make([]streamedCall, maxIdx+1)
+	for i := range out {
+		out[i] = byIndex[i]
 	}
-	return names, ids
+	return out
 }
 
 // streamError is the error object a chat stream ended with, or nil.
