@@ -34,6 +34,14 @@ func newUpstream(cfg catalog.Upstream, key string) (*upstream, error) {
 	if err != nil {
 		return nil, err
 	}
+	return &upstream{cfg: cfg, base: base, key: key, client: NewUpstreamClient(cfg)}, nil
+}
+
+// NewUpstreamClient is the HTTP client toolgate talks to an upstream with:
+// the upstream's connect and first-byte timeouts, a pool sized for a
+// sidecar, and no redirects. toolgate eval uses it too, so it measures the
+// upstream as serve reaches it.
+func NewUpstreamClient(cfg catalog.Upstream) *http.Client {
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -48,16 +56,11 @@ func newUpstream(cfg catalog.Upstream, key string) (*upstream, error) {
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &upstream{
-		cfg:  cfg,
-		base: base,
-		key:  key,
-		client: &http.Client{
-			Transport: tr,
-			// The upstream is fixed by config; a redirect must not move it.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-	}, nil
+	return &http.Client{
+		Transport: tr,
+		// The upstream is fixed by config; a redirect must not move it.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 func (u *upstream) close() {
@@ -240,13 +243,19 @@ func (u *upstream) applyKey(h http.Header, api string) {
 	for _, k := range credentialHeaders {
 		h.Del(k)
 	}
-	switch keyHeader(u.base.Host, api) {
+	SetUpstreamKey(h, u.base.Hostname(), api, u.key)
+}
+
+// SetUpstreamKey puts key in the header the provider at host reads it from
+// for the named API (see keyHeader).
+func SetUpstreamKey(h http.Header, host, api, key string) {
+	switch keyHeader(host, api) {
 	case "x-api-key":
-		h.Set("X-Api-Key", u.key)
+		h.Set("X-Api-Key", key)
 	case "api-key":
-		h.Set("Api-Key", u.key)
+		h.Set("Api-Key", key)
 	default:
-		h.Set("Authorization", "Bearer "+u.key)
+		h.Set("Authorization", "Bearer "+key)
 	}
 }
 

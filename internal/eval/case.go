@@ -218,7 +218,7 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 		}
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte("eval/v1"), []byte(snap.Version), []byte(rs.prompt),
+	for _, part := range [][]byte{[]byte("eval/v1"), []byte(snap.Version), []byte(rs.settings.Prompt),
 		[]byte(strconv.Itoa(rs.settings.Shortlist)), body, answer} {
 		h.Write([]byte(strconv.Itoa(len(part))))
 		h.Write([]byte{':'})

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/recovery"
@@ -64,9 +64,6 @@ type Options struct {
 	Interactive bool
 	// Log receives notes (resumed results, settings eval overrides).
 	Log io.Writer
-	// Client sends the re-queries; nil builds one from the upstream's
-	// timeouts.
-	Client *http.Client
 }
 
 // LoadSnapshot reads the config at path as serve does, minus what eval does
@@ -99,14 +96,15 @@ func CompileForEval(cfg *catalog.Config, baseDir string) (*catalog.Snapshot, err
 
 // runSetup is what every case of a run shares.
 type runSetup struct {
-	snap     *catalog.Snapshot
-	model    string
-	settings recovery.Settings
-	// prompt is the template with the configured threshold filled in.
-	prompt       string
+	snap  *catalog.Snapshot
+	model string
+	// settings.Prompt is the template with the configured threshold
+	// filled in.
+	settings     recovery.Settings
 	catalogTools []json.RawMessage
 	client       *http.Client
 	endpoint     string
+	host         string
 	key          string
 	maxBody      int64
 	retries      int
@@ -156,37 +154,16 @@ func newSetup(snap *catalog.Snapshot, opt *Options, log io.Writer) (*runSetup, e
 		snap:     snap,
 		model:    opt.Model,
 		settings: s,
-		prompt:   s.Prompt,
-		client:   opt.Client,
+		client:   proxy.NewUpstreamClient(up),
 		endpoint: base.String(),
+		host:     base.Hostname(),
 		key:      snap.Secrets.UpstreamKeys[up.Name],
 		maxBody:  cfg.Limits.MaxResponseBytes,
 		retries:  opt.Retries,
 		// Built once: every case without tools of its own offers these.
 		catalogTools: catalogTools(snap),
 	}
-	if rs.client == nil {
-		rs.client = upstreamClient(up)
-	}
 	return rs, nil
-}
-
-// upstreamClient honours the upstream's connect and first-byte timeouts, as
-// serve's does; the recovery deadline bounds each case as a whole.
-func upstreamClient(up catalog.Upstream) *http.Client {
-	dialer := &net.Dialer{Timeout: up.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
-			TLSHandshakeTimeout:   up.ConnectTimeout.D(),
-			ResponseHeaderTimeout: up.FirstByteTimeout.D(),
-			ForceAttemptHTTP2:     true,
-			MaxIdleConnsPerHost:   64,
-		},
-		// The upstream comes from config only; a redirect must not move it.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 }
 
 // asker sends one case's re-query to the upstream and keeps what it cost.
@@ -217,7 +194,7 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 	hr.Header.Set("Accept", "application/json")
 	hr.Header.Set("User-Agent", "toolgate-eval")
 	if a.rs.key != "" {
-		hr.Header.Set("Authorization", "Bearer "+a.rs.key)
+		proxy.SetUpstreamKey(hr.Header, a.rs.host, openaichat.Adapter{}.Name(), a.rs.key)
 	}
 	start := time.Now()
 	resp, err := a.rs.client.Do(hr)
