@@ -187,3 +187,32 @@ func TestGoldenSetRuns(t *testing.T) {
 		t.Error("the per-kind table lacks a kind")
 	}
 }
+
+// eval says when it measures something other than what the config asks
+// for, and says nothing when the config already matches.
+func TestSetupNotesOverrides(t *testing.T) {
+	_, snap := newUpstream(t, nil)
+	var log strings.Builder
+	if _, err := newSetup(snap, &Options{Model: testModel}, &log); err != nil {
+		t.Fatal(err)
+	}
+	if log.Len() != 0 {
+		t.Errorf("notes for a config eval runs as it is:\n%s", log.String())
+	}
+	three := 3
+	snap.Config.Recovery.MaxAttempts = &three
+	snap.Config.Recovery.Strategy = catalog.StrategyCorrection
+	log.Reset()
+	rs, err := newSetup(snap, &Options{Model: testModel}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`recovery.strategy is "correction"`, "recovery.max_attempts is 3"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("notes do not say %q:\n%s", want, log.String())
+		}
+	}
+	if rs.settings.Strategy != catalog.StrategyDecision || rs.settings.RecoveryAttempts != 1 || rs.settings.RepromptAttempts != 0 {
+		t.Errorf("settings %+v, want decision, one re-query, no reprompt", rs.settings)
+	}
+}

@@ -74,7 +74,6 @@ func esc(conf float64) string {
 // that every re-query is one the provider accepts; a malformed one gets a
 // 400 naming the problem, which the test sees as a failed case.
 type scripted struct {
-	t      *testing.T
 	mu     sync.Mutex
 	script map[string][]reply
 	seen   map[string]int
@@ -218,7 +217,7 @@ func (s *scripted) requests() int {
 // newUpstream starts the scripted upstream and a config pointing at it.
 func newUpstream(t *testing.T, script map[string][]reply) (*scripted, *catalog.Snapshot) {
 	t.Helper()
-	s := &scripted{t: t, script: script, seen: map[string]int{}, promptWants: "at least 0.8 sure"}
+	s := &scripted{script: script, seen: map[string]int{}, promptWants: "at least 0.8 sure"}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	t.Setenv("EVAL_TEST_KEY", testKey)

@@ -127,8 +127,8 @@ func newSetup(snap *catalog.Snapshot, opt *Options, log io.Writer) (*runSetup, e
 		fmt.Fprintf(log, "note: recovery.strategy is %q in the config; eval measures the decision strategy\n", s.Strategy)
 		s.Strategy = catalog.StrategyDecision
 	}
-	if s.RecoveryAttempts < 1 {
-		fmt.Fprintln(log, "note: recovery.max_attempts is 0 in the config; eval asks once per case anyway")
+	if s.RecoveryAttempts != 1 {
+		fmt.Fprintf(log, "note: recovery.max_attempts is %d in the config; eval asks once per case\n", s.RecoveryAttempts)
 	}
 	s.RecoveryAttempts, s.RepromptAttempts = 1, 0
 	s.Shadow, s.AbstainTool = false, ""
