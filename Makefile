@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 FUZZTIME  ?= 2m
 
-.PHONY: build test unit node-deps fuzz fuzz-short bench load soak demo lint
+.PHONY: build test unit node-deps fuzz bench load soak demo lint
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/toolgate ./cmd/toolgate
@@ -29,9 +29,6 @@ node-deps:
 # fuzz runs every fuzz target for FUZZTIME each (default 2m); opt-in, not in CI.
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
-
-fuzz-short:
-	@scripts/fuzz.sh 10s
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
