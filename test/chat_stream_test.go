@@ -160,25 +160,8 @@ func csDecision(decision string, tool string, args string, confidence float64) s
 // is appended at top level.
 func csStartGate(t *testing.T, upstreamURL, extra string) string {
 	t.Helper()
-	yaml := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: mock\n    url: " + upstreamURL + "\n" + extra
-	cfg, err := catalog.Parse([]byte(yaml), "chat-stream.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := catalog.Compile(cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.StartSnapshot(snap, app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = a.Shutdown(ctx)
-	})
-	return "http://" + a.ProxyAddr()
+	g, _ := startGateWith(t, "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: mock\n    url: "+upstreamURL+"\n"+extra, app.Options{})
+	return g.URL
 }
 
 func csClient(t *testing.T, base string, opts ...option.RequestOption) openai.Client {

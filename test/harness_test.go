@@ -26,7 +26,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/app"
 	"github.com/toolgate/toolgate/proxy"
 )
@@ -68,27 +67,8 @@ func startToolgate(t *testing.T, configYAML string) (baseURL string, a *app.App)
 // startGate is startToolgate with the escalation sink exposed.
 func startGate(t *testing.T, configYAML string) *gate {
 	t.Helper()
-	cfg, err := catalog.Parse([]byte(configYAML), "e2e.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, configYAML)
-	}
-	snap, err := catalog.Compile(cfg, t.TempDir())
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	sink := &recordingSink{}
-	a, err := app.StartSnapshot(snap, app.Options{Logger: testLogger(t), Sink: sink})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return &gate{URL: "http://" + a.ProxyAddr(), App: a, Sink: sink}
+	g, _ := startGateWith(t, configYAML, app.Options{Sink: &recordingSink{}})
+	return g
 }
 
 // testLogger is silent unless TOOLGATE_TEST_LOG is set, so -v output stays

@@ -141,26 +141,8 @@ func assistantCalls(calls ...call) openai.ChatCompletionMessageParamUnion {
 func startGateLogged(t *testing.T, configYAML string) (*gate, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	cfg, err := catalog.Parse([]byte(configYAML), "e2e.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, configYAML)
-	}
-	snap, err := catalog.Compile(cfg, t.TempDir())
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	a, err := app.StartSnapshot(snap, app.Options{Logger: zap.New(core)})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return &gate{URL: "http://" + a.ProxyAddr(), App: a}, logs
+	g, _ := startGateWith(t, configYAML, app.Options{Logger: zap.New(core)})
+	return g, logs
 }
 
 // logDump renders every observed entry, fields included, as JSON lines.
