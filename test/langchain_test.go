@@ -1,12 +1,7 @@
 package test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,44 +15,19 @@ import (
 // skips when Node or the installed packages are missing; under CI=true that
 // is a failure, so the check cannot quietly stop running.
 func TestLangChain(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		for _, pkg := range []string{"@langchain/openai", "@langchain/core"} {
-			if _, statErr := os.Stat(filepath.Join("node", "node_modules", pkg, "package.json")); statErr != nil {
-				err = statErr
-				break
-			}
-		}
-	}
-	if err != nil {
-		msg := "needs node and `npm ci` in test/node: " + err.Error()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-
+	node := needNode(t, "@langchain/openai", "@langchain/core")
 	first := callsAnswer("chatcmpl-lc-1", invented)
 	m := newMock(t, first, substitute("get_current_weather", weatherArgs, 0.9))
 	g := weatherGate(t, m, "")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "langchain.mjs")
-	cmd.Dir = "node"
 	// LangSmith tracing stays off whatever the developer's shell says: the
 	// test must not try to reach anything but toolgate.
-	cmd.Env = append(os.Environ(), "TOOLGATE_BASE_URL="+g.URL,
-		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false", "LANGCHAIN_TRACING=false")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node langchain.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	stdout := string(runNode(t, node, "langchain.mjs", 60*time.Second, "TOOLGATE_BASE_URL="+g.URL,
+		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false", "LANGCHAIN_TRACING=false"))
 
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	if len(lines) != 1 {
-		t.Fatalf("want 1 result line, got %d:\n%s", len(lines), stdout.String())
+		t.Fatalf("want 1 result line, got %d:\n%s", len(lines), stdout)
 	}
 	t.Logf("LangChain's AIMessage: %s", lines[0])
 	var got struct {

@@ -18,20 +18,7 @@ import (
 // missing; in CI (CI=true) that is a failure, so the check cannot silently
 // stop running.
 func TestNodeSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		if _, statErr := os.Stat(filepath.Join("node", "node_modules", "openai", "package.json")); statErr != nil {
-			err = statErr
-		}
-	}
-	if err != nil {
-		msg := "needs node and `npm ci` in test/node: " + err.Error()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-
+	node := needNode(t, "openai")
 	m := newMock(t,
 		callsAnswer("chatcmpl-1", invented),
 		substitute("get_current_weather", weatherArgs, 0.9),
@@ -40,24 +27,15 @@ func TestNodeSDK(t *testing.T) {
 	)
 	g := weatherGate(t, m, "")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "e2e.mjs")
-	cmd.Dir = "node"
-	cmd.Env = append(os.Environ(), "TOOLGATE_BASE_URL="+g.URL)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node e2e.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	stdout := runNode(t, node, "e2e.mjs", 30*time.Second, "TOOLGATE_BASE_URL="+g.URL)
 
 	var lines []json.RawMessage
-	sc := bufio.NewScanner(&stdout)
+	sc := bufio.NewScanner(bytes.NewReader(stdout))
 	for sc.Scan() {
 		lines = append(lines, json.RawMessage(append([]byte(nil), sc.Bytes()...)))
 	}
 	if len(lines) != 2 {
-		t.Fatalf("want 2 result lines, got %d:\n%s", len(lines), stdout.String())
+		t.Fatalf("want 2 result lines, got %d:\n%s", len(lines), stdout)
 	}
 
 	var first struct {
@@ -97,4 +75,43 @@ func TestNodeSDK(t *testing.T) {
 		t.Errorf("escalation as the Node SDK saw it: %s (sink has %d records)", lines[1], len(recs))
 	}
 	expectCount(t, m, 4)
+}
+
+// needNode returns the node binary once it and the test/node packages pkgs
+// are installed. Locally a missing one skips the test; under CI=true it
+// fails it, so an SDK check cannot quietly stop running.
+func needNode(t *testing.T, pkgs ...string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	for _, pkg := range pkgs {
+		if err != nil {
+			break
+		}
+		_, err = os.Stat(filepath.Join("node", "node_modules", pkg, "package.json"))
+	}
+	if err != nil {
+		msg := "needs node and `npm ci` in test/node: " + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node
+}
+
+// runNode runs a script of test/node with env added, bounded by d, and
+// returns its standard output; a failure shows both outputs.
+func runNode(t *testing.T, node, script string, d time.Duration, env ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = "node"
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
+	}
+	return stdout.Bytes()
 }
