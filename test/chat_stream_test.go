@@ -92,36 +92,10 @@ func csWrite(w http.ResponseWriter, s string) {
 	}
 }
 
-func csChunk(delta, finish string) string {
-	f := "null"
-	if finish != "" {
-		f = `"` + finish + `"`
-	}
-	return `data: {"id":"chatcmpl-cs","object":"chat.completion.chunk","created":1741569970,"model":"gpt-4o","choices":[{"index":0,"delta":` +
-		delta + `,"logprobs":null,"finish_reason":` + f + `}]}` + "\n\n"
-}
+// csText and csCall are the fault upstream's events as one stream.
+func csText(parts ...string) string { return strings.Join(fuTextEvents(parts...), "") }
 
-func csText(parts ...string) string {
-	s := csChunk(`{"role":"assistant","content":""}`, "")
-	for _, p := range parts {
-		b, _ := json.Marshal(p)
-		s += csChunk(`{"content":`+string(b)+`}`, "")
-	}
-	return s
-}
-
-// csCall streams one call with its arguments cut in three fragments, the
-// finish chunk, a usage chunk and [DONE].
-func csCall(id, name, args string) string {
-	s := csChunk(`{"tool_calls":[{"index":0,"id":"`+id+`","type":"function","function":{"name":"`+name+`","arguments":""}}]}`, "")
-	for _, part := range []string{args[:len(args)/3], args[len(args)/3 : 2*len(args)/3], args[2*len(args)/3:]} {
-		b, _ := json.Marshal(part)
-		s += csChunk(`{"tool_calls":[{"index":0,"function":{"arguments":`+string(b)+`}}]}`, "")
-	}
-	s += csChunk(`{}`, "tool_calls")
-	s += `data: {"id":"chatcmpl-cs","object":"chat.completion.chunk","created":1741569970,"model":"gpt-4o","choices":[],"usage":{"prompt_tokens":50,"completion_tokens":20,"total_tokens":70}}` + "\n\n"
-	return s + "data: [DONE]\n\n"
-}
+func csCall(id, name, args string) string { return strings.Join(fuCallEvents(id, name, args), "") }
 
 // csCompletion is a whole chat.completion, the answer to a re-query.
 func csCompletion(content string, calls ...[3]string) string {
@@ -226,19 +200,6 @@ func csCalls(acc openai.ChatCompletionAccumulator) []openai.ChatCompletionMessag
 		return nil
 	}
 	return acc.Choices[0].Message.ToolCalls
-}
-
-func csSameJSON(t *testing.T, got, want string) {
-	t.Helper()
-	var a, b any
-	if json.Unmarshal([]byte(got), &a) != nil || json.Unmarshal([]byte(want), &b) != nil {
-		t.Fatalf("arguments %q / %q are not JSON", got, want)
-	}
-	ga, _ := json.Marshal(a)
-	gb, _ := json.Marshal(b)
-	if !bytes.Equal(ga, gb) {
-		t.Fatalf("arguments %s, want %s", got, want)
-	}
 }
 
 // csCheckRequery checks what toolgate sent upstream the second time: a
@@ -349,7 +310,9 @@ func TestChatStreamSDKRepaired(t *testing.T) {
 			if calls[0].ID != "call_o1" || calls[0].Function.Name != c.want[0] {
 				t.Fatalf("call %s %s(%s), want call_o1 %s", calls[0].ID, calls[0].Function.Name, calls[0].Function.Arguments, c.want[0])
 			}
-			csSameJSON(t, calls[0].Function.Arguments, c.want[1])
+			if !sameJSON(calls[0].Function.Arguments, c.want[1]) {
+				t.Fatalf("arguments %s, want %s", calls[0].Function.Arguments, c.want[1])
+			}
 			if acc.Choices[0].Message.Content != "On it." || acc.Choices[0].FinishReason != "tool_calls" {
 				t.Errorf("content %q finish %q", acc.Choices[0].Message.Content, acc.Choices[0].FinishReason)
 			}
