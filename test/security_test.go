@@ -84,23 +84,11 @@ func secAnswer(api string, stream bool, name, args string) faultAction {
 		secSSE(&b, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":10}}`)
 		secSSE(&b, "message_stop", `{"type":"message_stop"}`)
 	case "responses":
-		item := func(status, a string) string {
-			return `{"id":"fc_sec","type":"function_call","status":"` + status + `","arguments":` + jsonStr(a) + `,"call_id":"call_sec","name":"` + name + `"}`
-		}
-		resp := func(status, output, usage string) string {
-			return `{"id":"resp_sec","object":"response","created_at":1741294021,"status":"` + status + `","error":null,"incomplete_details":null,"model":"gpt-5",` +
-				`"output":` + output + `,"parallel_tool_calls":true,"previous_response_id":null,"store":false,"tool_choice":"auto","tools":[],"usage":` + usage + `}`
-		}
-		usage := `{"input_tokens":20,"output_tokens":10,"total_tokens":30}`
+		a := respAnswer{ID: "resp_sec", Items: []string{respCall("fc_sec", "call_sec", name, args)}}
 		if !stream {
-			return fuJSON(resp("completed", "["+item("completed", args)+"]", usage))
+			return fuJSON(respObject(a, "completed", "", a.Items))
 		}
-		secSSE(&b, "response.created", `{"type":"response.created","sequence_number":0,"response":`+resp("in_progress", "[]", "null")+`}`)
-		secSSE(&b, "response.output_item.added", `{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":`+item("in_progress", "")+`}`)
-		secSSE(&b, "response.function_call_arguments.delta", `{"type":"response.function_call_arguments.delta","sequence_number":2,"item_id":"fc_sec","output_index":0,"delta":`+jsonStr(args)+`}`)
-		secSSE(&b, "response.function_call_arguments.done", `{"type":"response.function_call_arguments.done","sequence_number":3,"item_id":"fc_sec","output_index":0,"arguments":`+jsonStr(args)+`}`)
-		secSSE(&b, "response.output_item.done", `{"type":"response.output_item.done","sequence_number":4,"output_index":0,"item":`+item("completed", args)+`}`)
-		secSSE(&b, "response.completed", `{"type":"response.completed","sequence_number":5,"response":`+resp("completed", "["+item("completed", args)+"]", usage)+`}`)
+		return fuSSE(strings.SplitAfter(string(respStreamOf(a, "")), "\n\n"), 0)
 	default:
 		if !stream {
 			return fuReply(callsAnswer("chatcmpl-sec", call{"call_sec", name, args}))
