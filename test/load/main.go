@@ -195,23 +195,11 @@ func orchestrate(ctx context.Context, o options, scs []scenario) error {
 	fmt.Printf("machine: %d CPUs, 1-min load average %.2f at start (other work on the machine skews all targets alike, not their ratios)\n",
 		rep.Machine.CPUs, rep.Machine.LoadAvgStart)
 
-	tmp, err := os.MkdirTemp("", "toolgate-load-")
+	tmp, bin, cleanup, err := proc.Workdir(ctx, "toolgate-load-", o.keep, o.toolgate)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Println("keeping", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-
-	bin := o.toolgate
-	if bin == "" {
-		bin = filepath.Join(tmp, "toolgate")
-		if err := proc.Build(ctx, bin); err != nil {
-			return err
-		}
-	}
+	defer cleanup()
 	self, err := os.Executable()
 	if err != nil {
 		return err

@@ -115,16 +115,11 @@ func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 func run(n int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "toolgate-rss-")
+	dir, bin, cleanup, err := proc.Workdir(ctx, "toolgate-rss-", false, "")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-
-	bin := filepath.Join(dir, "toolgate")
-	if err := proc.Build(ctx, bin); err != nil {
-		return err
-	}
+	defer cleanup()
 
 	up := &upstream{release: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -430,22 +430,11 @@ func rssKiB(pid int) int64 {
 }
 
 func run(ctx context.Context, o options) error {
-	tmp, err := os.MkdirTemp("", "toolgate-soak-")
+	tmp, bin, cleanup, err := proc.Workdir(ctx, "toolgate-soak-", o.keep, o.toolgate)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Println("keeping", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-	bin := o.toolgate
-	if bin == "" {
-		bin = filepath.Join(tmp, "toolgate")
-		if err := proc.Build(ctx, bin); err != nil {
-			return err
-		}
-	}
+	defer cleanup()
 
 	mln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -133,3 +133,27 @@ func Scrape(admin string, names ...string) (map[string]float64, error) {
 	}
 	return out, sc.Err()
 }
+
+// Workdir makes a run's temporary folder, named after prefix, and returns
+// it with the toolgate binary to run: bin when given, else a fresh build
+// into the folder. cleanup removes the folder unless keep is set, in which
+// case its path is printed so its config and logs can be read afterwards.
+func Workdir(ctx context.Context, prefix string, keep bool, bin string) (dir, toolgate string, cleanup func(), err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	if keep {
+		fmt.Println("keeping", dir)
+		cleanup = func() {}
+	}
+	if bin == "" {
+		bin = filepath.Join(dir, "toolgate")
+		if err := Build(ctx, bin); err != nil {
+			cleanup()
+			return "", "", nil, err
+		}
+	}
+	return dir, bin, cleanup, nil
+}
