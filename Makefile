@@ -12,7 +12,7 @@ build:
 demo:
 	$(GO) run ./cmd/toolgate demo
 
-# test installs what the suite needs (the Node SDK test's packages), then
+# test installs what the suite needs (each test/node*/ folder's packages), then
 # runs the main module's tests with the race detector, then deploy/'s.
 test: node-deps
 	$(GO) test -race -count=1 ./...
@@ -23,8 +23,11 @@ unit:
 
 node-deps:
 	@if command -v npm >/dev/null 2>&1; then \
-		cd test/node && npm ci --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: the Node SDK test will be skipped (it fails under CI=true)"; fi
+		for d in test/node*/; do \
+			[ -f "$$d/package-lock.json" ] || continue; \
+			(cd "$$d" && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+		done; \
+	else echo "npm not found: the Node SDK tests will be skipped (they fail under CI=true)"; fi
 
 # fuzz runs every fuzz target for FUZZTIME each (default 2m); opt-in, not in CI.
 fuzz:

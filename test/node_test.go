@@ -82,15 +82,22 @@ func TestNodeSDK(t *testing.T) {
 // fails it, so an SDK check cannot quietly stop running.
 func needNode(t *testing.T, pkgs ...string) string {
 	t.Helper()
+	return needNodeIn(t, "node", pkgs...)
+}
+
+// needNodeIn is needNode for the packages of another folder of test/
+// (each Node suite keeps its own package.json, so their pins do not meet).
+func needNodeIn(t *testing.T, dir string, pkgs ...string) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	for _, pkg := range pkgs {
 		if err != nil {
 			break
 		}
-		_, err = os.Stat(filepath.Join("node", "node_modules", pkg, "package.json"))
+		_, err = os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json"))
 	}
 	if err != nil {
-		msg := "needs node and `npm ci` in test/node: " + err.Error()
+		msg := "needs node and `npm ci` in test/" + dir + ": " + err.Error()
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
@@ -103,10 +110,16 @@ func needNode(t *testing.T, pkgs ...string) string {
 // returns its standard output; a failure shows both outputs.
 func runNode(t *testing.T, node, script string, d time.Duration, env ...string) []byte {
 	t.Helper()
+	return runNodeIn(t, node, "node", script, d, env...)
+}
+
+// runNodeIn is runNode for a script of another folder of test/.
+func runNodeIn(t *testing.T, node, dir, script string, d time.Duration, env ...string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Dir = "node"
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
