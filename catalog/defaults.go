@@ -18,6 +18,9 @@ const (
 	DefaultConfidence         = 0.8
 	DefaultShortlist          = 20
 	DefaultRecoveryDeadline   = 60 * time.Second
+	// DefaultValidatorTimeout bounds one validator call: it runs on the
+	// agent's clock, before any byte of the answer goes out.
+	DefaultValidatorTimeout = time.Second
 	DefaultAbstainToolName    = "toolgate_no_suitable_tool"
 	DefaultMaxBodyBytes       = 64 << 20
 	DefaultLogLevel           = "info"
@@ -48,6 +51,12 @@ func (c *Config) SetDefaults() {
 	setString(&c.Catalog.Unlisted, UnlistedAllow)
 	for i := range c.Catalog.Tools {
 		c.Catalog.Tools[i].setDefaults()
+	}
+
+	for i := range c.Validators {
+		v := &c.Validators[i]
+		setDuration(&v.Timeout, DefaultValidatorTimeout)
+		setString(&v.FailurePolicy, FailurePolicyFail)
 	}
 
 	setString(&c.Recovery.Strategy, StrategyDecision)

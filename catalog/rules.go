@@ -6,17 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 )
 
-// ruleCostLimit bounds one rule evaluation. It is far above what a rule over
-// a call's arguments needs (a comparison costs 1 to 3) and far below what
-// would let a model-chosen list of arguments stall a request: an expression
-// looping over a huge array stops with an error instead.
-const ruleCostLimit = 10000
+// ruleCostLimit bounds one rule evaluation. A comparison costs 1 to 3 and a
+// pass over the history about 10 per entry, so a rule over a conversation
+// of thousands of calls fits; a rule that loops over the history inside a
+// loop over it, or over a huge model-chosen array, stops with an error
+// instead of stalling the request.
+const ruleCostLimit = 100000
 
 // ruleInterruptEvery is how many comprehension steps pass between checks of
 // the caller's context, so a client that goes away also stops a long rule.
@@ -25,14 +30,47 @@ const ruleInterruptEvery = 100
 // ruleEnv is built once: building a CEL environment is costly, and one
 // environment is safe for concurrent use.
 var ruleEnv = sync.OnceValues(func() (*cel.Env, error) {
+	entry := cel.MapType(cel.StringType, cel.DynType)
 	return cel.NewEnv(
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("tool", cel.StringType),
+		cel.Variable("calls", cel.ListType(entry)),
+		cel.Variable("history", cel.ListType(entry)),
+		cel.Variable("history_complete", cel.BoolType),
+		cel.Variable("context", cel.MapType(cel.StringType, cel.StringType)),
 	)
 })
 
-// NewRule compiles a CEL rule over a call's arguments (`args`, a map) and
-// the called tool's name (`tool`). The expression must type-check to bool.
+// RuleVars are what a rule reads. Values must be CEL-ready (see CELValue):
+// Calls are {id, tool, args} maps of the answer's other calls, History
+// {id, tool, args, result, is_error} maps of the conversation's earlier
+// calls, oldest first.
+type RuleVars struct {
+	Tool            string
+	Args            any
+	Calls           []any
+	History         []any
+	HistoryComplete bool
+	Context         map[string]string
+}
+
+// MissingContextError reports a rule that read a context value the request
+// did not send. The rule fails closed: an unknown customer is not a match.
+type MissingContextError struct {
+	// Key is the context name, as declared in catalog.context.
+	Key string
+}
+
+func (e *MissingContextError) Error() string {
+	return "the request carries no context value " + strconv.Quote(e.Key)
+}
+
+// NewRule compiles a CEL rule. It reads `args` (the call's arguments, a
+// map), `tool` (the called name), `calls` (the other calls of the same
+// answer), `history` and `history_complete` (the conversation's earlier
+// calls and whether all of it is in the request) and `context` (the
+// request's declared context values). The expression must type-check to
+// bool.
 func NewRule(expr, message string) (*Rule, error) {
 	return compileRule(expr, message, ruleCostLimit)
 }
@@ -60,13 +98,49 @@ func compileRule(expr, message string, costLimit uint64) (*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rule{Expr: expr, Message: message, prog: celProgram{prg}}, nil
+	return &Rule{Expr: expr, Message: message, ContextKeys: contextKeys(ast), prog: celProgram{prg}}, nil
 }
 
-// Eval runs the rule on one call. args is the decoded argument object as
-// encoding/json (with or without UseNumber) or jsonschema.UnmarshalJSON
-// produce it. An error means the rule could not decide (a missing key, the
-// cost limit): the caller must treat it as a violation, not a pass.
+// contextKeys lists the context names a rule reads by name (context.x or
+// context["x"]), so a load can refuse undeclared ones and a failed
+// evaluation can name the value that was missing.
+func contextKeys(a *cel.Ast) []string {
+	var keys []string
+	add := func(k string) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	isContext := func(e celast.Expr) bool {
+		return e.Kind() == celast.IdentKind && e.AsIdent() == "context"
+	}
+	celast.PreOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.SelectKind:
+			if sel := e.AsSelect(); isContext(sel.Operand()) {
+				add(sel.FieldName())
+			}
+		case celast.CallKind:
+			c := e.AsCall()
+			if c.FunctionName() != operators.Index || len(c.Args()) != 2 || !isContext(c.Args()[0]) {
+				return
+			}
+			if lit := c.Args()[1]; lit.Kind() == celast.LiteralKind {
+				if k, ok := lit.AsLiteral().Value().(string); ok {
+					add(k)
+				}
+			}
+		}
+	}))
+	return keys
+}
+
+// Eval runs the rule on one call's arguments alone, as if the request
+// carried no conversation and no context. args is the decoded argument
+// object as encoding/json (with or without UseNumber) or
+// jsonschema.UnmarshalJSON produce it. An error means the rule could not
+// decide (a missing key, the cost limit): the caller must treat it as a
+// violation, not a pass.
 func (r *Rule) Eval(tool string, args any) (bool, error) {
 	return r.EvalContext(context.Background(), tool, args)
 }
@@ -74,17 +148,32 @@ func (r *Rule) Eval(tool string, args any) (bool, error) {
 // EvalContext is Eval that also stops when ctx ends, so a request that is
 // cancelled does not finish evaluating its rules.
 func (r *Rule) EvalContext(ctx context.Context, tool string, args any) (bool, error) {
+	return r.EvalVars(ctx, &RuleVars{Tool: tool, Args: CELValue(args), HistoryComplete: true})
+}
+
+// EvalVars runs the rule with every variable it may read. When the rule
+// fails for want of a context value it names, the error is a
+// *MissingContextError.
+func (r *Rule) EvalVars(ctx context.Context, v *RuleVars) (bool, error) {
 	if r == nil || r.prog == nil {
 		return false, errors.New("rule is not compiled")
 	}
-	return r.prog.eval(ctx, tool, args)
+	ok, err := r.prog.eval(ctx, v)
+	if err != nil {
+		for _, k := range r.ContextKeys {
+			if _, present := v.Context[k]; !present {
+				return false, &MissingContextError{Key: k}
+			}
+		}
+	}
+	return ok, err
 }
 
 type celProgram struct{ prg cel.Program }
 
 var _ ruleProgram = celProgram{}
 
-func (p celProgram) eval(ctx context.Context, tool string, args any) (ok bool, err error) {
+func (p celProgram) eval(ctx context.Context, v *RuleVars) (ok bool, err error) {
 	defer func() {
 		// cel-go recovers its own panics; this guards the conversion too,
 		// since argument values come from the model.
@@ -92,7 +181,19 @@ func (p celProgram) eval(ctx context.Context, tool string, args any) (ok bool, e
 			ok, err = false, fmt.Errorf("rule evaluation failed: %v", r)
 		}
 	}()
-	out, _, err := p.prg.ContextEval(ctx, map[string]any{"args": celValue(args), "tool": tool})
+	args := v.Args
+	if args == nil {
+		args = map[string]any{}
+	}
+	vars := map[string]any{
+		"args":             args,
+		"tool":             v.Tool,
+		"calls":            orEmpty(v.Calls),
+		"history":          orEmpty(v.History),
+		"history_complete": v.HistoryComplete,
+		"context":          orEmptyMap(v.Context),
+	}
+	out, _, err := p.prg.ContextEval(ctx, vars)
 	if err != nil {
 		return false, err
 	}
@@ -103,11 +204,25 @@ func (p celProgram) eval(ctx context.Context, tool string, args any) (ok bool, e
 	return b, nil
 }
 
-// celValue converts decoded JSON for CEL, which has no json.Number: integral
+func orEmpty(l []any) []any {
+	if l == nil {
+		return []any{}
+	}
+	return l
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// CELValue converts decoded JSON for CEL, which has no json.Number: integral
 // numbers become int64 (so `args.amount_cents <= 100000` compares ints, and
 // 1.0 counts as an integer as in JSON Schema) and the rest float64. Values
 // without numbers inside are returned as they are.
-func celValue(v any) any {
+func CELValue(v any) any {
 	switch v := v.(type) {
 	case json.Number:
 		if i, err := v.Int64(); err == nil {
@@ -129,13 +244,13 @@ func celValue(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[k] = celValue(e)
+			out[k] = CELValue(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = celValue(e)
+			out[i] = CELValue(e)
 		}
 		return out
 	}
