@@ -8,19 +8,19 @@ import (
 // Defaults from SPEC §2. They live here as named values so that tests and
 // `toolgate check` can refer to them.
 const (
-	DefaultListen             = "127.0.0.1:8080"
-	DefaultAdminListen        = "127.0.0.1:9091"
-	DefaultAPIKeyMode         = APIKeyIfMissing
-	DefaultConnectTimeout     = 10 * time.Second
-	DefaultFirstByteTimeout   = 120 * time.Second
-	DefaultIdleTimeout        = 60 * time.Second
-	DefaultMaxAttempts        = 1
-	DefaultConfidence         = 0.8
-	DefaultShortlist          = 20
-	DefaultRecoveryDeadline   = 60 * time.Second
+	DefaultListen           = "127.0.0.1:8080"
+	DefaultAdminListen      = "127.0.0.1:9091"
+	DefaultAPIKeyMode       = APIKeyIfMissing
+	DefaultConnectTimeout   = 10 * time.Second
+	DefaultFirstByteTimeout = 120 * time.Second
+	DefaultIdleTimeout      = 60 * time.Second
+	DefaultMaxAttempts      = 1
+	DefaultConfidence       = 0.8
+	DefaultShortlist        = 20
+	DefaultRecoveryDeadline = 60 * time.Second
 	// DefaultValidatorTimeout bounds one validator call: it runs on the
 	// agent's clock, before any byte of the answer goes out.
-	DefaultValidatorTimeout = time.Second
+	DefaultValidatorTimeout   = time.Second
 	DefaultAbstainToolName    = "toolgate_no_suitable_tool"
 	DefaultMaxBodyBytes       = 64 << 20
 	DefaultLogLevel           = "info"
