@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/openaichat"
@@ -70,6 +71,11 @@ type runtime struct {
 	snap   *catalog.Snapshot
 	router http.Handler
 	ups    []*upstream
+	// validators call the snapshot's validators; swapped with it.
+	validators *judge.Validators
+	// contextHeaders maps each catalog.context header (canonical) to its
+	// context name.
+	contextHeaders map[string]string
 }
 
 // adapters maps api_paths values and built-in routes to adapters.
@@ -126,12 +132,19 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 		for _, u := range old.ups {
 			u.close()
 		}
+		old.validators.Close()
 	}
 	return nil
 }
 
 func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 	rt := &runtime{snap: snap}
+	for name, src := range snap.Config.Catalog.Context {
+		if rt.contextHeaders == nil {
+			rt.contextHeaders = map[string]string{}
+		}
+		rt.contextHeaders[http.CanonicalHeaderKey(src.Header)] = name
+	}
 	r := chi.NewRouter()
 	for _, uc := range snap.Config.Upstreams {
 		u, err := newUpstream(uc, snap.Secrets.UpstreamKeys[uc.Name])
@@ -157,6 +170,7 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		}
 	}
 	rt.router = r
+	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
 	return rt, nil
 }
 
@@ -189,8 +203,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "authentication_error", "a valid toolgate token is required")
 		return
 	}
-	r = r.WithContext(withRequestID(r.Context(), rid))
-	rt.router.ServeHTTP(w, r)
+	ctx := withRequestID(r.Context(), rid)
+	if rt.contextHeaders != nil {
+		ctx = withContextValues(ctx, takeContext(r.Header, rt.contextHeaders))
+	}
+	rt.router.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// takeContext reads the catalog.context values from the request's headers
+// and removes those headers, so they reach no upstream on any route. A
+// header sent empty, or more than once, counts as not sent: a rule reading
+// it fails closed rather than pick one of two customers.
+func takeContext(h http.Header, headers map[string]string) map[string]string {
+	vals := make(map[string]string, len(headers))
+	for k, name := range headers {
+		if vs := h.Values(k); len(vs) == 1 {
+			if v := strings.TrimSpace(vs[0]); v != "" {
+				vals[name] = v
+			}
+		}
+		h.Del(k)
+	}
+	return vals
 }
 
 // beganWriter notes when the response has begun, so that a recovered

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -167,7 +168,7 @@ func runLadderCtx(t *testing.T, ctx context.Context, turn *Turn, eff *catalog.Ef
 	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus([]string{"weather in Paris please"})}
 	res, err := Run(ctx, &Input{
 		Turn:     turn,
-		Check:    func(c validate.ToolCall) validate.Verdict { return validate.Check(c, vcx) },
+		Judge:    localJudge(vcx),
 		Eff:      eff,
 		Settings: &s,
 		Ask:      a,
@@ -1027,7 +1028,7 @@ func TestRunClientCancels(t *testing.T) {
 		}()
 		vcx := &validate.Context{Eff: eff}
 		res, err := Run(ctx, &Input{Turn: turnOf(badArgs), Eff: eff, Settings: &s, Ask: a,
-			Check: func(c validate.ToolCall) validate.Verdict { return validate.Check(c, vcx) }})
+			Judge: localJudge(vcx)})
 		if !errors.Is(err, ErrCanceled) {
 			t.Errorf("err = %v, want ErrCanceled", err)
 		}
@@ -1165,11 +1166,11 @@ func FuzzRunDecision(f *testing.F) {
 	f.Add("no")
 	eff := ladderEffective(f, catalog.ToolChoice{})
 	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
-	check := func(c validate.ToolCall) validate.Verdict { return validate.Check(c, vcx) }
+	check := localJudge(vcx)
 	f.Fuzz(func(t *testing.T, text string) {
 		s := baseSettings()
 		a := &fakeAsker{steps: []askStep{{turn: textTurn(text)}}}
-		res, err := Run(context.Background(), &Input{Turn: turnOf(invented), Check: check, Eff: eff, Settings: &s, Ask: a})
+		res, err := Run(context.Background(), &Input{Turn: turnOf(invented), Judge: check, Eff: eff, Settings: &s, Ask: a})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -1186,7 +1187,7 @@ func FuzzRunDecision(f *testing.F) {
 			if st != catalog.Found || !tool.Substitutable || tool.Policy == catalog.PolicyConfirm {
 				t.Fatalf("substituted onto %q", got.Name)
 			}
-			if v := check(got); !v.Valid() {
+			if v := validate.Check(got, vcx); !v.Valid() {
 				t.Fatalf("substituted an invalid call: %+v", v.Findings)
 			}
 		case res.Escalation != nil:
@@ -1194,7 +1195,7 @@ func FuzzRunDecision(f *testing.F) {
 				t.Fatalf("Outcome %q with an escalation", res.Outcome)
 			}
 			if res.Escalation.Label == string(validate.ConfirmationRequired) {
-				if v := check(got); !v.Valid() || got.Name != "issue_refund" || res.Escalation.CallIndex != 0 {
+				if v := validate.Check(got, vcx); !v.Valid() || got.Name != "issue_refund" || res.Escalation.CallIndex != 0 {
 					t.Fatalf("a call to confirm that is not valid: %+v %+v", got, v.Findings)
 				}
 			} else if res.Changed[0] {
@@ -1205,3 +1206,7 @@ func FuzzRunDecision(f *testing.F) {
 		}
 	})
 }
+
+// localJudge judges with the local checks alone, as a request without
+// validators does.
+func localJudge(vcx *validate.Context) JudgeFunc { return (&judge.Judge{Local: vcx}).Batch }

@@ -70,6 +70,10 @@ type Context struct {
 	Values map[string]string
 }
 
+// HistoryComplete reports whether the request carries the whole
+// conversation: it was read, and no earlier turn lives upstream.
+func (cx *Context) HistoryComplete() bool { return !cx.HistoryUpstream && cx.Evidence != nil }
+
 // Verdict is the judgement of one call.
 type Verdict struct {
 	// Tool is the resolved tool, nil when the name is bad.
@@ -347,7 +351,7 @@ func checkRules(dst []Finding, tool *catalog.Tool, args any, calls []ToolCall, s
 		Args:            catalog.CELValue(args),
 		Calls:           siblingValues(calls, self),
 		History:         cx.History.celEntries(),
-		HistoryComplete: !cx.HistoryUpstream && cx.Evidence != nil,
+		HistoryComplete: cx.HistoryComplete(),
 		Context:         cx.Values,
 	}
 	for _, r := range tool.Rules {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -117,7 +118,9 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 	}
 	req.Choice = choice
 	var evidence []string
+	req.History = &validate.History{}
 	for _, m := range w.Messages {
+		recordHistory(req.History, m.Content)
 		if m.Role != "user" {
 			// Assistant text is the model's own and never vouches for a value.
 			continue
@@ -133,6 +136,40 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 	}
 	req.Evidence = validate.NewCorpus(evidence)
 	return req, nil
+}
+
+// historyPart is what the history reads of a content block: the calls of
+// assistant turns and the results of user turns.
+type historyPart struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// recordHistory adds a message's tool_use and tool_result blocks to h.
+// Content that is a plain string carries neither.
+func recordHistory(h *validate.History, content json.RawMessage) {
+	var parts []historyPart
+	if json.Unmarshal(content, &parts) != nil {
+		return
+	}
+	for _, p := range parts {
+		switch p.Type {
+		case "tool_use":
+			h.AddCall(p.ID, p.Name, p.Input)
+		case "tool_result":
+			text := nestedText(p.Content, 0)
+			if _, isString := jsonx.Unquote(p.Content); !isString {
+				// Blocks are joined by newlines; the last one ends none.
+				text = strings.TrimSuffix(text, "\n")
+			}
+			h.AddResult(p.ToolUseID, text, p.IsError)
+		}
+	}
 }
 
 // userText splits a user message's content into the text the user wrote

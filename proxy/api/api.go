@@ -27,6 +27,10 @@ type Request struct {
 	Stateful bool
 	// Evidence vouches for provenance from user content and tool results.
 	Evidence validate.Evidence
+	// History is the conversation's earlier tool calls paired with their
+	// results, for rules and validators. Adapters only record what the
+	// wire carries; pairing and parsing are validate's.
+	History *validate.History
 	// UserText is the last user message, for shortlist ranking.
 	UserText string
 	// Private is the adapter's own parsed form of the request.
