@@ -130,10 +130,16 @@ func (v *Validators) ask(ctx context.Context, spec *catalog.ValidatorSpec, body 
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, failure(ctx)
-	case resp.StatusCode < 200 || resp.StatusCode > 299, len(data) > maxAnswerBytes:
+	}
+	return readAnswer(resp.StatusCode, data)
+}
+
+// readAnswer classifies a validator's reply. Only a 2xx JSON object with a
+// boolean "allowed" is an answer; anything else is an error, never a guess.
+func readAnswer(status int, data []byte) (*answer, string) {
+	if status < 200 || status > 299 || len(data) > maxAnswerBytes {
 		return nil, ResultError
 	}
 	var a answer
