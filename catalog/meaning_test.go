@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -112,5 +114,22 @@ func TestRuleContextKeys(t *testing.T) {
 	}
 	if got := strings.Join(r.ContextKeys, ","); got != "a,b,d" {
 		t.Fatalf("context keys %q", got)
+	}
+}
+
+// CELList keeps JSON numbers as rules compare them: integral ones as ints
+// (4000.0 included), others as doubles, nested lists and maps readable.
+func TestCELListValues(t *testing.T) {
+	entry := map[string]any{"tool": "get_order", "result": map[string]any{
+		"total": json.Number("4000.0"), "rate": json.Number("0.5"), "items": []any{json.Number("1"), "x", nil, true},
+	}}
+	r, err := NewRule(`history[0].result.total == 4000 && history[0].result.rate == 0.5 && history[0].result.items[0] == 1 &&
+		history[0].result.items[1] == 'x' && history[0].result.items[2] == null && history[0].result.items[3] && history.size() == 1`, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := r.EvalVars(context.Background(), &RuleVars{Tool: "t", History: CELList([]any{entry})})
+	if !ok || err != nil {
+		t.Fatalf("ok %v err %v", ok, err)
 	}
 }

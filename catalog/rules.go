@@ -14,6 +14,8 @@ import (
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 )
 
 // ruleCostLimit bounds one rule evaluation. A comparison costs 1 to 3 and a
@@ -44,12 +46,12 @@ var ruleEnv = sync.OnceValues(func() (*cel.Env, error) {
 // RuleVars are what a rule reads. Values must be CEL-ready (see CELValue):
 // Calls are {id, tool, args} maps of the answer's other calls, History
 // {id, tool, args, result, is_error} maps of the conversation's earlier
-// calls, oldest first.
+// calls, oldest first, as CELList builds them (or nil for none).
 type RuleVars struct {
 	Tool            string
 	Args            any
 	Calls           []any
-	History         []any
+	History         any
 	HistoryComplete bool
 	Context         map[string]string
 }
@@ -185,11 +187,15 @@ func (p celProgram) eval(ctx context.Context, v *RuleVars) (ok bool, err error) 
 	if args == nil {
 		args = map[string]any{}
 	}
+	calls := v.Calls
+	if calls == nil {
+		calls = []any{}
+	}
 	vars := map[string]any{
 		"args":             args,
 		"tool":             v.Tool,
-		"calls":            orEmpty(v.Calls),
-		"history":          orEmpty(v.History),
+		"calls":            calls,
+		"history":          history(v.History),
 		"history_complete": v.HistoryComplete,
 		"context":          orEmptyMap(v.Context),
 	}
@@ -204,11 +210,11 @@ func (p celProgram) eval(ctx context.Context, v *RuleVars) (ok bool, err error) 
 	return b, nil
 }
 
-func orEmpty(l []any) []any {
-	if l == nil {
+func history(h any) any {
+	if h == nil {
 		return []any{}
 	}
-	return l
+	return h
 }
 
 func orEmptyMap(m map[string]string) map[string]string {
@@ -255,6 +261,41 @@ func CELValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// CELList converts a list of decoded JSON values into one CEL list, all
+// the way down, for a variable that every rule of a request reads (the
+// history). Built once, a rule's pass over a long conversation then reads
+// stored CEL values instead of wrapping each Go map again on every field
+// access. Numbers follow CELValue.
+func CELList(items []any) any {
+	out := make([]ref.Val, len(items))
+	for i, e := range items {
+		out[i] = celRef(e)
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, out)
+}
+
+func celRef(v any) ref.Val {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[ref.Val]ref.Val, len(v))
+		for k, e := range v {
+			m[types.String(k)] = celRef(e)
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	case []any:
+		l := make([]ref.Val, len(v))
+		for i, e := range v {
+			l[i] = celRef(e)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, l)
+	case json.Number, float64:
+		// CELValue gives an int64, a float64 or (a number too large for
+		// either) its text, none of which recurses.
+		return types.DefaultTypeAdapter.NativeToValue(CELValue(v))
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
 // oneLine keeps CEL's diagnostics and drops the source excerpt and caret

@@ -25,7 +25,7 @@ type History struct {
 
 	once    sync.Once
 	entries []HistoryEntry
-	cel     []any
+	cel     any
 }
 
 type pastCall struct {
@@ -80,8 +80,8 @@ func (h *History) Entries() []HistoryEntry {
 	return h.entries
 }
 
-// celEntries returns the entries as CEL values, built once per request.
-func (h *History) celEntries() []any {
+// celEntries returns the entries as one CEL list, built once per request.
+func (h *History) celEntries() any {
 	if h == nil {
 		return nil
 	}
@@ -91,18 +91,18 @@ func (h *History) celEntries() []any {
 
 func (h *History) build() {
 	h.entries = make([]HistoryEntry, 0, len(h.calls))
-	h.cel = make([]any, 0, len(h.calls))
+	vals := make([]any, 0, len(h.calls))
 	for _, c := range h.calls {
 		e := HistoryEntry{ID: c.id, Tool: c.tool, Args: parseLoose(c.args)}
 		if r, ok := h.results[c.id]; ok && c.id != "" {
 			e.Result, e.IsError = parseLoose([]byte(r.text)), r.isError
 		}
 		h.entries = append(h.entries, e)
-		h.cel = append(h.cel, map[string]any{
-			"id": e.ID, "tool": e.Tool, "args": catalog.CELValue(e.Args),
-			"result": catalog.CELValue(e.Result), "is_error": e.IsError,
+		vals = append(vals, map[string]any{
+			"id": e.ID, "tool": e.Tool, "args": e.Args, "result": e.Result, "is_error": e.IsError,
 		})
 	}
+	h.cel = catalog.CELList(vals)
 	h.calls, h.results = nil, nil
 }
 
