@@ -171,7 +171,9 @@ func TestValidatorReloadSwapsAtomically(t *testing.T) {
 	v1 := newValServer(t, func(int, string) string { return `{"allowed":true}` })
 	v2 := newValServer(t, func(int, string) string { return `{"allowed":true}` })
 	v1.hold = make(chan struct{})
-	m := newMockFunc(t, func(n int, _ *mockRequest) mockReply { return refundAnswer("call_1", `{"order_id":"ord_1","amount_cents":1}`) })
+	m := newMockFunc(t, func(n int, _ *mockRequest) mockReply {
+		return refundAnswer("call_1", `{"order_id":"ord_1","amount_cents":1}`)
+	})
 	g := startGate(t, valConfig(m, "gen-1", valValidator("first", v1.srv.URL), ""))
 
 	inFlight := make(chan chatResult, 1)
@@ -243,4 +245,3 @@ func scrapeMetrics(t *testing.T, g *gate) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
-
