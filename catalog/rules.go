@@ -100,31 +100,33 @@ func compileRule(expr, message string, costLimit uint64) (*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rule{Expr: expr, Message: message, ContextKeys: contextKeys(ast), prog: celProgram{prg}}, nil
+	return &Rule{Expr: expr, Message: message, ContextKeys: fieldsOf(ast, "context"), ArgKeys: fieldsOf(ast, "args"), prog: celProgram{prg}}, nil
 }
 
-// contextKeys lists the context names a rule reads by name (context.x or
-// context["x"]), so a load can refuse undeclared ones and a failed
-// evaluation can name the value that was missing.
-func contextKeys(a *cel.Ast) []string {
+// fieldsOf lists the fields a rule reads by name from the variable ident
+// (ident.x or ident["x"]): for context, so a load can refuse undeclared
+// values and a failed evaluation can name the one that was missing; for
+// args, so a lint can name arguments the schema lacks. A field of a
+// comprehension variable (h.args.x) is not the variable's own.
+func fieldsOf(a *cel.Ast, ident string) []string {
 	var keys []string
 	add := func(k string) {
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
-	isContext := func(e celast.Expr) bool {
-		return e.Kind() == celast.IdentKind && e.AsIdent() == "context"
+	isIdent := func(e celast.Expr) bool {
+		return e.Kind() == celast.IdentKind && e.AsIdent() == ident
 	}
 	celast.PreOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
 		switch e.Kind() {
 		case celast.SelectKind:
-			if sel := e.AsSelect(); isContext(sel.Operand()) {
+			if sel := e.AsSelect(); isIdent(sel.Operand()) {
 				add(sel.FieldName())
 			}
 		case celast.CallKind:
 			c := e.AsCall()
-			if c.FunctionName() != operators.Index || len(c.Args()) != 2 || !isContext(c.Args()[0]) {
+			if c.FunctionName() != operators.Index || len(c.Args()) != 2 || !isIdent(c.Args()[0]) {
 				return
 			}
 			if lit := c.Args()[1]; lit.Kind() == celast.LiteralKind {

@@ -37,6 +37,8 @@ type Rule struct {
 	Message string
 	// ContextKeys are the context names the expression reads by name.
 	ContextKeys []string
+	// ArgKeys are the top-level argument names it reads by name.
+	ArgKeys []string
 	prog        ruleProgram
 }
 
