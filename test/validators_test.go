@@ -6,6 +6,7 @@ package test
 // reload swaps the validators with the rest of the config.
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -85,6 +86,40 @@ func refundParams() openai.ChatCompletionNewParams {
 
 func refundAnswer(id, args string) mockReply {
 	return mockReply{Body: csCompletion("", [3]string{id, "issue_refund", args})}
+}
+
+// A streamed answer is judged by the validators too, before any of the
+// held call goes out.
+func TestValidatorDenialRepromptedStream(t *testing.T) {
+	v := newValServer(t, func(n int, _ string) string {
+		if n == 1 {
+			return frozen
+		}
+		return `{"allowed":true}`
+	})
+	m := newMock(t,
+		mockReply{Body: strings.Join(fuCallEvents("call_1", "issue_refund", `{"order_id":"ord_1","amount_cents":3000}`), ""),
+			Header: map[string]string{"Content-Type": "text/event-stream"}},
+		refundAnswer("call_2", `{"order_id":"ord_1","amount_cents":2000}`))
+	g := startGate(t, valConfig(m, "v1", valValidator("orders", v.srv.URL), ""))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := csClient(t, g.URL)
+	s := client.Chat.Completions.NewStreaming(ctx, refundParams())
+	var acc openai.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls := csCalls(acc)
+	if len(calls) != 1 || calls[0].ID != "call_1" || !sameJSON(calls[0].Function.Arguments, `{"order_id":"ord_1","amount_cents":2000}`) {
+		t.Fatalf("client got %+v", calls)
+	}
+	if !strings.Contains(string(m.body(t, 2)), "account 4411 is frozen until Friday") || len(v.requests()) != 2 {
+		t.Fatalf("reprompt %s; %d validator calls", m.body(t, 2), len(v.requests()))
+	}
 }
 
 func TestValidatorDenialReprompted(t *testing.T) {
