@@ -465,7 +465,14 @@ func startGateWith(t *testing.T, configYAML string, o app.Options) (*gate, func(
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, configYAML)
 	}
-	snap, err := catalog.Compile(cfg, t.TempDir())
+	return startGateConfig(t, cfg, t.TempDir(), o)
+}
+
+// startGateConfig is startGateWith for a Config already read, whose
+// relative paths are taken from dir.
+func startGateConfig(t *testing.T, cfg *catalog.Config, dir string, o app.Options) (*gate, func()) {
+	t.Helper()
+	snap, err := catalog.Compile(cfg, dir)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}

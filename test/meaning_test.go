@@ -81,21 +81,8 @@ func seedGate(t *testing.T, upstreamURL string, extra func(*catalog.Config)) *ga
 	if extra != nil {
 		extra(cfg)
 	}
-	snap, err := catalog.Compile(cfg, "..")
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	sink := &recordingSink{}
-	a, err := app.StartSnapshot(snap, app.Options{Logger: testLogger(t), Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = a.Shutdown(ctx)
-	})
-	return &gate{URL: "http://" + a.ProxyAddr(), App: a, Sink: sink}
+	g, _ := startGateConfig(t, cfg, "..", app.Options{Sink: &recordingSink{}})
+	return g
 }
 
 // seedSchemas are the two tools as each SDK offers them.
@@ -111,9 +98,22 @@ type seedOutcome struct {
 	err   error
 }
 
+// seedSent is one request the upstream received.
+type seedSent struct {
+	body   string
+	header http.Header
+}
+
 // checkSeed checks one scenario's outcome against the upstream requests.
-func checkSeed(t *testing.T, tc seedCase, g *gate, got seedOutcome, upstream []string) {
+func checkSeed(t *testing.T, tc seedCase, g *gate, got seedOutcome, sent []seedSent) {
 	t.Helper()
+	var upstream []string
+	for i, r := range sent {
+		upstream = append(upstream, r.body)
+		if r.header.Get("X-Customer-Id") != "" {
+			t.Errorf("upstream request %d carries X-Customer-Id", i+1)
+		}
+	}
 	wantCalls := 1
 	if tc.reason != "" {
 		wantCalls = 2
@@ -236,14 +236,11 @@ func TestSeedRefundChat(t *testing.T) {
 				}
 			}
 		}
-		var bodies []string
+		var sent []seedSent
 		for _, r := range m.requests() {
-			bodies = append(bodies, string(r.Body))
-			if r.Header.Get("X-Customer-Id") != "" {
-				t.Errorf("upstream request %d carries X-Customer-Id", r.N)
-			}
+			sent = append(sent, seedSent{string(r.Body), r.Header})
 		}
-		checkSeed(t, tc, g, got, bodies)
+		checkSeed(t, tc, g, got, sent)
 	})
 }
 
@@ -300,14 +297,11 @@ func TestSeedRefundMessages(t *testing.T) {
 				got.calls = append(got.calls, seedCall(c))
 			}
 		}
-		var bodies []string
+		var sent []seedSent
 		for _, r := range u.requests() {
-			bodies = append(bodies, string(r.Body))
-			if r.Header.Get("X-Customer-Id") != "" {
-				t.Errorf("upstream request %d carries X-Customer-Id", r.N)
-			}
+			sent = append(sent, seedSent{string(r.Body), r.Header})
 		}
-		checkSeed(t, tc, g, got, bodies)
+		checkSeed(t, tc, g, got, sent)
 	})
 }
 
@@ -352,11 +346,11 @@ func TestSeedRefundResponses(t *testing.T) {
 				}
 			}
 		}
-		var bodies []string
+		var sent []seedSent
 		for _, r := range m.requests() {
-			bodies = append(bodies, string(r.Body))
+			sent = append(sent, seedSent{body: string(r.Body)})
 		}
-		checkSeed(t, tc, g, got, bodies)
+		checkSeed(t, tc, g, got, sent)
 	})
 }
 
