@@ -20,7 +20,7 @@ const (
 	DefaultRecoveryDeadline = 60 * time.Second
 	// DefaultValidatorTimeout bounds one validator call: it runs on the
 	// agent's clock, before any byte of the answer goes out.
-	DefaultValidatorTimeout   = time.Second
+	DefaultValidatorTimeout   = 300 * time.Millisecond
 	DefaultAbstainToolName    = "toolgate_no_suitable_tool"
 	DefaultMaxBodyBytes       = 64 << 20
 	DefaultLogLevel           = "info"
@@ -56,6 +56,9 @@ func (c *Config) SetDefaults() {
 	for i := range c.Validators {
 		v := &c.Validators[i]
 		setDuration(&v.Timeout, DefaultValidatorTimeout)
+		if v.Tools == nil {
+			v.Tools = []string{"*"}
+		}
 		setString(&v.FailurePolicy, FailurePolicyFail)
 	}
 

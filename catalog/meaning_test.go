@@ -37,7 +37,7 @@ func TestValidatorsAndContextRejected(t *testing.T) {
 		{"bad url", "validators: [{name: a, url: 'ftp://v', tools: ['*']}]", "validators[0].url", "http:// or https://", nil},
 		{"no url", "validators: [{name: a, tools: ['*']}]", "validators[0].url", "must be set", nil},
 		{"plain http off the host", "validators: [{name: a, url: 'http://10.0.0.5/v', tools: ['*']}]", "validators[0].url", "allow_insecure", nil},
-		{"no tools", "validators: [{name: a, url: 'https://v'}]", "validators[0].tools", "must list the tools", nil},
+		{"empty tools", "validators: [{name: a, url: 'https://v', tools: []}]", "validators[0].tools", "must list the tools", nil},
 		{"star with names", "validators: [{name: a, url: 'https://v', tools: ['*', issue_refund]}]", "validators[0].tools[0]", "list it alone", nil},
 		{"unknown tool", "validators: [{name: a, url: 'https://v', tools: [issue_refund, cancel_order]}]", "validators[0].tools[1]", `"cancel_order" is not in the catalog`, nil},
 		{"timeout past the deadline", "validators: [{name: a, url: 'https://v', tools: ['*'], timeout: 2m}]", "validators[0].timeout", "longer than recovery.deadline", nil},
@@ -73,12 +73,13 @@ func TestValidatorsCompiled(t *testing.T) {
   - {name: all, url: 'https://v.example/check', tools: ['*'], secret_env: V_SECRET}
   - {name: local, url: 'http://127.0.0.1:9300/v', tools: [issue_refund], timeout: 250ms, failure_policy: ignore}
   - {name: lan, url: 'http://10.0.0.5/v', tools: [issue_refund], allow_insecure: true}
+  - {name: defaults, url: 'https://v.example/check'}
 `
 	s, err := compileYAML(t, y, nil, map[string]string{"V_SECRET": "s3cret\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Validators) != 3 {
+	if len(s.Validators) != 4 {
 		t.Fatalf("%d validators", len(s.Validators))
 	}
 	all, local := s.Validators[0], s.Validators[1]
@@ -87,6 +88,9 @@ func TestValidatorsCompiled(t *testing.T) {
 	}
 	if local.Secret != nil || !local.FailOpen || local.Timeout != 250*time.Millisecond || !local.Judges("issue_refund") || local.Judges("get_order") {
 		t.Errorf("local: %+v", local)
+	}
+	if d := s.Validators[3]; !d.Judges("issue_refund") || d.FailOpen || d.Timeout != 300*time.Millisecond {
+		t.Errorf("defaults: %+v", d)
 	}
 	if strings.Contains(s.Config.Validators[0].SecretEnv, "s3cret") {
 		t.Error("the secret is in the Config")

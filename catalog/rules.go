@@ -63,6 +63,7 @@ type MissingContextError struct {
 	Key string
 }
 
+// Error names the missing value by its declared name, never a value.
 func (e *MissingContextError) Error() string {
 	return "the request carries no context value " + strconv.Quote(e.Key)
 }

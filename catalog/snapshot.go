@@ -39,7 +39,7 @@ type Rule struct {
 	ContextKeys []string
 	// ArgKeys are the top-level argument names it reads by name.
 	ArgKeys []string
-	prog        ruleProgram
+	prog    ruleProgram
 }
 
 // ruleProgram is the compiled form of a rule expression. It takes a context

@@ -224,7 +224,7 @@ func (c *Config) validateValidators(ps *problems) {
 			ps.add(at+".url", "%s", msg)
 		}
 		if len(v.Tools) == 0 {
-			ps.add(at+".tools", `must list the tools it judges, or ["*"] for all`)
+			ps.add(at+".tools", `must list the tools it judges, or ["*"] for all (the default)`)
 		}
 		for j, t := range v.Tools {
 			if t == "*" && len(v.Tools) > 1 {
