@@ -135,4 +135,3 @@ func isIndex(s string) bool {
 	}
 	return true
 }
-
