@@ -146,10 +146,10 @@ func TestValidatorDenied(t *testing.T) {
 	}
 	f := v.Findings[0]
 	if f.Code != validate.RuleViolation || f.Keyword != "validator:orders" || f.Pointer != "/amount_cents" ||
-		f.Detail != "account 4411 is frozen" || f.Message != "arguments/amount_cents: denied by validator orders" {
+		f.Detail != "account 4411 is frozen" || f.Reason != "account 4411 is frozen" || f.Message != "arguments/amount_cents: denied by validator orders" {
 		t.Fatalf("finding %+v", f)
 	}
-	if g := v.Findings[1]; g.Pointer != "" || g.Detail != "the call was refused by validator orders" {
+	if g := v.Findings[1]; g.Pointer != "" || g.Detail != "the call was refused by validator orders" || g.Reason != "" {
 		t.Fatalf("second finding %+v", g)
 	}
 }

@@ -163,8 +163,9 @@ func failure(ctx context.Context) string {
 
 // denial turns a refusal into rule_violation findings, one per reason. The
 // validator's messages may quote values from the operator's systems, so
-// they go to the model only (Detail); what logs and sinks see (Message)
-// names the pointer and the validator and nothing else.
+// they go to the model (Detail) and the client's escalation (Reason) only;
+// what logs and sinks see (Message) names the pointer and the validator
+// and nothing else.
 func denial(name string, a *answer) []validate.Finding {
 	kw := keyword(name)
 	var out []validate.Finding
@@ -176,12 +177,13 @@ func denial(name string, a *answer) []validate.Finding {
 		if !isPointer(ptr) {
 			ptr = ""
 		}
-		detail := clip(strings.TrimSpace(r.Message))
+		reason := clip(strings.TrimSpace(r.Message))
+		detail := reason
 		if detail == "" {
 			detail = "the call was refused by validator " + name
 		}
 		out = append(out, validate.Finding{Code: validate.RuleViolation, Pointer: ptr, Keyword: kw,
-			Message: where(ptr) + ": denied by validator " + name, Detail: detail})
+			Message: where(ptr) + ": denied by validator " + name, Detail: detail, Reason: reason})
 	}
 	if len(out) == 0 {
 		msg := "arguments: denied by validator " + name

@@ -7,7 +7,6 @@ package test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/sink"
 )
 
 // valServer is a validator whose answer a test scripts per request.
@@ -174,12 +174,18 @@ func TestValidatorSecondDenialEscalates(t *testing.T) {
 	if !found {
 		t.Fatalf("the escalation does not name the validator's finding: %+v", e.Escalation.Attempts)
 	}
-	// The validator's own words may quote the operator's data: they reach
-	// the model, never the escalation, its sinks or the log.
+	// The validator's own words reach the model and the client's
+	// escalation, never a sink record.
+	if !strings.Contains(r.APIErr.RawJSON(), `"reason":"account 4411 is frozen until Friday"`) {
+		t.Errorf("the escalation lacks the validator's reason: %s", r.APIErr.RawJSON())
+	}
 	recs := g.Sink.records()
-	sunk, _ := json.Marshal(recs)
-	if len(recs) != 1 || strings.Contains(string(sunk), "4411") || strings.Contains(r.APIErr.RawJSON(), "4411") {
-		t.Fatalf("the validator's message left the model's side: %s", sunk)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	line, err := sink.Encode(recs[0], nil)
+	if err != nil || strings.Contains(string(line), "4411") || !strings.Contains(string(line), "validator:orders") {
+		t.Fatalf("the sink record (err %v): %s", err, line)
 	}
 }
 
