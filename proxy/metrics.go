@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -107,6 +108,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
 		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration)
 	return m
+}
+
+// initValidators creates each validator's series at zero, so that rate()
+// sees its first call, as SetCatalog does for the tool series.
+func (m *Metrics) initValidators(names []string) {
+	for _, n := range names {
+		for _, r := range []string{judge.ResultAllowed, judge.ResultDenied, judge.ResultError, judge.ResultTimeout} {
+			m.ValidatorRequests.WithLabelValues(n, r)
+		}
+	}
 }
 
 // observeValidator records one validator call. The validator label is a

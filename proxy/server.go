@@ -171,6 +171,11 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 	}
 	rt.router = r
 	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
+	names := make([]string, len(snap.Validators))
+	for i, v := range snap.Validators {
+		names[i] = v.Name
+	}
+	s.metrics.initValidators(names)
 	return rt, nil
 }
 

@@ -146,6 +146,7 @@ func TestValidatorDenialReprompted(t *testing.T) {
 		`toolgate_validator_requests_total{result="denied",validator="orders"} 1`,
 		`toolgate_validator_requests_total{result="allowed",validator="orders"} 1`,
 		`toolgate_validator_duration_seconds_count{validator="orders"} 2`,
+		`toolgate_validator_requests_total{result="timeout",validator="orders"} 0`,
 	} {
 		if !strings.Contains(metrics, line) {
 			t.Errorf("metrics lack %s", line)
