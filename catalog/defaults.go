@@ -8,19 +8,16 @@ import (
 // Defaults from SPEC §2. They live here as named values so that tests and
 // `toolgate check` can refer to them.
 const (
-	DefaultListen           = "127.0.0.1:8080"
-	DefaultAdminListen      = "127.0.0.1:9091"
-	DefaultAPIKeyMode       = APIKeyIfMissing
-	DefaultConnectTimeout   = 10 * time.Second
-	DefaultFirstByteTimeout = 120 * time.Second
-	DefaultIdleTimeout      = 60 * time.Second
-	DefaultMaxAttempts      = 1
-	DefaultConfidence       = 0.8
-	DefaultShortlist        = 20
-	DefaultRecoveryDeadline = 60 * time.Second
-	// DefaultValidatorTimeout bounds one validator call: it runs on the
-	// agent's clock, before any byte of the answer goes out.
-	DefaultValidatorTimeout   = 300 * time.Millisecond
+	DefaultListen             = "127.0.0.1:8080"
+	DefaultAdminListen        = "127.0.0.1:9091"
+	DefaultAPIKeyMode         = APIKeyIfMissing
+	DefaultConnectTimeout     = 10 * time.Second
+	DefaultFirstByteTimeout   = 120 * time.Second
+	DefaultIdleTimeout        = 60 * time.Second
+	DefaultMaxAttempts        = 1
+	DefaultConfidence         = 0.8
+	DefaultShortlist          = 20
+	DefaultRecoveryDeadline   = 60 * time.Second
 	DefaultAbstainToolName    = "toolgate_no_suitable_tool"
 	DefaultMaxBodyBytes       = 64 << 20
 	DefaultLogLevel           = "info"
@@ -28,6 +25,10 @@ const (
 	DefaultShutdownGrace      = 25 * time.Second
 	defaultUpstreamNamePrefix = "upstream"
 )
+
+// DefaultValidatorTimeout bounds one validator call: it runs on the agent's
+// clock, before any byte of the answer goes out.
+const DefaultValidatorTimeout = 300 * time.Millisecond
 
 // SetDefaults fills every field the operator left out. It is idempotent, and
 // it never overrides a value that was written: the pointer fields exist so
