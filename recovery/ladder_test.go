@@ -1210,3 +1210,42 @@ func FuzzRunDecision(f *testing.F) {
 // localJudge judges with the local checks alone, as a request without
 // validators does.
 func localJudge(vcx *validate.Context) JudgeFunc { return (&judge.Judge{Local: vcx}).Batch }
+
+// judgeCall is one call of a recording JudgeFunc.
+type judgeCall struct {
+	names []string
+	at    []int
+	ctxOK bool
+}
+
+// The ladder judges the original answer as one batch, and the repaired
+// calls of a re-query together, each seeing the answer as it now stands;
+// every judgement runs under the recovery deadline.
+func TestLadderJudgesBatches(t *testing.T) {
+	eff := ladderEffective(t, catalog.ToolChoice{})
+	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
+	var got []judgeCall
+	judgeFn := func(ctx context.Context, calls []validate.ToolCall, at []int) []validate.Verdict {
+		_, hasDeadline := ctx.Deadline()
+		jc := judgeCall{at: append([]int(nil), at...), ctxOK: hasDeadline}
+		for _, c := range calls {
+			jc.names = append(jc.names, c.Name+string(c.Args))
+		}
+		got = append(got, jc)
+		return localJudge(vcx)(ctx, calls, at)
+	}
+	bad2 := mkCall("call_b2", "get_weather", `{"city":13}`)
+	s := baseSettings()
+	a := &fakeAsker{steps: []askStep{{turn: turnOf(mkCall("n1", "get_weather", `{"city":"Oslo"}`), mkCall("n2", "get_weather", `{"city":"Rome"}`))}}}
+	res, err := Run(context.Background(), &Input{Turn: turnOf(badArgs, validSearch, bad2), Judge: judgeFn, Eff: eff, Settings: &s, Ask: a})
+	if err != nil || res.Outcome != Reprompted {
+		t.Fatalf("outcome %q err %v", res.Outcome, err)
+	}
+	want := []judgeCall{
+		{names: []string{`get_weather{"city":12}`, `search_docs{"query":"refund policy"}`, `get_weather{"city":13}`}, at: []int{0, 1, 2}, ctxOK: true},
+		{names: []string{`get_weather{"city":"Oslo"}`, `search_docs{"query":"refund policy"}`, `get_weather{"city":"Rome"}`}, at: []int{0, 2}, ctxOK: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("judged\n %+v\nwant\n %+v", got, want)
+	}
+}
