@@ -382,3 +382,29 @@ func TestContextHeaderNeverForwarded(t *testing.T) {
 		}
 	}
 }
+
+// Without the context header the customer rule cannot hold: it fails
+// closed, and the reprompt names the missing value.
+func TestSeedRefundWithoutContext(t *testing.T) {
+	refund := seedCall{"call_r1", "issue_refund", `{"order_id":"ord_1","amount_cents":2000}`}
+	m := newMock(t, mockReply{Body: csCompletion("", refund)}, mockReply{Body: csCompletion("", refund)})
+	g := seedGate(t, m.URL(), nil)
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"refund ord_1"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_g1","type":"function","function":{"name":"get_order","arguments":"{\"order_id\":\"ord_1\"}"}}]},
+		{"role":"tool","tool_call_id":"call_g1","content":` + string(jsonString(seedOrder1)) + `}],
+		"tools":[{"type":"function","function":{"name":"issue_refund","parameters":{"type":"object"}}}]}`
+	r := fuPost(t, g.URL, "/v1/chat/completions", []byte(body))
+	if r.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d, want an escalation: %s", r.Status, r.Body)
+	}
+	// Both bodies are JSON, so the quotes around the name are escaped.
+	const want = `context value \"customer_id\" is missing, so the rule cannot hold: the order belongs to another customer`
+	if !strings.Contains(string(m.body(t, 2)), want) || !strings.Contains(string(r.Body), want) {
+		t.Fatalf("reprompt %s\nescalation %s", m.body(t, 2), r.Body)
+	}
+}
+
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
