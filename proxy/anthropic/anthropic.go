@@ -120,7 +120,7 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 	var evidence []string
 	req.History = &validate.History{}
 	for _, m := range w.Messages {
-		recordHistory(req.History, m.Content)
+		recordHistory(req.History, m.Role, m.Content)
 		if m.Role != "user" {
 			// Assistant text is the model's own and never vouches for a value.
 			continue
@@ -150,18 +150,19 @@ type historyPart struct {
 	IsError   bool            `json:"is_error"`
 }
 
-// recordHistory adds a message's tool_use and tool_result blocks to h.
+// recordHistory adds an assistant message's tool_use blocks, or a user
+// message's tool_result blocks, to h; the API accepts them nowhere else.
 // Content that is a plain string carries neither.
-func recordHistory(h *validate.History, content json.RawMessage) {
+func recordHistory(h *validate.History, role string, content json.RawMessage) {
 	var parts []historyPart
 	if json.Unmarshal(content, &parts) != nil {
 		return
 	}
 	for _, p := range parts {
-		switch p.Type {
-		case "tool_use":
+		switch {
+		case p.Type == "tool_use" && role == "assistant":
 			h.AddCall(p.ID, p.Name, p.Input)
-		case "tool_result":
+		case p.Type == "tool_result" && role == "user":
 			text := nestedText(p.Content, 0)
 			if _, isString := jsonx.Unquote(p.Content); !isString {
 				// Blocks are joined by newlines; the last one ends none.
