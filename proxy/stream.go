@@ -142,6 +142,13 @@ func (k *keepaliveTimer) stop() {
 // from the first tool-call event on, everything is held until the calls
 // are complete and judged, then the original events, repaired ones or an
 // escalation go out.
+//
+// The events that open an answer and carry nothing yet (a role-only delta,
+// message_start, response.created, comments) are held too, until the first
+// event that carries something: text releases them in front of itself, so
+// it is not delayed; a call makes them the first held events. So when an
+// answer begins with a call, no byte has gone out when it is judged, and
+// an escalation can still be a plain 422 that no SDK retries.
 func (x *exchange) serveStream(c *call) {
 	ctx := x.r.Context()
 	st := x.ad.NewStream(x.req)
@@ -151,13 +158,19 @@ func (x *exchange) serveStream(c *call) {
 			x.toolgateHeaders(h, "")
 		}}
 	shadow := x.settings.Shadow
-	var held []api.HeldEvent
-	var heldBuf, heldData []byte
-	defer func() { putHeldBuf(heldBuf) }()
-	heldBytes := int64(0)
-	holding, done := false, false
-	stopKeepalive := func() {}
+	var held heldEvents
+	defer held.free()
+	// opening: nothing but opening events has come yet. Shadow mode
+	// changes nothing, so it delays nothing either.
+	holding, done, opening := false, false, !shadow
+	stopKeepalive, keeping := func() {}, false
 	defer func() { stopKeepalive() }()
+	startKeepalive := func() {
+		if !keeping {
+			keeping = true
+			stopKeepalive = sw.keepalive(x.s.keepaliveInterval())
+		}
+	}
 	// fail stops the keepalive first: streamFail may answer with a plain
 	// status, and a comment written concurrently would race on the headers
 	// and land inside that JSON body or after [DONE].
@@ -187,45 +200,37 @@ func (x *exchange) serveStream(c *call) {
 			return
 		}
 		done = step.Done
-		if step.Hold && !holding && !shadow {
+		switch {
+		case holding:
+		case step.Hold && !shadow:
 			// Text written without a flush must reach the client now: what
 			// follows is held.
 			if sw.flush() != nil {
 				return
 			}
-			holding = true
-			stopKeepalive = sw.keepalive(x.s.keepaliveInterval())
+			holding, opening = true, false
+			startKeepalive()
+		case opening && (step.Opening || ev.Comment):
+			startKeepalive()
+		default:
+			opening = false
+			if len(held.events) > 0 {
+				// The first event that carries something: the opening
+				// events go out in front of it, in the same flush.
+				stopKeepalive()
+				keeping = false
+				if sw.writeLater(held.buf) != nil {
+					return
+				}
+				held.reset()
+			}
 		}
-		if holding {
-			heldBytes += int64(len(ev.Raw))
-			if heldBytes > limit {
+		if holding || opening {
+			if held.add(&ev) > limit {
 				x.upWait += time.Since(tRead)
 				fail("upstream_error", "the upstream answer exceeds max_response_bytes", errTooLarge)
 				return
 			}
-			// Raw bytes go into one buffer, so the common case (nothing
-			// changed) writes it out without another copy. Data is found
-			// in that copy when it is one line of Raw; only joined data
-			// is copied, into a second buffer. Slices into a buffer that
-			// grows keep the old array, whose bytes do not change.
-			if heldBuf == nil {
-				heldBuf = getHeldBuf()
-			}
-			start := len(heldBuf)
-			heldBuf = append(heldBuf, ev.Raw...)
-			raw := heldBuf[start:len(heldBuf):len(heldBuf)]
-			var data []byte
-			// An adapter's Feed may have rewritten Raw; the comparison
-			// makes sure the bytes found are Data's either way.
-			switch at, end := ev.DataAt, ev.DataAt+len(ev.Data); {
-			case at > 0 && end <= len(raw) && bytes.Equal(raw[at:end], ev.Data):
-				data = raw[at:end:end]
-			case ev.Data != nil:
-				dstart := len(heldData)
-				heldData = append(heldData, ev.Data...)
-				data = heldData[dstart:len(heldData):len(heldData)]
-			}
-			held = append(held, api.HeldEvent{Raw: raw, Event: string(ev.Event), Data: data})
 			continue
 		}
 		write := sw.write
@@ -270,11 +275,11 @@ func (x *exchange) serveStream(c *call) {
 	// headers.
 	stopKeepalive()
 	v := x.decide(results)
-	x.s.metrics.StreamsHeldEvents.Observe(float64(len(held)))
+	x.s.metrics.StreamsHeldEvents.Observe(float64(len(held.events)))
 	switch {
 	case shadow || !holding:
 		sw.start()
-		_ = sw.flush()
+		_ = sw.write(held.buf)
 	case v.upstream != nil:
 		if !sw.begun() {
 			// Nothing went out yet: a plain status (the provider's, or a
@@ -294,9 +299,9 @@ func (x *exchange) serveStream(c *call) {
 		}
 		_ = sw.write(st.ErrorEvent(v.escalation.Escalation.Code(), v.escalation.Text, v.escalation))
 	case !v.changed:
-		_ = sw.write(heldBuf)
+		_ = sw.write(held.buf)
 	default:
-		out, err := st.Render(held, v.finals)
+		out, err := st.Render(held.events, v.finals)
 		if err != nil {
 			x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
 			_ = sw.write(st.ErrorEvent("toolgate_internal_error", "toolgate could not build the repaired answer", nil))
@@ -307,6 +312,51 @@ func (x *exchange) serveStream(c *call) {
 	drain(c)
 	x.logDone(http.StatusOK, string(v.outcome))
 }
+
+// heldEvents are the events a stream keeps back, copied out of the
+// reader's buffer as they come.
+type heldEvents struct {
+	events []api.HeldEvent
+	// buf holds every event's raw bytes in order, so the common case
+	// (nothing changed) writes it out without another copy. data holds
+	// only the data that is not one line of its event's raw bytes.
+	buf, data []byte
+	size      int64
+}
+
+// add copies ev and returns how many bytes are held since the last reset.
+func (h *heldEvents) add(ev *sse.Event) int64 {
+	h.size += int64(len(ev.Raw))
+	if h.buf == nil {
+		h.buf = getHeldBuf()
+	}
+	// Slices into a buffer that grows keep the old array, whose bytes do
+	// not change.
+	start := len(h.buf)
+	h.buf = append(h.buf, ev.Raw...)
+	raw := h.buf[start:len(h.buf):len(h.buf)]
+	var data []byte
+	// The comparison makes sure the bytes found are Data's even if the
+	// event's Raw is not the reader's.
+	switch at, end := ev.DataAt, ev.DataAt+len(ev.Data); {
+	case at > 0 && end <= len(raw) && bytes.Equal(raw[at:end], ev.Data):
+		data = raw[at:end:end]
+	case ev.Data != nil:
+		dstart := len(h.data)
+		h.data = append(h.data, ev.Data...)
+		data = h.data[dstart:len(h.data):len(h.data)]
+	}
+	h.events = append(h.events, api.HeldEvent{Raw: raw, Event: string(ev.Event), Data: data})
+	return h.size
+}
+
+// reset forgets the held events once they were written; the buffers are
+// reused.
+func (h *heldEvents) reset() {
+	h.events, h.buf, h.data, h.size = h.events[:0], h.buf[:0], h.data[:0], 0
+}
+
+func (h *heldEvents) free() { putHeldBuf(h.buf) }
 
 // readers recycles stream readers with their buffers. Events alias a
 // reader's buffer, and adapters copy what they keep of them, so nothing
