@@ -13,11 +13,13 @@ import (
 
 // The agent frameworks of test/node-frameworks each run their own tool loop
 // through toolgate, by base URL alone, with a local function as the tool.
-// Per framework, API and streaming mode, three answers are scripted: a call
+// Per framework, API and streaming mode, these answers are scripted: a call
 // to an invented tool (repaired onto the real one), a call with bad
-// arguments (reprompted), and a call nothing repairs (escalated). Every
+// arguments (reprompted), a call nothing repairs (escalated; in a stream
+// also after text), and a call to the abstain exit. Every
 // framework's default retries stay on; the scripted upstream counts the
-// requests, so a retried escalation shows as a third one.
+// requests, so a retried escalation shows as a third one. With the abstain
+// exit on, a call to it ends the loop with the reason as the answer.
 
 const (
 	fwInventedArgs = `{"city":"Boston"}`
@@ -57,7 +59,7 @@ type fwResult struct {
 	} `json:"error"`
 }
 
-var fwScenarios = []string{"invented", "bad_arguments", "escalated", "escalated_after_text"}
+var fwScenarios = []string{"invented", "bad_arguments", "escalated", "escalated_after_text", "abstained"}
 
 // fwLead is the text the model says before its call in the
 // escalated_after_text scenario: in a stream it has reached the app by the
@@ -85,6 +87,8 @@ type fwStep struct {
 func fwScript(t *testing.T, scenario string, n int) (fwStep, bool) {
 	id, name, args := fwFirstCall(scenario)
 	switch {
+	case n == 1 && scenario == "abstained":
+		return fwStep{callID: "call_exit1", name: abstainName, args: abstainArgs}, true
 	case n == 1 && scenario == "escalated_after_text":
 		return fwStep{text: fwLead, callID: id, name: name, args: args}, true
 	case n == 1:
@@ -219,7 +223,11 @@ func fwCases(t *testing.T, framework string, apis ...string) []*fwCase {
 				case "messages":
 					url, c.bodies = fwMessagesUpstream(t, sc)
 				}
-				c.gate = startGate(t, "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: mock\n    url: "+url+"\n")
+				extra := ""
+				if sc == "abstained" {
+					extra = abstainOn
+				}
+				c.gate = startGate(t, "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: mock\n    url: "+url+"\n"+extra)
 				c.Base = c.gate.URL
 				out = append(out, c)
 			}
@@ -264,6 +272,13 @@ func checkFrameworkCase(t *testing.T, c *fwCase, r fwResult) {
 	line, _ := json.Marshal(r)
 	if strings.HasPrefix(c.scenario, "escalated") {
 		checkFrameworkEscalation(t, c, r, len(bodies))
+		return
+	}
+	if c.scenario == "abstained" {
+		// The exit reaches the app as the model's last word, the reason.
+		if r.Error != nil || len(r.Runs) != 0 || r.Text == nil || *r.Text != abstainReason || len(bodies) != 1 {
+			t.Errorf("the app got %s after %d upstream requests, want the text %q after 1", line, len(bodies), abstainReason)
+		}
 		return
 	}
 	if r.Error != nil {
