@@ -55,6 +55,7 @@ type fwResult struct {
 		Retryable    *bool  `json:"retryable"`
 		EscalationID string `json:"escalation_id"`
 		Where        string `json:"where"`
+		Stage        string `json:"stage"`
 		Message      string `json:"message"`
 	} `json:"error"`
 }
@@ -341,7 +342,7 @@ func checkFrameworkEscalation(t *testing.T, c *fwCase, r fwResult, requests int)
 	if r.Error.Retryable != nil {
 		retryable = fmt.Sprint(*r.Error.Retryable)
 	}
-	t.Logf("escalation as the app caught it: class %s, status %d, retryable %s, id at %s", r.Error.Class, r.Error.Status, retryable, r.Error.Where)
+	t.Logf("escalation as the app caught it: class %s, status %d, retryable %s, id at %s, thrown by %q", r.Error.Class, r.Error.Status, retryable, r.Error.Where, r.Error.Stage)
 }
 
 // TestFrameworkOpenAIAgents runs the OpenAI Agents SDK on its Chat

@@ -29,13 +29,23 @@ export async function run(c, weather) {
     const result = await runAgent(agent, question);
     return result.finalOutput;
   }
-  const result = await runAgent(agent, question, { stream: true });
-  for await (const _ of result) {
-    // Events are what a UI would show; the loop only has to drain them.
+  // stage records which step of the streamed run the error came out of,
+  // for the README's table.
+  let stage = 'run(…, {stream: true})';
+  try {
+    const result = await runAgent(agent, question, { stream: true });
+    stage = 'the event iteration';
+    for await (const _ of result) {
+      // Events are what a UI would show; the loop only has to drain them.
+    }
+    stage = 'result.completed';
+    await result.completed;
+    stage = 'result.error';
+    if (result.error) throw result.error;
+    return result.finalOutput;
+  } catch (err) {
+    throw Object.assign(err, { stage });
   }
-  await result.completed;
-  if (result.error) throw result.error;
-  return result.finalOutput;
 }
 
 // caught is what the app sees: the openai client's APIError, which the
@@ -46,6 +56,7 @@ export function caught(err) {
     status: err?.status,
     escalation_id: err?.error?.escalation?.id,
     where: 'err.error.escalation.id',
+    stage: err?.stage,
     message: String(err?.message ?? err),
   };
 }
