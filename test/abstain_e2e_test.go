@@ -58,19 +58,11 @@ func TestAbstainChatStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sent struct {
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
 	reqs := up.requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d upstream requests, want 1", len(reqs))
 	}
-	_ = json.Unmarshal(reqs[0], &sent)
-	if n := len(sent.Tools); n == 0 || sent.Tools[n-1].Function.Name != abstainName {
+	if names := chatToolNames(reqs[0]); len(names) == 0 || names[len(names)-1] != abstainName {
 		t.Fatalf("the exit is not the last tool of the upstream request: %s", reqs[0])
 	}
 	msg := acc.Choices[0].Message
@@ -111,4 +103,24 @@ func TestAbstainResponses(t *testing.T) {
 			respHeader(t, hr, "X-Toolgate-Outcome", "abstained")
 		}
 	})
+}
+
+// chatToolNames are the function names of a Chat Completions request's
+// tools, in order; nil if the body cannot be read.
+func chatToolNames(body []byte) []string {
+	var sent struct {
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(body, &sent) != nil {
+		return nil
+	}
+	names := make([]string, len(sent.Tools))
+	for i, tl := range sent.Tools {
+		names[i] = tl.Function.Name
+	}
+	return names
 }

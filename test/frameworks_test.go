@@ -141,10 +141,15 @@ func fwChatUpstream(t *testing.T, scenario string) (string, func() [][]byte) {
 		}
 		return mockReply{Body: strings.Join(evs, ""), Header: map[string]string{"Content-Type": "text/event-stream"}}
 	})
-	return m.URL(), func() [][]byte {
+	return m.URL(), fwBodies(m.requests, func(r mockRequest) []byte { return r.Body })
+}
+
+// fwBodies reads the bodies of the requests a scripted upstream received.
+func fwBodies[R any](requests func() []R, body func(R) []byte) func() [][]byte {
+	return func() [][]byte {
 		var out [][]byte
-		for _, r := range m.requests() {
-			out = append(out, r.Body)
+		for _, r := range requests() {
+			out = append(out, body(r))
 		}
 		return out
 	}
@@ -167,13 +172,7 @@ func fwResponsesUpstream(t *testing.T, scenario string) (string, func() [][]byte
 		}
 		return respAnswer{ID: id, Items: []string{respCall(fmt.Sprintf("fc_fw%d", n), st.callID, st.name, st.args)}}
 	})
-	return m.srv.URL, func() [][]byte {
-		var out [][]byte
-		for _, r := range m.requests() {
-			out = append(out, r.Body)
-		}
-		return out
-	}
+	return m.srv.URL, fwBodies(m.requests, func(r *respReq) []byte { return r.Body })
 }
 
 // fwMessagesUpstream scripts the Messages API; anthAnswer streams when the
@@ -194,13 +193,7 @@ func fwMessagesUpstream(t *testing.T, scenario string) (string, func() [][]byte)
 		}
 		return anthAnswer(t, r, anthMsg(id, "tool_use", use))
 	})
-	return u.srv.URL, func() [][]byte {
-		var out [][]byte
-		for _, r := range u.requests() {
-			out = append(out, r.Body)
-		}
-		return out
-	}
+	return u.srv.URL, fwBodies(u.requests, func(r *anthRequest) []byte { return r.Body })
 }
 
 // fwCases builds a case, its scripted upstream and its toolgate for every

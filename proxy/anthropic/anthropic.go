@@ -417,21 +417,12 @@ func (Adapter) FollowUp(req *api.Request, _ *api.Response, q *recovery.Query) ([
 // request's tools as a custom tool. Last, so a cache_control breakpoint on
 // the client's own last tool still covers the same prefix.
 func (Adapter) InjectTool(req *api.Request, t catalog.Offered) ([]byte, error) {
-	obj, err := jsonx.ParseObject(req.Body)
-	if err != nil {
-		return nil, err
-	}
-	tools, err := jsonx.ParseArray(obj.Get("tools"))
-	if err != nil {
-		return nil, err
-	}
 	tool := jsonx.Object{
 		{Key: "name", Value: jsonx.String(t.Name)},
 		{Key: "description", Value: jsonx.String(t.Description)},
 		{Key: "input_schema", Value: t.Parameters},
 	}
-	tools = append(append([][]byte(nil), tools...), tool.Bytes())
-	return obj.Set("tools", jsonx.AppendArray(nil, tools)).Bytes(), nil
+	return jsonx.AppendToField(req.Body, "tools", tool.Bytes())
 }
 
 var _ api.ToolInjector = Adapter{}
