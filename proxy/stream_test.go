@@ -420,16 +420,23 @@ func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 // while text flows and while a tool call is held (when toolgate writes
 // nothing and can only learn of it from the connection).
 func TestChatStreamDisconnectCancelsUpstream(t *testing.T) {
-	for _, phase := range []string{"text", "holding"} {
+	for _, phase := range []string{"text", "holding", "opening"} {
 		t.Run(phase, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			canceled := make(chan time.Time, 1)
+			wrote := make(chan struct{})
 			up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				s := textStream("partial answer")
-				if phase == "holding" {
+				switch phase {
+				case "holding":
 					s += chunk(`{"tool_calls":[{"index":0,"id":"call_s1","type":"function","function":{"name":"get_current_weather","arguments":""}}]}`, "")
+				case "opening":
+					// Only the role chunk, which toolgate holds: the client
+					// has not even had the headers.
+					s = chunk(roleChunk, "")
 				}
 				writeEvents(w, []byte(s))
+				close(wrote)
 				select {
 				case <-r.Context().Done():
 					canceled <- time.Now()
@@ -439,15 +446,33 @@ func TestChatStreamDisconnectCancelsUpstream(t *testing.T) {
 			gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
 			client := newClient(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			resp := post(t, ctx, client, gate.URL, streamRequest(t))
-			readUntil(t, bufio.NewReader(resp.Body), "partial answer", 2*time.Second)
+			var resp *http.Response
+			if phase == "opening" {
+				// No byte reaches the client, so the request runs on its
+				// own until the upstream has written the role chunk.
+				go func() {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gate.URL+chatRoute, bytes.NewReader(streamRequest(t)))
+					req.Header.Set("Content-Type", "application/json")
+					if r, err := client.Do(req); err == nil {
+						r.Body.Close()
+					}
+				}()
+				<-wrote
+				// Let toolgate read the role chunk and hold it.
+				time.Sleep(50 * time.Millisecond)
+			} else {
+				resp = post(t, ctx, client, gate.URL, streamRequest(t))
+				readUntil(t, bufio.NewReader(resp.Body), "partial answer", 2*time.Second)
+			}
 			if phase == "holding" {
 				// Let toolgate read the tool call and start holding.
 				time.Sleep(50 * time.Millisecond)
 			}
 			start := time.Now()
 			cancel()
-			resp.Body.Close()
+			if resp != nil {
+				resp.Body.Close()
+			}
 			select {
 			case at := <-canceled:
 				if d := at.Sub(start); d > time.Second {
