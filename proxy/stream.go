@@ -100,7 +100,8 @@ func (sw *streamWriter) begun() bool {
 }
 
 // keepalive writes an SSE comment every interval until stop is called, so
-// proxies and load balancers do not cut a stream that is being held. Most
+// proxies and load balancers do not cut a stream that is being held once
+// its headers are out. Most
 // held streams end long before the first comment is due, so it runs on a
 // timer rather than a goroutine of its own. Once stop returns, no comment
 // is being written and none will be.
@@ -125,7 +126,14 @@ var keepaliveComment = sse.AppendComment(nil, "keepalive")
 func (k *keepaliveTimer) fire() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.stopped || k.sw.write(keepaliveComment) != nil {
+	if k.stopped {
+		return
+	}
+	// Before the headers are out a comment would spend the plain status an
+	// escalation needs: SDKs read an error inside a 200 stream as a server
+	// fault and retry it. Until then the client waits for headers, as for
+	// any answer that is not streamed, and there is no stream to keep alive.
+	if k.sw.begun() && k.sw.write(keepaliveComment) != nil {
 		return
 	}
 	k.t.Reset(k.interval)
