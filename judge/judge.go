@@ -124,10 +124,11 @@ func (j *Judge) payload(c validate.ToolCall) []byte {
 		ctxValues = map[string]string{}
 	}
 	args := json.RawMessage(c.Args)
-	if !json.Valid(args) {
-		// Only calls that passed the local checks get here, whose
-		// arguments are a JSON object; this guards the encoding alone.
-		args = json.RawMessage("{}")
+	if c.Kind == validate.Custom || !json.Valid(args) {
+		// A custom tool's input is free text, sent as a JSON string.
+		// Function calls that passed the local checks carry a JSON
+		// object, so for them this only guards the encoding.
+		args, _ = json.Marshal(string(c.Args))
 	}
 	body, err := json.Marshal(request{
 		RequestID:       j.RequestID,

@@ -46,6 +46,7 @@ catalog:
       parameters: {type: object, properties: {amount_cents: {type: integer}}, required: [amount_cents]}
     - name: get_order
       parameters: {type: object}
+    - name: note
 `
 
 // newJudge builds a Judge whose one validator "orders" calls url for
@@ -60,7 +61,7 @@ func newJudge(t *testing.T, url string, timeout time.Duration, failOpen bool, se
 	if failOpen {
 		policy = catalog.FailurePolicyIgnore
 	}
-	cfg.Validators = []catalog.Validator{{Name: "orders", URL: url, Tools: []string{"issue_refund"},
+	cfg.Validators = []catalog.Validator{{Name: "orders", URL: url, Tools: []string{"issue_refund", "note"},
 		Timeout: catalog.Duration(timeout), FailurePolicy: policy}}
 	if secret != "" {
 		t.Setenv("ORDERS_SECRET", secret)
@@ -76,7 +77,7 @@ func newJudge(t *testing.T, url string, timeout time.Duration, failOpen bool, se
 	h := &validate.History{}
 	h.AddCall("c0", "get_order", []byte(`{"order_id":"ord_1"}`))
 	h.AddResult("c0", `{"order_id":"ord_1","total_cents":4000}`, false)
-	eff := snap.Effective([]catalog.Offered{{Name: "issue_refund"}, {Name: "get_order"}}, catalog.ToolChoice{}, true)
+	eff := snap.Effective([]catalog.Offered{{Name: "issue_refund"}, {Name: "get_order"}, {Name: "note"}}, catalog.ToolChoice{}, true)
 	return &judge.Judge{
 		Local: &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil), History: h,
 			Values: map[string]string{"customer_id": "c_1"}},
@@ -326,5 +327,15 @@ func TestSignatureFormat(t *testing.T) {
 	const want = "sha256=c3a92ff9e274cdcce27a58c15a78ec6dcbbdbd0038a87e7a11baef2028fd8bff"
 	if got := signature.Sign([]byte("k"), []byte(`{"a":1}`)); got != want {
 		t.Fatalf("Sign = %s, want %s", got, want)
+	}
+}
+
+// A custom tool's free-text input reaches the validator as a JSON string.
+func TestValidatorCustomCallText(t *testing.T) {
+	srv, got := server(t, 200, `{"allowed":true}`)
+	j, _ := newJudge(t, srv.URL, 5*time.Second, false, "")
+	v := j.Call(context.Background(), validate.ToolCall{ID: "c1", Name: "note", Args: []byte(`say "hi"`), Kind: validate.Custom})
+	if !v.Valid() || len(*got) != 1 || !strings.Contains(string((*got)[0]), `"arguments":"say \"hi\""`) {
+		t.Fatalf("verdict %+v, requests %q", v, *got)
 	}
 }
