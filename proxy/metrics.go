@@ -30,13 +30,14 @@ type Metrics struct {
 	SinkFailures      *prometheus.CounterVec
 	PanicsRecovered   prometheus.Counter
 	StreamsHeldEvents prometheus.Histogram
+	RouteRefusals     *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collectors on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_requests_total", Help: "Validated requests by API and outcome.",
+			Name: "toolgate_requests_total", Help: "Validated requests by API and outcome (refused: the path guard turned a spelling of the route away).",
 		}, []string{"api", "outcome"}),
 		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_tool_calls_total", Help: "Tool calls in upstream answers, by verdict.",
@@ -91,11 +92,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_stream_held_events", Help: "Events held back per stream while calls were validated.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 		}),
+		RouteRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_route_refusals_total", Help: "Requests the path guard refused, by reason.",
+		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
-		m.PanicsRecovered, m.StreamsHeldEvents)
+		m.PanicsRecovered, m.StreamsHeldEvents, m.RouteRefusals)
+	for _, r := range refusalReasons {
+		m.RouteRefusals.WithLabelValues(string(r))
+	}
 	return m
 }
 
