@@ -37,7 +37,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_requests_total", Help: "Validated requests by API and outcome (refused: the path guard turned a spelling of the route away).",
+			Name: "toolgate_requests_total", Help: "Validated requests by API and outcome.",
 		}, []string{"api", "outcome"}),
 		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_tool_calls_total", Help: "Tool calls in upstream answers, by verdict.",
