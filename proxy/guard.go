@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
 )
@@ -27,14 +28,22 @@ func rawPath(u *url.URL) string {
 // route runs the path guard on a request and serves it as it decides:
 // a judged route on its canonical path, a pass-through with the client's
 // bytes, or a refusal in the route's envelope.
-func (s *Server) route(w http.ResponseWriter, r *http.Request, t *routeTable) {
-	d := t.decide(r.Method, rawPath(r.URL), r.ContentLength != 0)
+func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *runtime) {
+	t := rt.routes
+	raw := rawPath(r.URL)
+	d := t.decide(r.Method, raw, r.ContentLength != 0)
 	if d.kind != routeRefuse {
 		d = t.checkHeaders(r, d)
 	}
 	if d.kind == routeRefuse {
-		s.refuse(w, r, d)
-		return
+		if rt.snap.Config.Mode != catalog.ModeShadow {
+			s.refuse(w, r, d)
+			return
+		}
+		// Shadow mode forwards unchanged: the refusal is only counted, and
+		// the request routed as written.
+		s.countRefusal(r, d, "shadow-would-refuse")
+		d = routeDecision{kind: routePass, path: canonicalPath(raw)}
 	}
 	rctx := t.ctxs.Get().(*chi.Context)
 	rctx.Reset()
@@ -134,12 +143,11 @@ var refusalText = map[refusal]string{
 
 // refuse answers a refused request and counts it. Nothing is forwarded.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, d routeDecision) {
-	s.metrics.RouteRefusals.WithLabelValues(string(d.reason)).Inc()
-	env, api := envelope(openAIPlainError), ""
+	s.countRefusal(r, d, "refused")
+	env := envelope(openAIPlainError)
 	h := w.Header()
 	if d.route != nil {
-		env, api = d.route.envelope, d.route.api
-		s.metrics.Requests.WithLabelValues(api, "refused").Inc()
+		env = d.route.envelope
 		if d.status == http.StatusMethodNotAllowed {
 			h.Set("Allow", strings.Join(d.route.methods, ", "))
 		}
@@ -156,11 +164,22 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, d routeDecision)
 	h.Set("X-Should-Retry", "false")
 	w.WriteHeader(d.status)
 	_, _ = w.Write(env(d.status, string(d.reason), msg))
+}
+
+// countRefusal counts and logs a refusal, made or (shadow mode) not.
+func (s *Server) countRefusal(r *http.Request, d routeDecision, outcome string) {
+	s.metrics.RouteRefusals.WithLabelValues(string(d.reason)).Inc()
+	api := ""
+	if d.route != nil {
+		api = d.route.api
+		s.metrics.Requests.WithLabelValues(api, outcome).Inc()
+	}
 	s.log.Info("request refused",
 		zap.String("request_id", requestID(r.Context())),
 		zap.String("api", api),
 		zap.String("method", r.Method),
 		zap.String("reason", string(d.reason)),
+		zap.String("outcome", outcome),
 		zap.Int("status", d.status))
 }
 

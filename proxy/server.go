@@ -186,7 +186,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = r.WithContext(withRequestID(r.Context(), rid))
-	s.route(w, r, rt.routes)
+	s.route(w, r, rt)
 }
 
 // beganWriter notes when the response has begun, so that a recovered

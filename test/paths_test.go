@@ -22,7 +22,7 @@ import (
 // with an Azure-style api_paths template) and anthropic (prefix
 // /anthropic). Both answer every judged route with a call to an invented
 // tool, so a request that passes the judge unjudged shows as a 200.
-func pathGate(t *testing.T) (g *gate, root, anth *faultUpstream) {
+func pathGate(t *testing.T, rest ...string) (g *gate, root, anth *faultUpstream) {
 	t.Helper()
 	script := func(_ int, r *faultRequest) faultAction {
 		if r.Method != http.MethodPost {
@@ -39,7 +39,7 @@ func pathGate(t *testing.T) (g *gate, root, anth *faultUpstream) {
 	cfg := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n" +
 		"  - name: root\n    url: " + root.srv.URL + "\n    api_paths:\n      \"/openai/deployments/{d}/chat/completions\": chat\n" +
 		"  - name: anthropic\n    url: " + anth.srv.URL + "\n    path_prefix: /anthropic\n" +
-		catalogYAML(t, "") + "recovery:\n  max_attempts: 0\n"
+		catalogYAML(t, "") + "recovery:\n  max_attempts: 0\n" + strings.Join(rest, "")
 	return startGate(t, cfg), root, anth
 }
 
@@ -493,4 +493,23 @@ func TestPathGuardPrefixesAndPassThrough(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Shadow mode forwards unchanged: a spelling enforce mode refuses goes
+// upstream as sent, and is counted as a refusal toolgate would make.
+func TestPathGuardShadow(t *testing.T) {
+	g, root, _ := pathGate(t, "mode: shadow\n")
+	res := rawDo(t, g, "POST", "/v1/chat/completions", secRequest("chat", false))
+	if res.Status != 200 || !strings.HasPrefix(res.Header.Get("X-Toolgate-Outcome"), "shadow-would-") {
+		t.Fatalf("status %d outcome %q, want the shadow judge's verdict", res.Status, res.Header.Get("X-Toolgate-Outcome"))
+	}
+	n := root.count()
+	res = rawDo(t, g, "POST", "//v1/chat/completions", secRequest("chat", false))
+	got := root.requests()[n:]
+	if res.Status != 200 || len(got) != 1 || got[0].RequestURI != "//v1/chat/completions" {
+		t.Fatalf("status %d, upstream got %v, want the request forwarded as sent", res.Status, uris(got))
+	}
+	m := scrape(t, g)
+	expectMetric(t, m, `toolgate_route_refusals_total{reason="slashes"}`, 1)
+	expectMetric(t, m, `toolgate_requests_total{api="chat",outcome="shadow-would-refuse"}`, 1)
 }
