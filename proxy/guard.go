@@ -45,18 +45,21 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *runtime) {
 		s.countRefusal(r, d, "shadow-would-refuse")
 		d = routeDecision{kind: routePass, path: canonicalPath(raw)}
 	}
-	rctx := t.ctxs.Get().(*chi.Context)
-	rctx.Reset()
-	rctx.RoutePath = d.path
-	r = r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx))
 	if d.kind == routeJudge {
-		// The handlers read the path they send upstream from the URL.
+		// The route is known: no second lookup. The handler reads the
+		// path it sends upstream from the URL.
 		u := *r.URL
 		u.RawPath = d.path
 		u.Path, _ = url.PathUnescape(d.path)
-		r.URL = &u
+		r2 := *r
+		r2.URL = &u
+		d.route.handler.ServeHTTP(w, &r2)
+		return
 	}
-	t.mux.ServeHTTP(w, r)
+	rctx := t.ctxs.Get().(*chi.Context)
+	rctx.Reset()
+	rctx.RoutePath = d.path
+	t.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx)))
 	t.ctxs.Put(rctx)
 }
 

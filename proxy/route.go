@@ -493,6 +493,7 @@ type judgedRoute struct {
 	full     []patternSeg // prefix and path
 	path     []patternSeg // path alone, as the upstream sees it
 	envelope envelope
+	handler  http.Handler
 }
 
 func (j *judgedRoute) judges(method string) bool {
@@ -537,7 +538,7 @@ func newRouteTable() *routeTable {
 // would be reachable past the judge under another spelling.
 func (t *routeTable) judge(api, prefix, path string, env envelope, h http.Handler, methods ...string) {
 	jr := &judgedRoute{api: api, prefix: prefix, pattern: prefix + path, methods: methods,
-		full: parsePattern(prefix + path), path: parsePattern(path), envelope: env}
+		full: parsePattern(prefix + path), path: parsePattern(path), envelope: env, handler: h}
 	t.judged = append(t.judged, jr)
 	for _, m := range methods {
 		t.mux.Method(m, jr.pattern, h)
