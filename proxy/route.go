@@ -697,19 +697,8 @@ func (t *routeTable) selectPrefix(canon string) *upstreamPrefix {
 // prefixFold reports whether a loose path begins with the prefix segments
 // under case folding.
 func prefixFold(path string, segs []patternSeg) bool {
-	rest := strings.TrimPrefix(path, "/")
-	for _, ps := range segs {
-		seg := rest
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			seg, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = ""
-		}
-		if n, ok := foldPrefix(seg, ps.before); !ok || n != len(seg) || seg == "" {
-			return false
-		}
-	}
-	return true
+	_, ok := matchFold(path[:len(path)-len(afterSegments(path, len(segs)))], segs, false)
+	return ok
 }
 
 // afterSegments is path without its first n segments.
