@@ -80,7 +80,9 @@ func (t *routeTable) checkHeaders(r *http.Request, d routeDecision) routeDecisio
 		if v == "" {
 			continue
 		}
-		if i := strings.IndexAny(v, "?#"); i >= 0 {
+		if u, err := url.Parse(v); err == nil && u.Scheme != "" {
+			v = u.EscapedPath()
+		} else if i := strings.IndexAny(v, "?#"); i >= 0 {
 			v = v[:i]
 		}
 		if o := t.decide(http.MethodPost, v, true); o.kind != routePass {
@@ -139,7 +141,7 @@ var refusalText = map[refusal]string{
 	refuseWhitespace:      "it has whitespace or control characters",
 	refuseEncoding:        "it has percent-encoded, double-encoded or look-alike characters",
 	refusePrefix:          "its upstream path_prefix is spelled differently from the config",
-	refuseMethod:          "toolgate judges this route only for its own methods; reads without a body pass through, without upgrades",
+	refuseMethod:          "it asks for a method or a protocol upgrade toolgate does not judge on this route",
 	refuseOverride:        "it carries a header that names another method or path",
 	refuseContentEncoding: "its body is compressed; toolgate judges requests it can read, so send it without Content-Encoding",
 }

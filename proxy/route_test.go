@@ -157,6 +157,8 @@ func TestRouteDecision(t *testing.T) {
 		{"POST", "/openai/deployments//chat/completions", true, "slashes", 400, "/openai/deployments/{d}/chat/completions"},
 		{"POST", "/openai/deployments/../chat/completions", true, "dot_segment", 400, "/openai/deployments/{d}/chat/completions"},
 		{"POST", "/openai/deployments/a%2Fb/chat/completions", true, "encoded_separator", 400, "/openai/deployments/{d}/chat/completions"},
+		{"POST", "/openai/deployments/a%20b/chat/completions", true, "encoding", 400, "/openai/deployments/{d}/chat/completions"},
+		{"POST", "/v1/chat/completion\u017f", true, "encoding", 400, "/v1/chat/completions"},
 		{"POST", "/v1beta/models/gemini:GenerateContent", true, "case", 400, "/v1beta/models/gemini:generateContent"},
 		{"POST", "/v1beta/models/gemini%3AgenerateContent", true, "encoding", 400, "/v1beta/models/gemini:generateContent"},
 		{"POST", "/MCP/orders", true, "case", 400, "/mcp/orders"},

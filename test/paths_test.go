@@ -313,6 +313,7 @@ func TestPathGuardMethods(t *testing.T) {
 		{"POST", "/v1/chat/completions", body, []string{"x-http-method-override: GET"}, 400, "override_header"},
 		{"POST", "/v1/files", []byte(`{}`), []string{"X-Original-URL: /v1/chat/completions"}, 400, "override_header"},
 		{"POST", "/v1/files", []byte(`{}`), []string{"x-rewrite-url: //v1/chat/completions?x=1"}, 400, "override_header"},
+		{"POST", "/v1/files", []byte(`{}`), []string{"X-Override-URL: http://api.openai.com/v1/Chat/completions"}, 400, "override_header"},
 		{"POST", "/v1/files", []byte(`{}`), []string{"X-Original-URL: /v1/files"}, 200, ""},
 	}
 	for _, c := range cases {
