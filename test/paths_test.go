@@ -3,6 +3,8 @@ package test
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // The path guard from the outside: every spelling of a judged route is
@@ -81,11 +86,15 @@ func rawSend(t *testing.T, g *gate, wire string, methods ...string) []rawResult 
 // rawRequest is one request in wire form; header holds "Name: value" lines.
 func rawRequest(method, target string, body []byte, header ...string) string {
 	var b strings.Builder
-	b.WriteString(method + " " + target + " HTTP/1.1\r\nHost: toolgate\r\n")
-	hasType := false
+	b.WriteString(method + " " + target + " HTTP/1.1\r\n")
+	hasType, hasHost := false, false
 	for _, h := range header {
 		hasType = hasType || strings.HasPrefix(strings.ToLower(h), "content-type:")
+		hasHost = hasHost || strings.HasPrefix(strings.ToLower(h), "host:")
 		b.WriteString(h + "\r\n")
+	}
+	if !hasHost {
+		b.WriteString("Host: toolgate\r\n")
 	}
 	if !hasType {
 		b.WriteString("Content-Type: application/json\r\n")
@@ -150,6 +159,11 @@ var spellings = []spelling{
 	{"trailing slash", func(p string) string { return p + "/" }, "trailing_slash"},
 	{"dot segment", func(p string) string { i := firstSlash(p); return p[:i] + "/." + p[i:] }, "dot_segment"},
 	{"dot-dot segment", func(p string) string { i := lastSlash(p); return p[:i] + "/x/.." + p[i:] }, "dot_segment"},
+	{"dot-dot back into the same segment", func(p string) string {
+		i := lastSlash(p)
+		j := lastSlash(p[:i])
+		return p[:i] + "/.." + p[j:i] + p[i:]
+	}, "dot_segment"},
 	{"encoded dot-dot segment", func(p string) string { i := lastSlash(p); return p[:i] + "/x/%2e%2E" + p[i:] }, "dot_segment"},
 	{"encoded trailing dot", func(p string) string { return p + "%2e" }, "dot_segment"},
 	{"first segment upper case", func(p string) string { i := firstSlash(p); return strings.ToUpper(p[:i]) + p[i:] }, "case"},
@@ -372,14 +386,19 @@ func TestPathGuardBodies(t *testing.T) {
 	body := secRequest("chat", false)
 	chunked := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
 	for name, wire := range map[string]string{
-		"identity":    rawRequest("POST", "/v1/chat/completions", body, "Content-Encoding: identity"),
-		"text/plain":  rawRequest("POST", "/v1/chat/completions", body, "Content-Type: text/plain"),
-		"form":        rawRequest("POST", "/v1/chat/completions", body, "Content-Type: application/x-www-form-urlencoded"),
-		"chunked":     "POST /v1/chat/completions HTTP/1.1\r\nHost: toolgate\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked,
-		"host header": rawRequest("POST", "/v1/chat/completions", body, "X-Forwarded-Host: api.openai.com"),
+		"identity":       rawRequest("POST", "/v1/chat/completions", body, "Content-Encoding: identity"),
+		"text/plain":     rawRequest("POST", "/v1/chat/completions", body, "Content-Type: text/plain"),
+		"form":           rawRequest("POST", "/v1/chat/completions", body, "Content-Type: application/x-www-form-urlencoded"),
+		"chunked":        "POST /v1/chat/completions HTTP/1.1\r\nHost: toolgate\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked,
+		"host header":    rawRequest("POST", "/v1/chat/completions", body, "Host: api.anthropic.com"),
+		"forwarded host": rawRequest("POST", "/v1/chat/completions", body, "X-Forwarded-Host: api.openai.com"),
 	} {
 		t.Run(name, func(t *testing.T) {
+			n := root.count()
 			expectJudged(t, rawSend(t, g, wire, "POST")[0], name)
+			if got := root.requests()[n:]; len(got) != 1 || got[0].RequestURI != "/v1/chat/completions" {
+				t.Fatalf("upstream got %v", uris(got))
+			}
 		})
 	}
 }
@@ -516,4 +535,21 @@ func TestPathGuardShadow(t *testing.T) {
 	m := scrape(t, g)
 	expectMetric(t, m, `toolgate_route_refusals_total{reason="slashes"}`, 1)
 	expectMetric(t, m, `toolgate_requests_total{api="chat",outcome="shadow-would-refuse"}`, 1)
+}
+
+// A base URL with one slash too many, as a client library joining
+// "…/v1/" and "/chat/completions" makes: the official SDK gets a 400 it
+// raises as an API error whose code and message say which path to use.
+func TestPathGuardSDKBaseURL(t *testing.T) {
+	g, root, _ := pathGate(t)
+	client := openai.NewClient(option.WithBaseURL(g.URL+"/v1//"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	_, err := client.Chat.Completions.New(context.Background(), fixtureParams(t))
+	var ae *openai.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest || ae.Code != "slashes" ||
+		!strings.Contains(ae.Message, "Send it to /v1/chat/completions") {
+		t.Fatalf("err %v, want a 400 naming /v1/chat/completions", err)
+	}
+	if root.count() != 0 {
+		t.Fatalf("the upstream got %v", uris(root.requests()))
+	}
 }
