@@ -86,7 +86,7 @@ func (t *routeTable) checkHeaders(r *http.Request, d routeDecision) routeDecisio
 			v = v[:i]
 		}
 		if o := t.decide(http.MethodPost, v, true); o.kind != routePass {
-			return t.refuse(o.route, http.StatusBadRequest, refuseOverride, o.route.patternOr(o.use))
+			return refused(o.route, http.StatusBadRequest, refuseOverride, o.route.patternOr(o.use))
 		}
 	}
 	if d.route == nil {
@@ -94,17 +94,17 @@ func (t *routeTable) checkHeaders(r *http.Request, d routeDecision) routeDecisio
 	}
 	for _, k := range methodOverrides {
 		if r.Header.Get(k) != "" {
-			return t.refuse(d.route, http.StatusBadRequest, refuseOverride, d.route.pattern)
+			return refused(d.route, http.StatusBadRequest, refuseOverride, d.route.pattern)
 		}
 	}
 	if d.read && (r.Header.Get("Upgrade") != "" || headerHasToken(r.Header, "Connection", "upgrade")) {
-		return t.refuse(d.route, http.StatusBadRequest, refuseMethod, d.route.pattern)
+		return refused(d.route, http.StatusBadRequest, refuseMethod, d.route.pattern)
 	}
 	if d.kind == routeJudge {
 		for _, enc := range r.Header.Values("Content-Encoding") {
 			for _, e := range strings.Split(enc, ",") {
 				if e = strings.TrimSpace(e); e != "" && !strings.EqualFold(e, "identity") {
-					return t.refuse(d.route, http.StatusUnsupportedMediaType, refuseContentEncoding, d.route.pattern)
+					return refused(d.route, http.StatusUnsupportedMediaType, refuseContentEncoding, d.route.pattern)
 				}
 			}
 		}

@@ -2,11 +2,8 @@ package proxy
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -43,443 +40,6 @@ const (
 // refusalReasons lists every reason, so their series exist from the start.
 var refusalReasons = []refusal{refuseCase, refuseSlashes, refuseTrailingSlash, refuseDotSegment, refuseSeparator,
 	refuseParameter, refuseWhitespace, refuseEncoding, refusePrefix, refuseMethod, refuseOverride, refuseContentEncoding}
-
-// ---- canonical form ----
-
-// pathByte marks the bytes a canonical path holds unescaped: RFC 3986
-// pchar (unreserved, sub-delims, ":" and "@") and "/".
-var pathByte = func() (t [256]bool) {
-	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/") {
-		t[c] = true
-	}
-	return t
-}()
-
-func unreservedByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
-}
-
-const upperHex = "0123456789ABCDEF"
-
-// escapeAt decodes the escape at p[i] ("%41"), if there is one.
-func escapeAt(p string, i int) (byte, bool) {
-	if i+2 >= len(p) || p[i] != '%' {
-		return 0, false
-	}
-	hi, ok1 := unhex(p[i+1])
-	lo, ok2 := unhex(p[i+2])
-	return hi<<4 | lo, ok1 && ok2
-}
-
-// canonicalPath is the RFC 3986 §6.2.2 normal form of an escaped request
-// path: escapes of unreserved characters decoded ("%73" is "s"), other
-// escapes in upper case, and every byte a path may not hold raw escaped.
-// Every server reads the result as the same resource as the input, so it is
-// what toolgate routes on and, for a judged route, what it sends upstream.
-// Slashes, dot segments and case are left alone: servers disagree on them,
-// so the guard refuses them instead. A canonical path comes back as is.
-func canonicalPath(p string) string {
-	i := 0
-	for i < len(p) && p[i] != '%' && pathByte[p[i]] {
-		i++
-	}
-	if i == len(p) {
-		return p
-	}
-	b := make([]byte, 0, len(p)+8)
-	b = append(b, p[:i]...)
-	for ; i < len(p); i++ {
-		c := p[i]
-		if v, ok := escapeAt(p, i); ok {
-			if unreservedByte(v) {
-				b = append(b, v)
-			} else {
-				b = append(b, '%', upperHex[v>>4], upperHex[v&15])
-			}
-			i += 2
-			continue
-		}
-		if c != '%' && pathByte[c] {
-			b = append(b, c)
-			continue
-		}
-		// A lone "%" is escaped too: it stands for itself.
-		b = append(b, '%', upperHex[c>>4], upperHex[c&15])
-	}
-	return string(b)
-}
-
-// ---- loose form ----
-
-// What it took to turn a path into its loose form; each maps to a refusal.
-const (
-	looseSeparator = 1 << iota
-	looseDot
-	looseSlashes
-	looseTrailing
-	looseParameter
-	looseSpace
-	looseEncoding
-)
-
-// looseReasons are the flags in the order their reason is reported.
-var looseReasons = []struct {
-	flag   int
-	reason refusal
-}{
-	{looseSeparator, refuseSeparator}, {looseDot, refuseDotSegment}, {looseSlashes, refuseSlashes},
-	{looseTrailing, refuseTrailingSlash}, {looseParameter, refuseParameter}, {looseSpace, refuseWhitespace},
-	{looseEncoding, refuseEncoding},
-}
-
-func reasonOf(flags int) refusal {
-	for _, r := range looseReasons {
-		if flags&r.flag != 0 {
-			return r.reason
-		}
-	}
-	return refuseCase
-}
-
-// looseForm is a path as the most lenient server could read it: escapes
-// decoded (repeatedly), backslashes as slashes, overlong UTF-8 and
-// fullwidth forms as ASCII, anything after a decoded "?", "#" or NUL
-// dropped, control characters removed, ";params" and surrounding spaces
-// and trailing dots cut from each segment, dot segments resolved and empty
-// segments dropped. Letter case is folded when it is compared (matchFold).
-type looseForm struct {
-	path  string
-	flags int
-	// above: a ".." climbed over the root, out of the upstream's base path.
-	above bool
-}
-
-// looseForms holds a path's loose forms: one, or two when the path decodes
-// to a NUL, since servers either end the path there or delete the NUL.
-type looseForms struct {
-	f [2]looseForm
-	n int
-}
-
-func (l *looseForms) all() []looseForm { return l.f[:l.n] }
-
-// loosen returns the loose forms of p, a canonical path.
-func loosen(p string) looseForms {
-	if plainPath(p) {
-		return looseForms{f: [2]looseForm{{path: p}}, n: 1}
-	}
-	dec, flags := decodeLoose(p)
-	nul := strings.IndexByte(dec, 0)
-	if nul < 0 {
-		return looseForms{f: [2]looseForm{resolveLoose(dec, flags)}, n: 1}
-	}
-	return looseForms{f: [2]looseForm{
-		resolveLoose(dec[:nul], flags|looseSpace),
-		resolveLoose(strings.ReplaceAll(dec, "\x00", ""), flags|looseSpace),
-	}, n: 2}
-}
-
-// plainPath reports a canonical path that is its own loose form, the
-// common case, found without allocating: no escapes, no ";", no empty,
-// dot or dot-ended segment.
-func plainPath(p string) bool {
-	if p == "" || p[0] != '/' {
-		return false
-	}
-	if p == "/" {
-		return true
-	}
-	if strings.IndexByte(p, '%') >= 0 || strings.IndexByte(p, ';') >= 0 {
-		return false
-	}
-	for rest := p[1:]; ; {
-		seg := rest
-		i := strings.IndexByte(rest, '/')
-		if i >= 0 {
-			seg = rest[:i]
-		}
-		if seg == "" || seg[len(seg)-1] == '.' {
-			return false
-		}
-		if i < 0 {
-			return true
-		}
-		rest = rest[i+1:]
-	}
-}
-
-// decodeLoose decodes every escape, up to three levels deep, and maps
-// byte sequences lenient servers read as ASCII onto it.
-func decodeLoose(p string) (string, int) {
-	flags := 0
-	for round := 0; round < 4 && strings.IndexByte(p, '%') >= 0; round++ {
-		var b strings.Builder
-		changed := false
-		for i := 0; i < len(p); i++ {
-			v, ok := escapeAt(p, i)
-			if !ok {
-				b.WriteByte(p[i])
-				continue
-			}
-			changed = true
-			switch {
-			case round > 0:
-				flags |= looseEncoding
-			case v == '/' || v == '\\' || v == '?' || v == '#':
-				flags |= looseSeparator
-			default:
-				flags |= looseEncoding
-			}
-			b.WriteByte(v)
-			i += 2
-		}
-		p = b.String()
-		if !changed {
-			break
-		}
-	}
-	var b strings.Builder
-	for i := 0; i < len(p); {
-		c := p[i]
-		if c == '\\' {
-			flags |= looseSeparator
-			b.WriteByte('/')
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b.WriteByte(c)
-			i++
-			continue
-		}
-		if a, n := asciiLookalike(p[i:]); n > 0 {
-			flags |= looseEncoding
-			if a == '\\' {
-				a = '/'
-			}
-			b.WriteByte(a)
-			i += n
-			continue
-		}
-		b.WriteByte(c)
-		i++
-	}
-	return b.String(), flags
-}
-
-// asciiLookalike reads an overlong UTF-8 encoding of an ASCII character or
-// a fullwidth form (U+FF01 to U+FF5E) at the start of s: decoders that are
-// lenient or normalise (NFKC) read them as the ASCII character.
-func asciiLookalike(s string) (byte, int) {
-	switch {
-	case len(s) >= 2 && (s[0] == 0xC0 || s[0] == 0xC1) && s[1]&0xC0 == 0x80:
-		return (s[0]&0x1F)<<6 | s[1]&0x3F, 2
-	case len(s) >= 3 && s[0] == 0xE0 && s[1]&0xE0 == 0x80 && s[2]&0xC0 == 0x80:
-		return (s[1]&0x3F)<<6 | s[2]&0x3F, 3
-	case len(s) >= 4 && s[0] == 0xF0 && s[1]&0xF0 == 0x80 && s[2]&0xC0 == 0x80 && s[3]&0xC0 == 0x80:
-		return (s[2]&0x3F)<<6 | s[3]&0x3F, 4
-	}
-	if r, n := utf8.DecodeRuneInString(s); r >= 0xFF01 && r <= 0xFF5E {
-		return byte(r - 0xFF01 + 0x21), n
-	}
-	return 0, 0
-}
-
-// resolveLoose ends the path at a decoded "?" or "#", removes control
-// characters, cleans each segment and resolves dot and empty segments.
-func resolveLoose(p string, flags int) looseForm {
-	if i := strings.IndexAny(p, "?#"); i >= 0 {
-		p, flags = p[:i], flags|looseSeparator
-	}
-	if strings.IndexFunc(p, isControl) >= 0 {
-		p, flags = strings.Map(func(r rune) rune {
-			if isControl(r) {
-				return -1
-			}
-			return r
-		}, p), flags|looseSpace
-	}
-	f := looseForm{}
-	segs := strings.Split(p, "/")
-	out := make([]string, 0, len(segs))
-	for i, seg := range segs {
-		if i == 0 && seg == "" {
-			continue // the leading slash
-		}
-		if j := strings.IndexByte(seg, ';'); j >= 0 {
-			seg, flags = seg[:j], flags|looseParameter
-		}
-		if t := strings.TrimSpace(seg); t != seg {
-			seg, flags = t, flags|looseSpace
-		}
-		if t := strings.TrimRight(seg, "."); t != seg && t != "" {
-			seg, flags = t, flags|looseDot
-		}
-		switch seg {
-		case "":
-			if i == len(segs)-1 {
-				flags |= looseTrailing
-			} else {
-				flags |= looseSlashes
-			}
-		case ".":
-			flags |= looseDot
-		case "..":
-			flags |= looseDot
-			if len(out) == 0 {
-				f.above = true
-			} else {
-				out = out[:len(out)-1]
-			}
-		default:
-			out = append(out, seg)
-		}
-	}
-	f.path, f.flags = "/"+strings.Join(out, "/"), flags
-	return f
-}
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7F }
-
-// ---- folded matching ----
-
-// foldRune maps r to the lower-case ASCII letter it folds to, if any: "K"
-// and the Kelvin sign both give "k", "S" and the long s "ſ" give "s".
-func foldRune(r rune) rune {
-	if r < utf8.RuneSelf {
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		if f < utf8.RuneSelf {
-			return foldRune(f)
-		}
-	}
-	return r
-}
-
-// foldPrefix reports whether s begins with lit (lower case) under folding,
-// and the bytes of s that took.
-func foldPrefix(s, lit string) (int, bool) {
-	i := 0
-	for j := 0; j < len(lit); j++ {
-		if i >= len(s) {
-			return 0, false
-		}
-		r, n := rune(s[i]), 1
-		if r >= utf8.RuneSelf {
-			r, n = utf8.DecodeRuneInString(s[i:])
-		}
-		if foldRune(r) != rune(lit[j]) {
-			return 0, false
-		}
-		i += n
-	}
-	return i, true
-}
-
-// foldSuffix is foldPrefix from the end.
-func foldSuffix(s, lit string) (int, bool) {
-	i := len(s)
-	for j := len(lit) - 1; j >= 0; j-- {
-		if i <= 0 {
-			return 0, false
-		}
-		r, n := rune(s[i-1]), 1
-		if r >= utf8.RuneSelf {
-			r, n = utf8.DecodeLastRuneInString(s[:i])
-		}
-		if foldRune(r) != rune(lit[j]) {
-			return 0, false
-		}
-		i -= n
-	}
-	return len(s) - i, true
-}
-
-// patternSeg is one segment of a route pattern: a literal, or a "{param}"
-// with the literal text around it ("{model}:generateContent"), folded.
-type patternSeg struct {
-	param          bool
-	before, after  string
-	exactB, exactA string // the same, as written, to spell the path to use
-}
-
-func parsePattern(p string) []patternSeg {
-	var segs []patternSeg
-	for _, s := range strings.Split(strings.Trim(p, "/"), "/") {
-		if s == "" {
-			continue
-		}
-		i, j := strings.IndexByte(s, '{'), strings.IndexByte(s, '}')
-		if i >= 0 && j > i {
-			segs = append(segs, patternSeg{param: true, before: strings.ToLower(s[:i]), after: strings.ToLower(s[j+1:]),
-				exactB: s[:i], exactA: s[j+1:]})
-			continue
-		}
-		segs = append(segs, patternSeg{before: strings.ToLower(s), exactB: s})
-	}
-	return segs
-}
-
-// matchFold matches a loose path against a pattern under case folding.
-// When spell is set it returns the path to use: the pattern as written,
-// its parameters filled from the path.
-func matchFold(path string, pat []patternSeg, spell bool) (string, bool) {
-	rest := strings.TrimPrefix(path, "/")
-	var b strings.Builder
-	for k, ps := range pat {
-		if rest == "" && k < len(pat) {
-			return "", false
-		}
-		seg := rest
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			seg, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = ""
-		}
-		n, ok := foldPrefix(seg, ps.before)
-		if !ok {
-			return "", false
-		}
-		if !ps.param {
-			if n != len(seg) {
-				return "", false
-			}
-			if spell {
-				b.WriteString("/" + ps.exactB)
-			}
-			continue
-		}
-		m, ok := foldSuffix(seg[n:], ps.after)
-		if !ok {
-			return "", false
-		}
-		if spell {
-			b.WriteString("/" + ps.exactB + url.PathEscape(seg[n:len(seg)-m]) + ps.exactA)
-		}
-	}
-	if rest != "" {
-		return "", false
-	}
-	return b.String(), true
-}
-
-// ---- the table ----
 
 // envelope writes a toolgate error in a route's own error shape.
 type envelope func(status int, code, msg string) []byte
@@ -616,11 +176,11 @@ func (t *routeTable) decide(method, raw string, body bool) routeDecision {
 		if clean {
 			return routeDecision{kind: routeJudge, route: jr, path: canon}
 		}
-		return t.refuse(jr, http.StatusBadRequest, reasonOf(first.flags), jr.pattern)
+		return refused(jr, http.StatusBadRequest, reasonOf(first.flags), jr.pattern)
 	}
 	for _, f := range forms.all() {
 		if f.above {
-			return t.refuse(nil, http.StatusBadRequest, refuseDotSegment, "a path without \"..\"")
+			return refused(nil, http.StatusBadRequest, refuseDotSegment, "a path without \"..\"")
 		}
 		for _, jr := range t.judged {
 			if _, ok := matchFold(f.path, jr.full, false); !ok {
@@ -631,9 +191,9 @@ func (t *routeTable) decide(method, raw string, body bool) routeDecision {
 				if readMethod(method) && !body {
 					return routeDecision{kind: routePass, route: jr, path: canon, read: true}
 				}
-				return t.refuse(jr, http.StatusMethodNotAllowed, refuseMethod, use)
+				return refused(jr, http.StatusMethodNotAllowed, refuseMethod, use)
 			}
-			return t.refuse(jr, http.StatusBadRequest, reasonOf(f.flags), use)
+			return refused(jr, http.StatusBadRequest, reasonOf(f.flags), use)
 		}
 	}
 	return t.decidePrefix(&forms, canon)
@@ -654,7 +214,7 @@ func (t *routeTable) decidePrefix(forms *looseForms, canon string) routeDecision
 			}
 		}
 		if loose != nil && (sel == nil || sel.prefix != loose.prefix) {
-			return t.refuse(nil, http.StatusBadRequest, refusePrefix, loose.prefix+afterSegments(f.path, len(loose.segs)))
+			return refused(nil, http.StatusBadRequest, refusePrefix, loose.prefix+afterSegments(f.path, len(loose.segs)))
 		}
 	}
 	if sel == nil || sel.prefix == "" {
@@ -663,7 +223,7 @@ func (t *routeTable) decidePrefix(forms *looseForms, canon string) routeDecision
 	rest := loosen(canon[len(sel.prefix):])
 	for _, f := range rest.all() {
 		if f.above {
-			return t.refuse(nil, http.StatusBadRequest, refuseDotSegment, "a path without \"..\"")
+			return refused(nil, http.StatusBadRequest, refuseDotSegment, "a path without \"..\"")
 		}
 		for _, jr := range t.judged {
 			if jr.prefix != sel.prefix {
@@ -671,7 +231,7 @@ func (t *routeTable) decidePrefix(forms *looseForms, canon string) routeDecision
 			}
 			if _, ok := matchFold(f.path, jr.path, false); ok {
 				use, _ := matchFold(f.path, jr.path, true)
-				return t.refuse(jr, http.StatusBadRequest, reasonOf(f.flags), sel.prefix+use)
+				return refused(jr, http.StatusBadRequest, reasonOf(f.flags), sel.prefix+use)
 			}
 		}
 	}
@@ -716,6 +276,7 @@ func afterSegments(path string, n int) string {
 	return path
 }
 
-func (t *routeTable) refuse(jr *judgedRoute, status int, reason refusal, use string) routeDecision {
+// refused is a refusal decision.
+func refused(jr *judgedRoute, status int, reason refusal, use string) routeDecision {
 	return routeDecision{kind: routeRefuse, route: jr, status: status, reason: reason, use: use}
 }
