@@ -112,7 +112,7 @@ func rawDo(t *testing.T, g *gate, method, target string, body []byte, header ...
 	return rawSend(t, g, rawRequest(method, target, body, header...), method)[0]
 }
 
-// judgedRoute is one route the guard must hold, as a client would spell
+// guardedRoute is one route the guard must hold, as a client would spell
 // it, with the upstream that serves it.
 type guardedRoute struct {
 	api, path string
@@ -137,10 +137,10 @@ type spelling struct {
 	reason string // "" when judged
 }
 
-func lastSlash(p string) int { return strings.LastIndexByte(p, '/') }
-func firstSlash(p string) int {
-	return strings.IndexByte(p[1:], '/') + 1
-}
+// lastSlash and firstSlash find the slash before a path's last segment
+// and the one after its first.
+func lastSlash(p string) int  { return strings.LastIndexByte(p, '/') }
+func firstSlash(p string) int { return strings.IndexByte(p[1:], '/') + 1 }
 
 var spellings = []spelling{
 	{"as configured", func(p string) string { return p }, ""},
