@@ -130,29 +130,41 @@ type looseForm struct {
 	above bool
 }
 
-// looseForms holds a path's loose forms: one, or two when the path decodes
-// to a NUL, since servers either end the path there or delete the NUL.
+// looseForms holds a path's loose forms. Where servers read a path two
+// ways, each way is a form: a decoded NUL ends the path or is deleted, and
+// an empty segment (as sent, or left by cleaning) is merged away or kept,
+// where a "{param}" may match it.
 type looseForms struct {
-	f [2]looseForm
+	f [4]looseForm
 	n int
 }
 
 func (l *looseForms) all() []looseForm { return l.f[:l.n] }
 
+func (l *looseForms) add(p string, flags int) {
+	f, dropped := resolveLoose(p, flags, false)
+	l.f[l.n] = f
+	l.n++
+	if dropped {
+		l.f[l.n], _ = resolveLoose(p, flags, true)
+		l.n++
+	}
+}
+
 // loosen returns the loose forms of p, a canonical path.
 func loosen(p string) looseForms {
 	if plainPath(p) {
-		return looseForms{f: [2]looseForm{{path: p}}, n: 1}
+		return looseForms{f: [4]looseForm{{path: p}}, n: 1}
 	}
+	var l looseForms
 	dec, flags := decodeLoose(p)
-	nul := strings.IndexByte(dec, 0)
-	if nul < 0 {
-		return looseForms{f: [2]looseForm{resolveLoose(dec, flags)}, n: 1}
+	if nul := strings.IndexByte(dec, 0); nul >= 0 {
+		l.add(dec[:nul], flags|looseSpace)
+		l.add(strings.ReplaceAll(dec, "\x00", ""), flags|looseSpace)
+		return l
 	}
-	return looseForms{f: [2]looseForm{
-		resolveLoose(dec[:nul], flags|looseSpace),
-		resolveLoose(strings.ReplaceAll(dec, "\x00", ""), flags|looseSpace),
-	}, n: 2}
+	l.add(dec, flags)
+	return l
 }
 
 // plainPath reports a canonical path that is its own loose form, the
@@ -262,8 +274,9 @@ func asciiLookalike(s string) (byte, int) {
 }
 
 // resolveLoose ends the path at a decoded "?" or "#", removes control
-// characters, cleans each segment and resolves dot and empty segments.
-func resolveLoose(p string, flags int) looseForm {
+// characters, cleans each segment and resolves dot segments. Empty
+// segments are dropped, or kept with keepEmpty; dropped reports any.
+func resolveLoose(p string, flags int, keepEmpty bool) (f looseForm, dropped bool) {
 	if i := strings.IndexAny(p, "?#"); i >= 0 {
 		p, flags = p[:i], flags|looseSeparator
 	}
@@ -275,7 +288,6 @@ func resolveLoose(p string, flags int) looseForm {
 			return r
 		}, p), flags|looseSpace
 	}
-	f := looseForm{}
 	segs := strings.Split(p, "/")
 	out := make([]string, 0, len(segs))
 	for i, seg := range segs {
@@ -298,6 +310,10 @@ func resolveLoose(p string, flags int) looseForm {
 			} else {
 				flags |= looseSlashes
 			}
+			dropped = true
+			if keepEmpty {
+				out = append(out, "")
+			}
 		case ".":
 			flags |= looseDot
 		case "..":
@@ -312,7 +328,7 @@ func resolveLoose(p string, flags int) looseForm {
 		}
 	}
 	f.path, f.flags = "/"+strings.Join(out, "/"), flags
-	return f
+	return f, dropped
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7F }
@@ -381,6 +397,7 @@ type patternSeg struct {
 	param          bool
 	before, after  string
 	exactB, exactA string // the same, as written, to spell the path to use
+	name           string // "{model}"
 }
 
 func parsePattern(p string) []patternSeg {
@@ -392,7 +409,7 @@ func parsePattern(p string) []patternSeg {
 		i, j := strings.IndexByte(s, '{'), strings.IndexByte(s, '}')
 		if i >= 0 && j > i {
 			segs = append(segs, patternSeg{param: true, before: strings.ToLower(s[:i]), after: strings.ToLower(s[j+1:]),
-				exactB: s[:i], exactA: s[j+1:]})
+				exactB: s[:i], exactA: s[j+1:], name: s[i : j+1]})
 			continue
 		}
 		segs = append(segs, patternSeg{before: strings.ToLower(s), exactB: s})
@@ -434,7 +451,12 @@ func matchFold(path string, pat []patternSeg, spell bool) (string, bool) {
 			return "", false
 		}
 		if spell {
-			b.WriteString("/" + ps.exactB + url.PathEscape(seg[n:len(seg)-m]) + ps.exactA)
+			// A value that is no plain segment is named by its placeholder.
+			v := seg[n : len(seg)-m]
+			if v == "" || v == "." || v == ".." || url.PathEscape(v) != v {
+				v = ps.name
+			}
+			b.WriteString("/" + ps.exactB + v + ps.exactA)
 		}
 	}
 	if rest != "" {

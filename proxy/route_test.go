@@ -84,6 +84,11 @@ func TestLooseForm(t *testing.T) {
 	if fs.n != 2 || fs.f[0].path != "/v1/chat/comp" || fs.f[1].path != "/v1/chat/completions.json" {
 		t.Errorf("NUL forms: %+v", fs.all())
 	}
+	// An empty segment is merged away by some servers, kept by others.
+	fs = loosen("/a/%20/b//c")
+	if fs.n != 2 || fs.f[0].path != "/a/b/c" || fs.f[1].path != "/a//b//c" {
+		t.Errorf("empty segment forms: %+v", fs.all())
+	}
 }
 
 // testTable is a router with the shapes of routes toolgate registers: the
@@ -295,15 +300,28 @@ func FuzzRouteDecision(f *testing.F) {
 	f.Add("PUT", "/v1/chat/completions", true)
 	tab := testTable()
 	f.Fuzz(func(t *testing.T, method, raw string, body bool) {
+		if raw != "" && raw != "*" && raw[0] != '/' {
+			raw = "/" + raw // net/http takes no other request paths
+		}
 		d := tab.decide(method, raw, body)
 		switch d.kind {
 		case routeRefuse:
 			if d.status < 400 || d.status > 499 || d.reason == "" || refusalText[d.reason] == "" {
 				t.Fatalf("refusal %+v", d)
 			}
+			// The path the refusal names is judged, unless it had to
+			// keep a placeholder or an escape from the request.
+			if d.route != nil && !strings.ContainsAny(d.use, "{%") {
+				if u := tab.decide(d.route.methods[0], d.use, true); u.kind != routeJudge || u.route != d.route {
+					t.Fatalf("%q refused naming %q, which is not judged as %s: %+v", raw, d.use, d.route.pattern, u)
+				}
+			}
 		case routeJudge:
 			if canonicalPath(d.path) != d.path || !d.route.judges(method) {
 				t.Fatalf("judged %q as %q on %s", raw, d.path, d.route.pattern)
+			}
+			if again := tab.decide(method, d.path, body); again.kind != routeJudge || again.route != d.route {
+				t.Fatalf("judged %q at %q, which decides %+v", raw, d.path, again)
 			}
 			for _, read := range readings {
 				if !readsAs(read(d.path), d.route.pattern) {
