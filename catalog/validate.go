@@ -113,6 +113,10 @@ func (c *Config) validateUpstreams(ps *problems) {
 			ps.add(at+".path_prefix", "%q must not end with \"/\" (use \"\" for the root)", p)
 		case strings.ContainsAny(p, "?#{}*"):
 			ps.add(at+".path_prefix", "%q must be a plain path", p)
+		default:
+			if msg := canonicalRouteProblem(p); msg != "" {
+				ps.add(at+".path_prefix", "%q %s", p, msg)
+			}
 		}
 		if j, dup := prefixes[u.PathPrefix]; dup {
 			ps.add(at+".path_prefix", "%q is also the path_prefix of upstreams[%d]; the prefix selects the upstream", u.PathPrefix, j)
@@ -362,6 +366,9 @@ func routePatternProblem(p string) string {
 	if strings.ContainsAny(p, "?#") {
 		return "path must not contain a query or fragment"
 	}
+	if msg := canonicalRouteProblem(p); msg != "" {
+		return "path " + msg
+	}
 	for _, seg := range strings.Split(p[1:], "/") {
 		open := strings.Count(seg, "{")
 		if open != strings.Count(seg, "}") || open > 1 {
@@ -372,6 +379,26 @@ func routePatternProblem(p string) string {
 			if j < i || j == i+1 {
 				return "segment " + strconv.Quote(seg) + " needs a parameter name between the braces"
 			}
+		}
+	}
+	return ""
+}
+
+// canonicalRouteProblem checks that a configured route is spelled the one
+// way toolgate routes on: requests are matched on their canonical path,
+// and any other spelling of a judged route is refused, so a route written
+// with escapes, ";", dot or empty segments could never be reached.
+func canonicalRouteProblem(p string) string {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$&'()*+,=:@/{}", c) >= 0
+		if !ok {
+			return "must use only letters, digits and -._~!$&'()*+,=:@ (no escapes, spaces or \";\"); found " + strconv.Quote(string(c))
+		}
+	}
+	for _, seg := range strings.Split(p, "/")[1:] {
+		if seg == "" || strings.HasSuffix(seg, ".") {
+			return "must not have empty segments or segments ending in \".\""
 		}
 	}
 	return ""

@@ -34,6 +34,7 @@ type Metrics struct {
 	StreamsHeldEvents prometheus.Histogram
 	ValidatorRequests *prometheus.CounterVec
 	ValidatorDuration *prometheus.HistogramVec
+	RouteRefusals     *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -102,11 +103,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_validator_duration_seconds", Help: "Time of one validator call, until its answer is read or it fails.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 		}, []string{"validator"}),
+		RouteRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_route_refusals_total", Help: "Requests the path guard refused, by reason.",
+		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
-		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration)
+		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals)
+	for _, r := range refusalReasons {
+		m.RouteRefusals.WithLabelValues(string(r))
+	}
 	return m
 }
 

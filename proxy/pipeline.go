@@ -61,7 +61,7 @@ func (s *Server) validated(rt *runtime, u *upstream, ad api.Adapter, prefix stri
 	series := s.metrics.forAPI(ad.Name())
 	return func(w http.ResponseWriter, r *http.Request) {
 		x := &exchange{s: s, rt: rt, up: u, ad: ad, series: series, w: w, r: r, start: time.Now(),
-			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.Path, prefix)}
+			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
 		x.serve()
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -69,7 +68,7 @@ func (s *Server) keepaliveInterval() time.Duration {
 // clients. A request keeps the runtime it started with.
 type runtime struct {
 	snap   *catalog.Snapshot
-	router http.Handler
+	routes *routeTable
 	ups    []*upstream
 	// validators call the snapshot's validators; swapped with it.
 	validators *judge.Validators
@@ -145,7 +144,7 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		}
 		rt.contextHeaders[http.CanonicalHeaderKey(src.Header)] = name
 	}
-	r := chi.NewRouter()
+	routes := newRouteTable()
 	for _, uc := range snap.Config.Upstreams {
 		u, err := newUpstream(uc, snap.Secrets.UpstreamKeys[uc.Name])
 		if err != nil {
@@ -154,22 +153,19 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		rt.ups = append(rt.ups, u)
 		prefix := uc.PathPrefix
 		for path, name := range builtinRoutes {
-			r.Post(prefix+path, s.validated(rt, u, adapters[name], prefix))
+			ad := adapters[name]
+			routes.judge(name, prefix, path, envelopeOf(ad), s.validated(rt, u, ad, prefix), http.MethodPost)
 		}
 		for path, name := range uc.APIPaths {
 			a, ok := adapters[name]
 			if !ok {
 				return nil, fmt.Errorf("upstream %s: api_paths %s: unknown API %q", uc.Name, path, name)
 			}
-			r.Post(prefix+path, s.validated(rt, u, a, prefix))
+			routes.judge(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
 		}
-		pt := s.passthrough(rt, u, prefix)
-		r.Handle(prefix+"/*", pt)
-		if prefix != "" {
-			r.Handle(prefix, pt)
-		}
+		routes.passThrough(prefix, s.passthrough(rt, u, prefix))
 	}
-	rt.router = r
+	rt.routes = routes
 	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
 	names := make([]string, len(snap.Validators))
 	for i, v := range snap.Validators {
@@ -212,7 +208,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt.contextHeaders != nil {
 		ctx = withContextValues(ctx, takeContext(r.Header, rt.contextHeaders))
 	}
-	rt.router.ServeHTTP(w, r.WithContext(ctx))
+	s.route(w, r.WithContext(ctx), rt)
 }
 
 // takeContext reads the catalog.context values from the request's headers
@@ -259,10 +255,14 @@ func (b *beganWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 // transport lets the server close it under the transport's feet and truncate
 // answers (golang/go#40747).
 func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handler {
+	segments := strings.Count(prefix, "/")
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			path := strings.TrimPrefix(pr.In.URL.Path, prefix)
-			t := u.target(path, pr.In.URL.RawQuery)
+			// The client's own bytes after the prefix: the guard has
+			// checked that no reading of them is a judged route, and
+			// canonical routing never moves a "/", so the prefix is the
+			// path's first segments.
+			t := u.target(afterSegments(rawPath(pr.In.URL), segments), pr.In.URL.RawQuery)
 			pr.Out.URL = t
 			pr.Out.Host = ""
 			dropToolgateHeaders(pr.Out.Header)

@@ -328,6 +328,8 @@ func (Adapter) ParseResponseFor(req *api.Request, body []byte) (*api.Response, e
 
 var _ api.ResponseParser = Adapter{}
 
+var _ api.PlainErrorer = Adapter{}
+
 func parseResponse(body []byte, typed map[string]bool) (*api.Response, error) {
 	var w wireResponse
 	if err := json.Unmarshal(body, &w); err != nil {
@@ -498,6 +500,19 @@ func errorEnvelope(e *api.Escalated) []byte {
 		{Key: "code", Value: jsonx.String(e.Escalation.Code())},
 		{Key: "message", Value: jsonx.String(e.Text)},
 		{Key: "escalation", Value: e.Body},
+	}
+	return jsonx.Object{
+		{Key: "type", Value: []byte(`"error"`)},
+		{Key: "error", Value: inner.Bytes()},
+	}.Bytes()
+}
+
+// PlainError implements api.PlainErrorer with Anthropic's error envelope.
+func (Adapter) PlainError(_ int, code, msg string) []byte {
+	inner := jsonx.Object{
+		{Key: "type", Value: []byte(`"invalid_request_error"`)},
+		{Key: "code", Value: jsonx.String(code)},
+		{Key: "message", Value: jsonx.String(msg)},
 	}
 	return jsonx.Object{
 		{Key: "type", Value: []byte(`"error"`)},

@@ -97,6 +97,16 @@ type ResponseParser interface {
 	ParseResponseFor(req *Request, body []byte) (*Response, error)
 }
 
+// PlainErrorer is implemented by adapters whose API wraps errors in an
+// envelope other than OpenAI's. toolgate's own refusals on the route (a
+// misspelt path, a method or body encoding it cannot judge) are written in
+// it; without it they take OpenAI's shape.
+type PlainErrorer interface {
+	// PlainError is an error body for status with a machine-readable code
+	// and a message for people.
+	PlainError(status int, code, msg string) []byte
+}
+
 // ToolInjector is implemented by adapters that can offer the model an extra
 // tool, used for the abstain exit. It returns the new request body with the
 // tool appended last to the request's tools.
