@@ -56,7 +56,19 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		schemas: requestSchemas,
 	}
 	for _, e := range entries {
-		if t := compileTool(ps, e); t != nil {
+		t := compileTool(ps, e)
+		if strings.Contains(e.cfg.Name, "/") {
+			// server/tool entries refine an MCP server's own tools; a
+			// model API never offers a name with a slash.
+			if t != nil {
+				if s.MCPTools == nil {
+					s.MCPTools = map[string]*Tool{}
+				}
+				s.MCPTools[t.Name] = t
+			}
+			continue
+		}
+		if t != nil {
 			s.Tools[t.Name] = t
 		}
 		s.Names = append(s.Names, e.cfg.Name)
@@ -208,6 +220,20 @@ func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bo
 			continue
 		}
 		sec.UpstreamKeys[u.Name] = v
+	}
+	for i, m := range c.MCPServers {
+		if m.APIKeyEnv == "" {
+			continue
+		}
+		v, _ := lookupEnv(m.APIKeyEnv)
+		if v = strings.TrimSpace(v); v == "" {
+			ps.add(indexPath("mcp_servers", i)+".api_key_env", "environment variable %s is not set or empty", m.APIKeyEnv)
+			continue
+		}
+		if sec.MCPKeys == nil {
+			sec.MCPKeys = map[string]string{}
+		}
+		sec.MCPKeys[m.Name] = v
 	}
 	if name := c.InboundAuth.TokensEnv; name != "" {
 		v, _ := lookupEnv(name)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/proxy/mcp"
+
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -30,6 +32,7 @@ type Metrics struct {
 	SinkFailures      *prometheus.CounterVec
 	PanicsRecovered   prometheus.Counter
 	StreamsHeldEvents prometheus.Histogram
+	MCPOutput         *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -91,12 +94,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_stream_held_events", Help: "Events held back per stream while calls were validated.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 		}),
+		MCPOutput: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_mcp_output_violations_total", Help: "MCP tool results whose structuredContent failed the outputSchema, replaced by error results.",
+		}, []string{"catalog_version", "tool"}),
 	}
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
-		m.PanicsRecovered, m.StreamsHeldEvents)
+		m.PanicsRecovered, m.StreamsHeldEvents, m.MCPOutput)
 	return m
+}
+
+// mcp is the collectors the MCP routes count in.
+func (m *Metrics) mcp() *mcp.Metrics {
+	return &mcp.Metrics{Requests: m.Requests, ToolCalls: m.ToolCalls, Hallucinations: m.Hallucinations,
+		Escalations: m.Escalations, UpstreamDuration: m.UpstreamDuration, OutputViolations: m.MCPOutput}
 }
 
 // maxInitTools bounds the per-tool series created ahead of traffic.

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/responses"
 )
@@ -53,6 +54,9 @@ type Server struct {
 	metrics *Metrics
 	sink    Sink
 	rt      atomic.Pointer[runtime]
+	// mcp keeps MCP sessions and the tool lists learned in them across
+	// reloads.
+	mcp *mcp.Gateway
 
 	keepalive time.Duration
 }
@@ -70,6 +74,7 @@ type runtime struct {
 	snap   *catalog.Snapshot
 	router http.Handler
 	ups    []*upstream
+	mcps   []*mcp.Route
 }
 
 // adapters maps api_paths values and built-in routes to adapters.
@@ -98,6 +103,7 @@ func New(o Options) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err
@@ -125,6 +131,9 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 	if old != nil {
 		for _, u := range old.ups {
 			u.close()
+		}
+		for _, m := range old.mcps {
+			m.Close()
 		}
 	}
 	return nil
@@ -156,8 +165,28 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 			r.Handle(prefix, pt)
 		}
 	}
+	if err := s.mcpRoutes(rt, r); err != nil {
+		return nil, err
+	}
 	rt.router = r
 	return rt, nil
+}
+
+// mcpRoutes mounts each MCP server at its path_prefix, for exactly the
+// three methods of Streamable HTTP. These are judged routes like the model
+// APIs': whatever guards the spelling of those paths must cover these too.
+func (s *Server) mcpRoutes(rt *runtime, r chi.Router) error {
+	for _, mc := range rt.snap.Config.MCPServers {
+		h, err := s.mcp.Route(rt.snap, mc)
+		if err != nil {
+			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
+		}
+		rt.mcps = append(rt.mcps, h)
+		for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+			r.Method(m, mc.PathPrefix, h)
+		}
+	}
+	return nil
 }
 
 // ServeHTTP implements http.Handler.
