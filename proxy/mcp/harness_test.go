@@ -1,0 +1,278 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/proxy"
+)
+
+// wire records what an MCP server received and sent, at the HTTP level,
+// so a test can tell a call toolgate refused from one the server refused.
+type wire struct {
+	mu       sync.Mutex
+	methods  []string
+	bodies   [][]byte
+	answers  [][]byte
+	statuses []int
+}
+
+func (w *wire) sawMethod(m string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, x := range w.methods {
+		if x == m {
+			n++
+		}
+	}
+	return n
+}
+
+// bodyOf returns the first request body carrying method.
+func (w *wire) bodyOf(method string) []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, x := range w.methods {
+		if x == method {
+			return w.bodies[i]
+		}
+	}
+	return nil
+}
+
+func (w *wire) answerOf(method string) []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, x := range w.methods {
+		if x == method {
+			return w.answers[i]
+		}
+	}
+	return nil
+}
+
+type teeWriter struct {
+	http.ResponseWriter
+	buf    bytes.Buffer
+	status int
+}
+
+func (t *teeWriter) WriteHeader(c int) { t.status = c; t.ResponseWriter.WriteHeader(c) }
+func (t *teeWriter) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	return t.ResponseWriter.Write(p)
+}
+func (t *teeWriter) Flush()                      { http.NewResponseController(t.ResponseWriter).Flush() }
+func (t *teeWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// upstream is a Go SDK MCP server behind a recording handler. Swap
+// replaces the SDK handler, which forgets every session.
+type upstream struct {
+	srv  *httptest.Server
+	mcp  *mcp.Server
+	wire *wire
+	mu   sync.Mutex
+	h    http.Handler
+	json bool
+}
+
+func newUpstream(t *testing.T, s *mcp.Server, jsonAnswers bool) *upstream {
+	u := &upstream{mcp: s, wire: &wire{}, json: jsonAnswers}
+	u.swap()
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		method := r.Method
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method != "" {
+			method = m.Method
+		}
+		tw := &teeWriter{ResponseWriter: w, status: 200}
+		u.mu.Lock()
+		h := u.h
+		u.mu.Unlock()
+		h.ServeHTTP(tw, r)
+		u.wire.mu.Lock()
+		u.wire.methods = append(u.wire.methods, method)
+		u.wire.bodies = append(u.wire.bodies, body)
+		u.wire.answers = append(u.wire.answers, tw.buf.Bytes())
+		u.wire.statuses = append(u.wire.statuses, tw.status)
+		u.wire.mu.Unlock()
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstream) swap() {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.mcp }, &mcp.StreamableHTTPOptions{JSONResponse: u.json})
+	u.mu.Lock()
+	u.h = h
+	u.mu.Unlock()
+}
+
+// sinkRec keeps every escalation record.
+type sinkRec struct {
+	mu   sync.Mutex
+	recs []*proxy.EscalationRecord
+}
+
+func (s *sinkRec) Record(r *proxy.EscalationRecord) {
+	s.mu.Lock()
+	s.recs = append(s.recs, r)
+	s.mu.Unlock()
+}
+
+func (s *sinkRec) all() []*proxy.EscalationRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*proxy.EscalationRecord(nil), s.recs...)
+}
+
+type gate struct {
+	url  string
+	sink *sinkRec
+	reg  *prometheus.Registry
+	srv  *proxy.Server
+}
+
+// startGate runs toolgate with the MCP server at upURL mounted at
+// /mcp/orders, plus extra config lines.
+func startGate(t *testing.T, upURL, extra string) *gate {
+	t.Helper()
+	cfg := "upstreams: [{url: http://127.0.0.1:9}]\n" +
+		"mcp_servers: [{name: orders, url: " + upURL + ", path_prefix: /mcp/orders, idle_timeout: 20s}]\n" + extra
+	c, err := catalog.Parse([]byte(cfg), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Compile(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{sink: &sinkRec{}, reg: prometheus.NewRegistry()}
+	g.srv, err = proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(g.reg), Sink: g.sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(g.srv)
+	t.Cleanup(hs.Close)
+	g.url = hs.URL + "/mcp/orders"
+	return g
+}
+
+// clientWire records what the client received, for byte-for-byte checks.
+type clientWire struct {
+	mu      sync.Mutex
+	answers map[string][]byte
+}
+
+type recordingRT struct{ cw *clientWire }
+
+func (rt recordingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	var method string
+	if r.Body != nil {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		var m struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(b, &m)
+		method = m.Method
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || method == "" {
+		return resp, err
+	}
+	body, rerr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if rerr == nil {
+		rt.cw.mu.Lock()
+		if _, seen := rt.cw.answers[method]; !seen {
+			rt.cw.answers[method] = body
+		}
+		rt.cw.mu.Unlock()
+	}
+	return resp, nil
+}
+
+func connect(t *testing.T, url string, opts *mcp.ClientOptions) (*mcp.ClientSession, *clientWire) {
+	t.Helper()
+	cw := &clientWire{answers: map[string][]byte{}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: recordingRT{cw}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, cw
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue next
+				}
+			}
+			if m.Counter != nil {
+				total += m.Counter.GetValue()
+			} else if m.Histogram != nil {
+				total += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return total
+}
+
+var _ = testutil.ToFloat64
