@@ -35,6 +35,8 @@ type exchange struct {
 	batch   bool
 	// upstreamSession is the session id the server's answer gave.
 	upstreamSession string
+	// gone is set when the server said it no longer knows the session.
+	gone *sessionGone
 }
 
 func (rt *Route) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
@@ -107,6 +109,14 @@ func (x *exchange) post() {
 			x.trackRequest(m)
 			fwd = append(fwd, *m)
 		}
+	}
+	if x.gone != nil {
+		x.outcome = outcomeUpstreamError
+		x.copyHeader(x.gone.header, false)
+		x.w.Header().Set("Content-Length", strconv.Itoa(len(x.gone.body)))
+		x.w.WriteHeader(http.StatusNotFound)
+		_, _ = x.w.Write(x.gone.body)
+		return
 	}
 	if len(local) > 0 && x.outcome == outcomePass {
 		x.outcome = outcomeEscalated

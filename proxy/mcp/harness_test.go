@@ -14,7 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/proxy"
@@ -199,27 +198,50 @@ func (rt recordingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || method == "" {
 		return resp, err
 	}
-	body, rerr := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if rerr == nil {
+	// The body is recorded as the client reads it: an SSE answer may stay
+	// open until the client itself answers something on it.
+	resp.Body = &recordedBody{rc: resp.Body, done: func(b []byte) {
 		rt.cw.mu.Lock()
 		if _, seen := rt.cw.answers[method]; !seen {
-			rt.cw.answers[method] = body
+			rt.cw.answers[method] = b
 		}
 		rt.cw.mu.Unlock()
-	}
+	}}
 	return resp, nil
 }
 
-func connect(t *testing.T, url string, opts *mcp.ClientOptions) (*mcp.ClientSession, *clientWire) {
+type recordedBody struct {
+	rc   io.ReadCloser
+	buf  bytes.Buffer
+	done func([]byte)
+	once sync.Once
+}
+
+func (b *recordedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.buf.Write(p[:n])
+	if err != nil {
+		b.once.Do(func() { b.done(b.buf.Bytes()) })
+	}
+	return n, err
+}
+
+func (b *recordedBody) Close() error {
+	b.once.Do(func() { b.done(b.buf.Bytes()) })
+	return b.rc.Close()
+}
+
+func connect(t *testing.T, url string, opts *mcp.ClientOptions, tune ...func(*mcp.StreamableClientTransport)) (*mcp.ClientSession, *clientWire) {
 	t.Helper()
 	cw := &clientWire{answers: map[string][]byte{}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: recordingRT{cw}}}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, HTTPClient: &http.Client{Transport: recordingRT{cw}}}
+	for _, f := range tune {
+		f(tr)
+	}
+	cs, err := c.Connect(ctx, tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,4 +297,15 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 	return total
 }
 
-var _ = testutil.ToFloat64
+// waitFor polls cond until it holds; it fails only after a long wait, so
+// a loaded machine slows it down without failing it.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -30,11 +31,16 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 		return errorResponse(m.id, codeInvalidParams, "Invalid params: "+problem, nil), nil
 	}
 	set, err := x.catalog()
+	var gone *sessionGone
+	if errors.As(err, &gone) {
+		x.gone = gone
+		return errorResponse(m.id, codeUnavailable, gone.Error(), nil), nil
+	}
 	if err != nil {
 		x.outcome = outcomeUpstreamError
 		x.log().Warn("mcp tool list unavailable; call not forwarded", zap.Error(err))
-		return errorResponse(m.id, codeUnavailable, "toolgate could not read the tool list of MCP server "+
-			strconv.Quote(x.rt.cfg.Name)+", so it cannot judge this call; the call was not forwarded", nil), nil
+		return errorResponse(m.id, codeUnavailable, x.downMessage()+
+			"; toolgate could not read its tool list, so it did not judge or forward this call", nil), nil
 	}
 	call := validate.ToolCall{ID: string(m.id), Name: name, Args: args}
 	v := x.check(call, set)

@@ -30,7 +30,7 @@ func newOrdersServer() *ordersServer {
 	o.Server = mcp.NewServer(&mcp.Implementation{Name: "orders", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
 	text := func(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
 	o.AddTool(&mcp.Tool{Name: "lookup_order", Description: "Look an order up.",
-		InputSchema: rawSchema(`{"type":"object","properties":{"order_id":{"type":"string","pattern":"^ord_[0-9]+$"}},"required":["order_id"],"additionalProperties":false}`),
+		InputSchema:  rawSchema(`{"type":"object","properties":{"order_id":{"type":"string","pattern":"^ord_[0-9]+$"}},"required":["order_id"],"additionalProperties":false}`),
 		OutputSchema: rawSchema(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: text(`{"status":"shipped"}`), StructuredContent: map[string]any{"status": "shipped"}}, nil
@@ -125,7 +125,16 @@ func TestValidCallPassesByteForByte(t *testing.T) {
 			if res.IsError || resultText(res) != `{"status":"shipped"}` {
 				t.Fatalf("result %+v", res)
 			}
-			got, sent := cw.answers["tools/call"], up.wire.answerOf("tools/call")
+			// Both sides record once their stream has ended, which may be
+			// just after the call returned.
+			var got, sent []byte
+			waitFor(t, func() bool {
+				cw.mu.Lock()
+				got = cw.answers["tools/call"]
+				cw.mu.Unlock()
+				sent = up.wire.answerOf("tools/call")
+				return got != nil && sent != nil
+			})
 			if len(sent) == 0 || !bytes.Equal(got, sent) {
 				t.Fatalf("the client got other bytes than the server sent:\nserver %q\nclient %q", sent, got)
 			}

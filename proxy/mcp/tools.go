@@ -209,8 +209,12 @@ func (x *exchange) ask(body []byte, id string) ([]byte, error) {
 	}
 	defer cancel()
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode == http.StatusNotFound && x.r.Header.Get(hdrSession) != "" {
 		x.sessionStatus(resp)
+		body, _ := readLimited(resp.Body, 64<<10)
+		return nil, &sessionGone{header: resp.Header.Clone(), body: body}
+	}
+	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("the server answered HTTP %d", resp.StatusCode)
 	}
 	want, _ := json.Marshal(id)
@@ -249,6 +253,16 @@ func (x *exchange) ask(body []byte, id string) ([]byte, error) {
 	}
 	return nil, errors.New("the server did not answer toolgate's tools/list")
 }
+
+// sessionGone is the server's 404 for the client's session, met by a
+// request of toolgate's own; the client gets it as the server sent it, so
+// its SDK starts a new session.
+type sessionGone struct {
+	header http.Header
+	body   []byte
+}
+
+func (e *sessionGone) Error() string { return "the MCP server no longer knows this session" }
 
 func randomHex() string {
 	var b [12]byte
