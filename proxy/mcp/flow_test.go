@@ -2,7 +2,9 @@ package mcp_test
 
 import (
 	"context"
+
 	"errors"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"strings"
 	"testing"
 	"time"
@@ -34,9 +36,8 @@ func TestConfirmThroughElicitation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := newOrdersServer()
-			up := newUpstream(t, o.Server, false)
-			g := startGate(t, up.srv.URL, ordersCatalog)
+			o := start(t, false)
+			g := startGate(t, o.HTTP.URL, mcptest.Catalog)
 			cs, _ := connect(t, g.url, tc.opts)
 			res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"}})
 			if err != nil {
@@ -45,7 +46,7 @@ func TestConfirmThroughElicitation(t *testing.T) {
 			if !strings.Contains(resultText(res), tc.want) || res.IsError == tc.forwarded {
 				t.Fatalf("result %+v: %q", res, resultText(res))
 			}
-			if n := o.cancels.Load(); (n == 1) != tc.forwarded {
+			if n := o.Cancels.Load(); (n == 1) != tc.forwarded {
 				t.Fatalf("the tool ran %d times", n)
 			}
 			if tc.forwarded {
@@ -63,15 +64,14 @@ func TestConfirmThroughElicitation(t *testing.T) {
 }
 
 func TestConfirmDestructiveAnnotation(t *testing.T) {
-	o := newOrdersServer()
-	up := newUpstream(t, o.Server, false)
-	g := startGate(t, up.srv.URL, "catalog: {mcp: {confirm_destructive: true}}\n")
+	o := start(t, false)
+	g := startGate(t, o.HTTP.URL, "catalog: {mcp: {confirm_destructive: true}}\n")
 	cs, _ := connect(t, g.url, nil)
 	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || o.cancels.Load() != 0 {
+	if !res.IsError || o.Cancels.Load() != 0 {
 		t.Fatalf("a destructive tool ran unconfirmed: %+v", res)
 	}
 	res, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "issue_refund", Arguments: map[string]any{"order_id": "ord_9", "amount_cents": 5}})
@@ -81,9 +81,8 @@ func TestConfirmDestructiveAnnotation(t *testing.T) {
 }
 
 func TestConfirmTimeout(t *testing.T) {
-	o := newOrdersServer()
-	up := newUpstream(t, o.Server, false)
-	g := startGate(t, up.srv.URL, ordersCatalog+"  mcp: {confirm_timeout: 50ms}\n")
+	o := start(t, false)
+	g := startGate(t, o.HTTP.URL, mcptest.Catalog+"  mcp: {confirm_timeout: 50ms}\n")
 	release := make(chan struct{})
 	defer close(release)
 	cs, _ := connect(t, g.url, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -94,14 +93,14 @@ func TestConfirmTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || !strings.Contains(resultText(res), "in time") || o.cancels.Load() != 0 {
+	if !res.IsError || !strings.Contains(resultText(res), "in time") || o.Cancels.Load() != 0 {
 		t.Fatalf("result %+v", res)
 	}
 }
 
 func TestOutputSchemaViolationReplaced(t *testing.T) {
-	up := newUpstream(t, newOrdersServer().Server, false)
-	g := startGate(t, up.srv.URL, "")
+	o := start(t, false)
+	g := startGate(t, o.HTTP.URL, "")
 	cs, _ := connect(t, g.url, nil)
 	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "count_items"})
 	if err != nil {
@@ -116,9 +115,8 @@ func TestOutputSchemaViolationReplaced(t *testing.T) {
 }
 
 func TestListChangedRefreshesTheCatalog(t *testing.T) {
-	o := newOrdersServer()
-	up := newUpstream(t, o.Server, false)
-	g := startGate(t, up.srv.URL, "")
+	o := start(t, false)
+	g := startGate(t, o.HTTP.URL, "")
 	changed := make(chan struct{}, 4)
 	cs, _ := connect(t, g.url, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		changed <- struct{}{}
@@ -131,10 +129,7 @@ func TestListChangedRefreshesTheCatalog(t *testing.T) {
 	if err := call(); !errors.As(err, &werr) || werr.Code != -32602 {
 		t.Fatalf("a tool the server lacks: %v", err)
 	}
-	o.AddTool(&mcp.Tool{Name: "track_parcel", InputSchema: rawSchema(`{"type":"object","properties":{"parcel":{"type":"string"}}}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "in transit"}}}, nil
-		})
+	o.AddTracking()
 	select {
 	case <-changed:
 	case <-time.After(15 * time.Second):
@@ -146,9 +141,8 @@ func TestListChangedRefreshesTheCatalog(t *testing.T) {
 }
 
 func TestProgressNotificationsAndCancellation(t *testing.T) {
-	o := newOrdersServer()
-	up := newUpstream(t, o.Server, false)
-	g := startGate(t, up.srv.URL, "")
+	o := start(t, false)
+	g := startGate(t, o.HTTP.URL, "")
 	progress := make(chan float64, 4)
 	logs := make(chan string, 4)
 	cs, _ := connect(t, g.url, &mcp.ClientOptions{
@@ -183,14 +177,14 @@ func TestProgressNotificationsAndCancellation(t *testing.T) {
 	}
 	cancel()
 	select {
-	case <-o.cancelled:
+	case <-o.Cancelled:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the cancellation never reached the server")
 	}
 	if err := <-done; err == nil {
 		t.Fatal("a cancelled call returned no error")
 	}
-	if up.wire.sawMethod("notifications/cancelled") == 0 {
+	if o.Wire.Count("notifications/cancelled") == 0 {
 		t.Fatal("the server saw no notifications/cancelled")
 	}
 }
@@ -198,15 +192,15 @@ func TestProgressNotificationsAndCancellation(t *testing.T) {
 func TestSessionExpiryReachesTheClient(t *testing.T) {
 	for _, listed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "toolgate lists", true: "client listed"}[listed], func(t *testing.T) {
-			up := newUpstream(t, newOrdersServer().Server, false)
-			g := startGate(t, up.srv.URL, "")
+			o := start(t, false)
+			g := startGate(t, o.HTTP.URL, "")
 			cs, _ := connect(t, g.url, nil, func(tr *mcp.StreamableClientTransport) { tr.DisableStandaloneSSE = true })
 			if listed {
 				if _, err := cs.ListTools(ctxT(t), nil); err != nil {
 					t.Fatal(err)
 				}
 			}
-			up.swap() // the server forgets every session
+			o.Forget() // the server forgets every session
 			_, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "issue_refund", Arguments: map[string]any{"order_id": "ord_1", "amount_cents": 5}})
 			if !errors.Is(err, mcp.ErrSessionMissing) {
 				t.Fatalf("want the SDK's session-missing error (a 404), got %v", err)
@@ -216,16 +210,16 @@ func TestSessionExpiryReachesTheClient(t *testing.T) {
 }
 
 func TestServerDownIsAJSONRPCError(t *testing.T) {
-	up := newUpstream(t, newOrdersServer().Server, false)
-	g := startGate(t, up.srv.URL, "")
+	o := start(t, false)
+	g := startGate(t, o.HTTP.URL, "")
 	// Without the server's own stream, which the SDK gives up on by itself
 	// once the server is gone, the call is what meets the dead server.
 	cs, _ := connect(t, g.url, nil, func(tr *mcp.StreamableClientTransport) { tr.DisableStandaloneSSE = true })
 	if _, err := cs.ListTools(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	up.srv.CloseClientConnections()
-	up.srv.Close()
+	o.HTTP.CloseClientConnections()
+	o.HTTP.Close()
 	_, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "issue_refund", Arguments: map[string]any{"order_id": "ord_1", "amount_cents": 5}})
 	var werr *jsonrpc.Error
 	if !errors.As(err, &werr) || werr.Code != -32000 || !strings.Contains(werr.Message, "could not be reached") {

@@ -16,113 +16,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/proxy"
 )
 
-// wire records what an MCP server received and sent, at the HTTP level,
-// so a test can tell a call toolgate refused from one the server refused.
-type wire struct {
-	mu       sync.Mutex
-	methods  []string
-	bodies   [][]byte
-	answers  [][]byte
-	statuses []int
-}
-
-func (w *wire) sawMethod(m string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, x := range w.methods {
-		if x == m {
-			n++
-		}
-	}
-	return n
-}
-
-// bodyOf returns the first request body carrying method.
-func (w *wire) bodyOf(method string) []byte {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i, x := range w.methods {
-		if x == method {
-			return w.bodies[i]
-		}
-	}
-	return nil
-}
-
-func (w *wire) answerOf(method string) []byte {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i, x := range w.methods {
-		if x == method {
-			return w.answers[i]
-		}
-	}
-	return nil
-}
-
-type teeWriter struct {
-	http.ResponseWriter
-	buf    bytes.Buffer
-	status int
-}
-
-func (t *teeWriter) WriteHeader(c int) { t.status = c; t.ResponseWriter.WriteHeader(c) }
-func (t *teeWriter) Write(p []byte) (int, error) {
-	t.buf.Write(p)
-	return t.ResponseWriter.Write(p)
-}
-func (t *teeWriter) Flush()                      { http.NewResponseController(t.ResponseWriter).Flush() }
-func (t *teeWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
-
-// upstream is a Go SDK MCP server behind a recording handler. Swap
-// replaces the SDK handler, which forgets every session.
-type upstream struct {
-	srv  *httptest.Server
-	mcp  *mcp.Server
-	wire *wire
-	mu   sync.Mutex
-	h    http.Handler
-	json bool
-}
-
-func newUpstream(t *testing.T, s *mcp.Server, jsonAnswers bool) *upstream {
-	u := &upstream{mcp: s, wire: &wire{}, json: jsonAnswers}
-	u.swap()
-	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		method := r.Method
-		var m struct {
-			Method string `json:"method"`
-		}
-		if json.Unmarshal(body, &m) == nil && m.Method != "" {
-			method = m.Method
-		}
-		tw := &teeWriter{ResponseWriter: w, status: 200}
-		u.mu.Lock()
-		h := u.h
-		u.mu.Unlock()
-		h.ServeHTTP(tw, r)
-		u.wire.mu.Lock()
-		u.wire.methods = append(u.wire.methods, method)
-		u.wire.bodies = append(u.wire.bodies, body)
-		u.wire.answers = append(u.wire.answers, tw.buf.Bytes())
-		u.wire.statuses = append(u.wire.statuses, tw.status)
-		u.wire.mu.Unlock()
-	}))
-	t.Cleanup(u.srv.Close)
-	return u
-}
-
-func (u *upstream) swap() {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.mcp }, &mcp.StreamableHTTPOptions{JSONResponse: u.json})
-	u.mu.Lock()
-	u.h = h
-	u.mu.Unlock()
+// start runs the order tools' MCP server for one test.
+func start(t *testing.T, jsonAnswers bool) *mcptest.Orders {
+	o := mcptest.Start(jsonAnswers)
+	t.Cleanup(o.Close)
+	return o
 }
 
 // sinkRec keeps every escalation record.
