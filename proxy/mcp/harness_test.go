@@ -56,8 +56,18 @@ type gate struct {
 // /mcp/orders, plus extra config lines.
 func startGate(t *testing.T, upURL, extra string) *gate {
 	t.Helper()
-	cfg := "upstreams: [{url: http://127.0.0.1:9}]\n" +
-		"mcp_servers: [{name: orders, url: " + upURL + ", path_prefix: /mcp/orders, idle_timeout: 20s}]\n" + extra
+	return startGateKey(t, upURL, "", extra)
+}
+
+// startGateKey is startGate with an api_key_env for the MCP server. An
+// extra mcp_servers list replaces the default one.
+func startGateKey(t *testing.T, upURL, keyEnv, extra string) *gate {
+	t.Helper()
+	cfg := "upstreams: [{url: http://127.0.0.1:9}]\n"
+	if !strings.Contains(extra, "mcp_servers:") {
+		cfg += "mcp_servers: [{name: orders, url: " + upURL + ", path_prefix: /mcp/orders, idle_timeout: 20s, api_key_env: '" + keyEnv + "'}]\n"
+	}
+	cfg += extra
 	c, err := catalog.Parse([]byte(cfg), "config.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,314 @@
+package mcp_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolgate/toolgate/catalog"
+)
+
+// fakeServer is an MCP server written by hand, for what an SDK would not
+// send: batches, odd answers, recorded headers.
+type fakeServer struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	bodies  []string
+	headers []http.Header
+}
+
+const fakeTools = `{"tools":[{"name":"issue_refund","inputSchema":{"type":"object","properties":{"amount_cents":{"type":"integer"}},"required":["amount_cents"]}},{"name":"lookup_order","inputSchema":{"type":"object"}}]}`
+
+func newFake(t *testing.T) *fakeServer {
+	f := &fakeServer{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.bodies = append(f.bodies, string(body))
+		f.headers = append(f.headers, r.Header.Clone())
+		f.mu.Unlock()
+		var one map[string]json.RawMessage
+		var many []map[string]json.RawMessage
+		if json.Unmarshal(body, &many) != nil {
+			if json.Unmarshal(body, &one) != nil {
+				http.Error(w, "bad", http.StatusBadRequest)
+				return
+			}
+			many = []map[string]json.RawMessage{one}
+		}
+		var out []string
+		for _, m := range many {
+			if m["id"] == nil {
+				continue
+			}
+			var method string
+			_ = json.Unmarshal(m["method"], &method)
+			result := `{"content":[{"type":"text","text":"ran"}]}`
+			switch method {
+			case "tools/list":
+				result = fakeTools
+			case "initialize":
+				result = `{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
+			}
+			out = append(out, `{"jsonrpc":"2.0","id":`+string(m["id"])+`,"result":`+result+`}`)
+		}
+		if len(out) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if one != nil {
+			io.WriteString(w, out[0])
+			return
+		}
+		io.WriteString(w, "["+strings.Join(out, ",")+"]")
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeServer) calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, b := range f.bodies {
+		n += strings.Count(b, `"tools/call"`)
+	}
+	return n
+}
+
+func (f *fakeServer) lastHeader() http.Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.headers[len(f.headers)-1]
+}
+
+func post(t *testing.T, url, body string, hdr ...string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestMalformedJSONRPC(t *testing.T) {
+	f := newFake(t)
+	g := startGate(t, f.srv.URL, "")
+	cases := []struct {
+		name, body string
+		status     int
+		code       string
+	}{
+		{"not json", `{"jsonrpc":`, 400, "-32700"},
+		{"not an object", `"hello"`, 400, "-32600"},
+		{"no version", `{"id":1,"method":"tools/list"}`, 400, "-32600"},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"issue_refund"}}`, 400, "-32600"},
+		{"duplicate name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup_order","name":"issue_refund","arguments":{}}}`, 400, "-32600"},
+		{"batch in 2025-06-18", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, 400, "-32600"},
+		{"empty batch", `[]`, 400, "-32600"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := post(t, g.url, tc.body, "Mcp-Protocol-Version", "2025-06-18")
+			if status != tc.status || !strings.Contains(body, `"code":`+tc.code) {
+				t.Fatalf("got %d %s", status, body)
+			}
+		})
+	}
+	if f.calls() != 0 {
+		t.Fatal("a malformed call reached the server")
+	}
+}
+
+// A client's folded key must not smuggle a second name past toolgate: the
+// judged name is the exact "name" key, which is what the server reads.
+func TestCaseFoldedKeyIsNotTheName(t *testing.T) {
+	f := newFake(t)
+	g := startGate(t, f.srv.URL, "")
+	_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"drop_tables","Name":"lookup_order","arguments":{}}}`,
+		"Mcp-Protocol-Version", "2025-06-18")
+	if !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "drop_tables") || f.calls() != 0 {
+		t.Fatalf("got %s, %d calls forwarded", body, f.calls())
+	}
+}
+
+func TestBatchJudgedPerElement(t *testing.T) {
+	f := newFake(t)
+	g := startGate(t, f.srv.URL, "")
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup_order","arguments":{}}},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amount_cents":"ten"}}},` +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}},` +
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}},` +
+		`{"oops":true}]`
+	status, _, body := post(t, g.url, batch, "Mcp-Protocol-Version", "2025-03-26")
+	var answers []struct {
+		ID     json.RawMessage `json:"id"`
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if status != 200 || json.Unmarshal([]byte(body), &answers) != nil || len(answers) != 4 {
+		t.Fatalf("got %d %s", status, body)
+	}
+	byID := map[string]int{}
+	for i, a := range answers {
+		byID[string(a.ID)] = i
+	}
+	if a := answers[byID["1"]]; a.Result == nil || a.Result.IsError {
+		t.Errorf("the valid call: %s", body)
+	}
+	if a := answers[byID["2"]]; a.Result == nil || !a.Result.IsError {
+		t.Errorf("the bad arguments: %s", body)
+	}
+	if a := answers[byID["3"]]; a.Error == nil || a.Error.Code != -32602 {
+		t.Errorf("the unknown tool: %s", body)
+	}
+	if a := answers[byID["null"]]; a.Error == nil || a.Error.Code != -32600 {
+		t.Errorf("the element that is no message: %s", body)
+	}
+	f.mu.Lock()
+	last := f.bodies[len(f.bodies)-1]
+	f.mu.Unlock()
+	if f.calls() != 1 || !strings.Contains(last, `"notifications/progress"`) || strings.Contains(last, `"nope"`) {
+		t.Fatalf("forwarded %s", last)
+	}
+}
+
+func TestExposeCatalogHidesAndRefuses(t *testing.T) {
+	f := newFake(t)
+	g := startGate(t, f.srv.URL, "catalog:\n  mcp: {expose: catalog}\n  tools:\n    - name: orders/lookup_order\n")
+	_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Mcp-Protocol-Version", "2025-06-18")
+	if !strings.Contains(body, "lookup_order") || strings.Contains(body, "issue_refund") {
+		t.Fatalf("list %s", body)
+	}
+	_, _, body = post(t, g.url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amount_cents":1}}}`,
+		"Mcp-Protocol-Version", "2025-06-18")
+	if !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "tool_not_in_catalog") || strings.Contains(body, `issue_refund, `) {
+		t.Fatalf("call %s", body)
+	}
+	if f.calls() != 0 {
+		t.Fatal("a hidden tool's call reached the server")
+	}
+}
+
+func TestKeysAndHeaders(t *testing.T) {
+	f := newFake(t)
+	t.Setenv("ORDERS_KEY", "srv-key")
+	t.Setenv("GATE_TOKENS", "gate-token")
+	cfg := "inbound_auth: {tokens_env: GATE_TOKENS}\n"
+	g := startGateKey(t, f.srv.URL, "ORDERS_KEY", cfg)
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	if status, _, _ := post(t, g.url, list); status != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", status)
+	}
+	post(t, g.url, list, "X-Api-Key", "gate-token", "X-Toolgate-Debug", "1")
+	h := f.lastHeader()
+	if h.Get("Authorization") != "Bearer srv-key" || h.Get("X-Api-Key") != "" || h.Get("X-Toolgate-Debug") != "" {
+		t.Fatalf("upstream headers %v", h)
+	}
+	post(t, g.url, list, "X-Api-Key", "gate-token", "Authorization", "Bearer user-token", "Mcp-Session-Id", "s1")
+	if h := f.lastHeader(); h.Get("Authorization") != "Bearer user-token" || h.Get("Mcp-Session-Id") != "s1" {
+		t.Fatalf("the client's Authorization or session did not reach the server: %v", h)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	f := newFake(t)
+	g := startGate(t, f.srv.URL, "limits: {max_request_bytes: 200}\n")
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup_order","arguments":{"x":"` + strings.Repeat("a", 300) + `"}}}`
+	if status, _, body := post(t, g.url, big); status != http.StatusRequestEntityTooLarge || !strings.Contains(body, "-32600") {
+		t.Fatalf("got %d %s", status, body)
+	}
+	if n := metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "limited"}); n != 1 {
+		t.Fatalf("limited requests %v", n)
+	}
+}
+
+func TestStreamCapPerSession(t *testing.T) {
+	hold := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		http.NewResponseController(w).Flush()
+		entered <- struct{}{}
+		<-hold
+	}))
+	defer up.Close()
+	defer close(hold)
+	g := startGate(t, up.URL, "mcp_servers: [{name: orders, url: "+up.URL+", path_prefix: /mcp/orders, max_streams: 1}]\n")
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, g.url, nil)
+		req.Header.Set("Mcp-Session-Id", "s1")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+	status, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Mcp-Session-Id", "s1")
+	if status != http.StatusTooManyRequests || !strings.Contains(body, "-32001") {
+		t.Fatalf("second stream of the session: %d %s", status, body)
+	}
+}
+
+func TestDiscoverDeclined(t *testing.T) {
+	f := newFake(t)
+	g := startGate(t, f.srv.URL, "")
+	_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`)
+	if !strings.Contains(body, `"code":-32601`) || !strings.Contains(body, "initialize") {
+		t.Fatalf("got %s", body)
+	}
+}
+
+func TestReloadKeepsSessionsAndAppliesTheNewCatalog(t *testing.T) {
+	f := newFake(t)
+	g := startGate(t, f.srv.URL, "")
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amount_cents":500}}}`
+	if _, _, body := post(t, g.url, call, "Mcp-Session-Id", "s1"); strings.Contains(body, "isError") {
+		t.Fatalf("before reload: %s", body)
+	}
+	lists := strings.Count(f.joined(), "tools/list")
+	cfg := "upstreams: [{url: http://127.0.0.1:9}]\nmcp_servers: [{name: orders, url: " + f.srv.URL + ", path_prefix: /mcp/orders}]\n" +
+		"catalog:\n  tools:\n    - name: orders/issue_refund\n      rules: [{expr: 'args.amount_cents <= 100', message: small refunds only}]\n"
+	c, err := catalog.Parse([]byte(cfg), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Compile(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.Apply(snap); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body := post(t, g.url, call, "Mcp-Session-Id", "s1")
+	if !strings.Contains(body, "small refunds only") || f.calls() != 1 {
+		t.Fatalf("after reload: %s", body)
+	}
+	if now := strings.Count(f.joined(), "tools/list"); now != lists {
+		t.Fatalf("the session's tool list was read again after the reload (%d, then %d)", lists, now)
+	}
+}
+
+func (f *fakeServer) joined() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.bodies, "")
+}
