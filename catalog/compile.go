@@ -208,32 +208,31 @@ func compactJSON(v []byte) []byte {
 
 func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bool)) Secrets {
 	sec := Secrets{UpstreamKeys: map[string]string{}}
-	for i, u := range c.Upstreams {
-		if u.APIKeyEnv == "" {
-			continue
-		}
-		// Keys mounted from secret files often end in a newline, and no
-		// real key contains whitespace.
-		v, _ := lookupEnv(u.APIKeyEnv)
+	// Keys mounted from secret files often end in a newline, and no real
+	// key contains whitespace.
+	key := func(at, name string) string {
+		v, _ := lookupEnv(name)
 		if v = strings.TrimSpace(v); v == "" {
-			ps.add(indexPath("upstreams", i)+".api_key_env", "environment variable %s is not set or empty", u.APIKeyEnv)
-			continue
+			ps.add(at+".api_key_env", "environment variable %s is not set or empty", name)
 		}
-		sec.UpstreamKeys[u.Name] = v
+		return v
+	}
+	for i, u := range c.Upstreams {
+		if u.APIKeyEnv != "" {
+			if v := key(indexPath("upstreams", i), u.APIKeyEnv); v != "" {
+				sec.UpstreamKeys[u.Name] = v
+			}
+		}
 	}
 	for i, m := range c.MCPServers {
-		if m.APIKeyEnv == "" {
-			continue
+		if m.APIKeyEnv != "" {
+			if v := key(indexPath("mcp_servers", i), m.APIKeyEnv); v != "" {
+				if sec.MCPKeys == nil {
+					sec.MCPKeys = map[string]string{}
+				}
+				sec.MCPKeys[m.Name] = v
+			}
 		}
-		v, _ := lookupEnv(m.APIKeyEnv)
-		if v = strings.TrimSpace(v); v == "" {
-			ps.add(indexPath("mcp_servers", i)+".api_key_env", "environment variable %s is not set or empty", m.APIKeyEnv)
-			continue
-		}
-		if sec.MCPKeys == nil {
-			sec.MCPKeys = map[string]string{}
-		}
-		sec.MCPKeys[m.Name] = v
 	}
 	if name := c.InboundAuth.TokensEnv; name != "" {
 		v, _ := lookupEnv(name)

@@ -205,21 +205,21 @@ func (c *Config) validateExposure(ps *problems) {
 	if err != nil || isLoopback(host) {
 		return
 	}
-	for i, m := range c.MCPServers {
-		if m.APIKeyEnv != "" {
-			ps.add("inbound_auth.tokens_env",
-				"required because listen %q is not a loopback address and mcp_servers[%d].api_key_env is set: anyone who can reach toolgate could use that key",
-				c.Listen, i)
-			return
-		}
-	}
+	var keyed []string
 	for i, u := range c.Upstreams {
 		if u.APIKeyEnv != "" {
-			ps.add("inbound_auth.tokens_env",
-				"required because listen %q is not a loopback address and upstreams[%d].api_key_env is set: anyone who can reach toolgate could spend that key",
-				c.Listen, i)
-			return
+			keyed = append(keyed, indexPath("upstreams", i))
 		}
+	}
+	for i, m := range c.MCPServers {
+		if m.APIKeyEnv != "" {
+			keyed = append(keyed, indexPath("mcp_servers", i))
+		}
+	}
+	if len(keyed) > 0 {
+		ps.add("inbound_auth.tokens_env",
+			"required because listen %q is not a loopback address and %s.api_key_env is set: anyone who can reach toolgate could spend that key",
+			c.Listen, keyed[0])
 	}
 }
 

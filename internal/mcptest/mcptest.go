@@ -51,24 +51,17 @@ func (w *Wire) Count(method string) int {
 }
 
 // Answer is the server's answer to the first request carrying method.
-func (w *Wire) Answer(method string) []byte {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i, x := range w.methods {
-		if x == method {
-			return w.answers[i]
-		}
-	}
-	return nil
-}
+func (w *Wire) Answer(method string) []byte { return w.first(method, w.answers) }
 
 // Body is the first request body carrying method.
-func (w *Wire) Body(method string) []byte {
+func (w *Wire) Body(method string) []byte { return w.first(method, w.bodies) }
+
+func (w *Wire) first(method string, of [][]byte) []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, x := range w.methods {
 		if x == method {
-			return w.bodies[i]
+			return of[i]
 		}
 	}
 	return nil

@@ -172,11 +172,11 @@ func (x *exchange) inspect(m *message) ([]byte, bool) {
 		return nil, false
 	}
 	t, ok := x.tracked[m.idKey()]
-	if ok {
-		delete(x.tracked, m.idKey())
-	} else {
-		// A call answered on another stream, after a resumption.
-		t, ok = x.sess.answered(m.idKey())
+	delete(x.tracked, m.idKey())
+	// The session's copy goes too; without this exchange's own, the call
+	// is one answered on another stream, after a resumption.
+	if st, found := x.sess.answered(m.idKey()); !ok {
+		t, ok = st, found
 	}
 	if !ok || m.err != nil {
 		return nil, false

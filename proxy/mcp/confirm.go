@@ -104,19 +104,13 @@ func accepted(a json.RawMessage) bool {
 // into the SSE stream already open to the client.
 func (x *exchange) forwardConfirmed(h *held) {
 	x.trackCall(h.m, h.set, h.call.Name)
-	start := time.Now()
-	resp, cancel, err := x.send(http.MethodPost, h.m.raw, true)
+	resp, done, err := x.sendTimed(h.m.raw)
 	if err != nil {
 		x.outcome = outcomeUpstreamError
 		_, _ = x.w.Write(sseMessage(nil, errorResponse(h.m.id, codeUnavailable, x.downMessage(), nil)))
 		return
 	}
-	defer cancel()
-	defer resp.Body.Close()
-	defer func() {
-		x.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
-	}()
-	x.sessionStatus(resp)
+	defer done()
 	switch mediaType(resp.Header) {
 	case "text/event-stream":
 		x.pipeSSE(resp.Body, []message{*h.m})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/httpx"
 )
 
 // Header names of Streamable HTTP.
@@ -181,18 +183,12 @@ func (x *exchange) protocol() string {
 // forward sends the messages toolgate let through and relays the answer,
 // with local answers (refusals) joined to it.
 func (x *exchange) forward(body []byte, fwd []message, local [][]byte) {
-	start := time.Now()
-	resp, cancel, err := x.send(http.MethodPost, body, true)
+	resp, done, err := x.sendTimed(body)
 	if err != nil {
 		x.upstreamDown(fwd, local, err)
 		return
 	}
-	defer cancel()
-	defer resp.Body.Close()
-	defer func() {
-		x.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
-	}()
-	x.sessionStatus(resp)
+	defer done()
 	x.upstreamSession = resp.Header.Get(hdrSession)
 	ct := mediaType(resp.Header)
 	switch {
@@ -212,6 +208,22 @@ func (x *exchange) forward(body []byte, fwd []message, local [][]byte) {
 	default:
 		x.passthrough(resp)
 	}
+}
+
+// sendTimed posts body to the server for the client. done closes the
+// answer and observes the upstream duration up to that point.
+func (x *exchange) sendTimed(body []byte) (*http.Response, func(), error) {
+	start := time.Now()
+	resp, cancel, err := x.send(http.MethodPost, body, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	x.sessionStatus(resp)
+	return resp, func() {
+		resp.Body.Close()
+		cancel()
+		x.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
+	}, nil
 }
 
 // sessionStatus forgets a session the server no longer knows, so toolgate
@@ -288,10 +300,10 @@ func (x *exchange) send(method string, body []byte, idle bool) (*http.Response, 
 	resp, err := x.rt.client.Do(req)
 	if err != nil {
 		cancel(err)
-		return nil, nil, withoutURL(err)
+		return nil, nil, httpx.WithoutURL(err)
 	}
 	if idle {
-		resp.Body = newIdleBody(resp.Body, x.rt.cfg.IdleTimeout.D(), cancel)
+		resp.Body = httpx.NewIdleBody(resp.Body, x.rt.cfg.IdleTimeout.D(), cancel)
 	}
 	return resp, func() { cancel(context.Canceled) }, nil
 }

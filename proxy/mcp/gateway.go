@@ -11,16 +11,15 @@
 package mcp
 
 import (
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -102,23 +101,12 @@ func (g *Gateway) Route(snap *catalog.Snapshot, cfg catalog.MCPServer) (*Route, 
 	if err != nil {
 		return nil, err
 	}
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
-	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		TLSHandshakeTimeout:   cfg.ConnectTimeout.D(),
-		ResponseHeaderTimeout: cfg.IdleTimeout.D(),
-		ForceAttemptHTTP2:     true,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-	}
+	// The answer's headers are held to idle_timeout: a server answering
+	// in JSON sends none until the tool is done.
+	tr := httpx.NewTransport(cfg.ConnectTimeout.D(), cfg.IdleTimeout.D())
 	return &Route{
 		g: g, snap: snap, cfg: cfg, key: snap.Secrets.MCPKeys[cfg.Name], target: u, st: g.state(cfg),
-		client: &http.Client{
-			Transport: tr,
-			// The server is fixed by config; a redirect must not move it.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		client: &http.Client{Transport: tr, CheckRedirect: httpx.NoRedirects},
 	}, nil
 }
 
