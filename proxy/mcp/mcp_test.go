@@ -73,6 +73,15 @@ func TestValidCallPassesByteForByte(t *testing.T) {
 			if n := metric(t, g.reg, "toolgate_tool_calls_total", map[string]string{"api": "mcp", "tool": "orders/lookup_order", "result": "valid"}); n != 1 {
 				t.Fatalf("valid calls counted %v", n)
 			}
+			if err := cs.Ping(ctxT(t), nil); err != nil || o.Wire.Count("ping") != 1 {
+				t.Fatalf("ping: %v, the server saw %d", err, o.Wire.Count("ping"))
+			}
+			if n := metric(t, g.reg, "toolgate_upstream_duration_seconds", map[string]string{"api": "mcp", "kind": "original"}); n < 3 {
+				t.Fatalf("upstream durations observed %v", n)
+			}
+			if n := metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "pass"}); n < 3 {
+				t.Fatalf("passing requests counted %v", n)
+			}
 		})
 	}
 }

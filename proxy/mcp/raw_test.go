@@ -312,3 +312,59 @@ func (f *fakeServer) joined() string {
 	defer f.mu.Unlock()
 	return strings.Join(f.bodies, "")
 }
+
+// The server's stream is relayed event by event as sent, Last-Event-ID
+// reaches the server, and a result replayed on it is still checked against
+// the outputSchema of the call it answers.
+func TestServerStreamResumption(t *testing.T) {
+	var gotLast string
+	stream := "id: 41\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n" +
+		": keepalive\n\n" +
+		"id: 42\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[],\"structuredContent\":{\"n\":\"x\"}}}\n\n"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			gotLast = r.Header.Get("Last-Event-ID")
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, stream)
+		case http.MethodPost:
+			body, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			if strings.Contains(string(body), `"tools/list"`) {
+				var m struct {
+					ID json.RawMessage `json:"id"`
+				}
+				json.Unmarshal(body, &m)
+				io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"tools":[{"name":"count","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"n":{"type":"integer"}}}}]}}`)
+				return
+			}
+			// The call's own stream breaks off; the answer comes on a resumed GET.
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: 40\ndata: \n\n")
+		}
+	}))
+	defer up.Close()
+	g := startGate(t, up.URL, "")
+	post(t, g.url, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count","arguments":{}}}`, "Mcp-Session-Id", "s1", "Mcp-Protocol-Version", "2025-11-25")
+
+	req, _ := http.NewRequest(http.MethodGet, g.url, nil)
+	req.Header.Set("Mcp-Session-Id", "s1")
+	req.Header.Set("Last-Event-ID", "40")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if gotLast != "40" {
+		t.Fatalf("Last-Event-ID at the server: %q", gotLast)
+	}
+	parts := strings.SplitAfterN(string(body), "\n\n", 3)
+	if len(parts) != 3 || parts[0]+parts[1] != stream[:strings.Index(stream, "id: 42")] {
+		t.Fatalf("the first events changed:\n%q", body)
+	}
+	if !strings.HasPrefix(parts[2], "id: 42\n") || !strings.Contains(parts[2], `"isError":true`) || strings.Contains(parts[2], `"structuredContent"`) {
+		t.Fatalf("the replayed result was not checked: %q", parts[2])
+	}
+}
