@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"bytes"
+	"net/http"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/sink"
 )
 
 func TestListPaginatedThroughToolgate(t *testing.T) {
@@ -40,6 +42,10 @@ func TestListPaginatedThroughToolgate(t *testing.T) {
 			if pages != 4 || len(names) != 7 {
 				t.Fatalf("got %d pages, tools %v; want 4 pages of 7 tools", pages, names)
 			}
+			if err := cs.Close(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, func() bool { return o.Wire.Count(http.MethodDelete) == 1 })
 		})
 	}
 }
@@ -148,6 +154,10 @@ func TestBadArgumentsAreErrorResultsNotForwarded(t *testing.T) {
 			recs := g.sink.all()
 			if len(recs) != 1 || recs[0].Escalation.Codes[0] != tc.want[0] {
 				t.Fatalf("sink records %+v", recs)
+			}
+			line, err := sink.Encode(recs[0], []string{"/order_id"})
+			if err != nil || strings.Contains(string(line), "ord_1") || !strings.Contains(string(line), "[redacted]") || !strings.Contains(string(line), `"server":"orders"`) {
+				t.Fatalf("the sink line keeps a redacted value or lacks the server: %s", line)
 			}
 			for _, f := range recs[0].Escalation.Attempts[0].Findings {
 				if strings.Contains(f.Message, "42") {
