@@ -2,9 +2,9 @@ package mcp_test
 
 import (
 	"bytes"
-	"net/http"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
