@@ -172,9 +172,11 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 	return rt, nil
 }
 
-// mcpRoutes mounts each MCP server at its path_prefix, for exactly the
-// three methods of Streamable HTTP. These are judged routes like the model
-// APIs': whatever guards the spelling of those paths must cover these too.
+// mcpRoutes mounts each MCP server at its path_prefix. The route owns the
+// path for every method (it answers 405 to any but POST, GET and DELETE),
+// so no method falls through to a pass-through. These are judged routes
+// like the model APIs': whatever guards the spelling of those paths must
+// cover these too.
 func (s *Server) mcpRoutes(rt *runtime, r chi.Router) error {
 	for _, mc := range rt.snap.Config.MCPServers {
 		h, err := s.mcp.Route(rt.snap, mc)
@@ -182,9 +184,7 @@ func (s *Server) mcpRoutes(rt *runtime, r chi.Router) error {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}
 		rt.mcps = append(rt.mcps, h)
-		for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-			r.Method(m, mc.PathPrefix, h)
-		}
+		r.Handle(mc.PathPrefix, h)
 	}
 	return nil
 }

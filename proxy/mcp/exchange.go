@@ -81,36 +81,10 @@ func (x *exchange) post() {
 	}
 	defer x.sess.release()
 
-	var local [][]byte
-	for _, e := range bad {
-		local = append(local, errorResponse(e.id, e.code, e.msg, nil))
-	}
-	var fwd []message
-	for i := range msgs {
-		m := &msgs[i]
-		switch {
-		case m.kind == kindResponse && x.sess.deliver(m):
-		case m.kind == kindNotification && m.method == "notifications/cancelled" && x.sess.cancelHeld(m.params):
-		case m.kind == kindRequest && m.method == "server/discover":
-			local = append(local, errorResponse(m.id, codeMethodNotFound,
-				"toolgate speaks MCP revisions "+strings.Join(supportedProtocols, ", ")+"; use initialize", nil))
-		case m.kind == kindRequest && m.method == "tools/call":
-			ans, hold := x.judge(m)
-			switch {
-			case ans != nil:
-				local = append(local, ans)
-			case hold != nil && batch:
-				local = append(local, x.refuseUnconfirmed(hold, "a call that needs a person's yes cannot be part of a batch"))
-			case hold != nil:
-				x.confirm(hold)
-				return
-			default:
-				fwd = append(fwd, *m)
-			}
-		default:
-			x.trackRequest(m)
-			fwd = append(fwd, *m)
-		}
+	fwd, local, hold := x.sort(msgs, bad)
+	if hold != nil {
+		x.confirm(hold)
+		return
 	}
 	if x.gone != nil {
 		x.outcome = outcomeUpstreamError
@@ -143,6 +117,42 @@ func (x *exchange) post() {
 		}
 	}
 	x.forward(out, fwd, local)
+}
+
+// sort decides each message of a POST: answered by toolgate (a refusal or
+// an error), consumed (an answer to toolgate's own question), held for a
+// person's yes, or forwarded.
+func (x *exchange) sort(msgs []message, bad []rpcError) (fwd []message, local [][]byte, hold *held) {
+	for _, e := range bad {
+		local = append(local, errorResponse(e.id, e.code, e.msg, nil))
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		switch {
+		case m.kind == kindResponse && x.sess.deliver(m):
+		case m.kind == kindNotification && m.method == "notifications/cancelled" && x.sess.cancelHeld(m.params):
+		case m.kind == kindRequest && m.method == "server/discover":
+			local = append(local, errorResponse(m.id, codeMethodNotFound,
+				"toolgate speaks MCP revisions "+strings.Join(supportedProtocols, ", ")+"; use initialize", nil))
+		case m.kind == kindRequest && m.method == "tools/call":
+			ans, h := x.judge(m)
+			switch {
+			case ans != nil:
+				local = append(local, ans)
+			case h != nil && x.batch:
+				local = append(local, x.refuseUnconfirmed(h, "a call that needs a person's yes cannot be part of a batch"))
+			case h != nil:
+				// Only a single message is held, so nothing else waits.
+				return nil, nil, h
+			default:
+				fwd = append(fwd, *m)
+			}
+		default:
+			x.trackRequest(m)
+			fwd = append(fwd, *m)
+		}
+	}
+	return fwd, local, nil
 }
 
 // trackRequest notes a forwarded request whose answer toolgate reads.

@@ -15,7 +15,9 @@ import (
 // fakeServer is an MCP server written by hand, for what an SDK would not
 // send: batches, odd answers, recorded headers.
 type fakeServer struct {
-	srv     *httptest.Server
+	srv *httptest.Server
+	// proto is the revision the server's initialize answer names.
+	proto   string
 	mu      sync.Mutex
 	bodies  []string
 	headers []http.Header
@@ -24,7 +26,7 @@ type fakeServer struct {
 const fakeTools = `{"tools":[{"name":"issue_refund","inputSchema":{"type":"object","properties":{"amount_cents":{"type":"integer"}},"required":["amount_cents"]}},{"name":"lookup_order","inputSchema":{"type":"object"}}]}`
 
 func newFake(t *testing.T) *fakeServer {
-	f := &fakeServer{}
+	f := &fakeServer{proto: "2025-03-26"}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -52,7 +54,7 @@ func newFake(t *testing.T) *fakeServer {
 			case "tools/list":
 				result = fakeTools
 			case "initialize":
-				result = `{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
+				result = `{"protocolVersion":"` + f.proto + `","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
 			}
 			out = append(out, `{"jsonrpc":"2.0","id":`+string(m["id"])+`,"result":`+result+`}`)
 		}
@@ -235,9 +237,9 @@ func TestLimits(t *testing.T) {
 	if status, _, body := post(t, g.url, big); status != http.StatusRequestEntityTooLarge || !strings.Contains(body, "-32600") {
 		t.Fatalf("got %d %s", status, body)
 	}
-	if n := metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "limited"}); n != 1 {
-		t.Fatalf("limited requests %v", n)
-	}
+	waitFor(t, func() bool {
+		return metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "limited"}) == 1
+	})
 }
 
 func TestStreamCapPerSession(t *testing.T) {
@@ -366,5 +368,27 @@ func TestServerStreamResumption(t *testing.T) {
 	}
 	if !strings.HasPrefix(parts[2], "id: 42\n") || !strings.Contains(parts[2], `"isError":true`) || strings.Contains(parts[2], `"structuredContent"`) {
 		t.Fatalf("the replayed result was not checked: %q", parts[2])
+	}
+}
+
+func TestUnknownRevisionFailsTheHandshake(t *testing.T) {
+	f := newFake(t)
+	f.proto = "2099-01-01"
+	g := startGate(t, f.srv.URL, "")
+	_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2099-01-01","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	if !strings.Contains(body, `"error"`) || !strings.Contains(body, "2099-01-01") || strings.Contains(body, `"result"`) {
+		t.Fatalf("got %s", body)
+	}
+	if status, _, _ := post(t, g.url, `{}`); status != http.StatusBadRequest {
+		t.Fatalf("a message of no kind: %d", status)
+	}
+	req, _ := http.NewRequest(http.MethodPut, g.url, strings.NewReader(`{}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, POST, DELETE" {
+		t.Fatalf("PUT on the MCP route: %d %v", resp.StatusCode, resp.Header)
 	}
 }
