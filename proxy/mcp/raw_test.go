@@ -268,6 +268,16 @@ func TestStreamCapPerSession(t *testing.T) {
 	if status != http.StatusTooManyRequests || !strings.Contains(body, "-32001") {
 		t.Fatalf("second stream of the session: %d %s", status, body)
 	}
+	// Another session is not held back by this one.
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, g.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Mcp-Session-Id", "s2")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-entered
 }
 
 func TestDiscoverDeclined(t *testing.T) {

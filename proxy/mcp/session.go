@@ -130,11 +130,13 @@ func (s *session) label() string {
 	return "s_" + hex.EncodeToString(sum[:8])
 }
 
-// acquire counts one more open request, refusing beyond limit.
+// acquire counts one more open request, refusing beyond limit. Requests
+// without a session (an initialize, or every request to a server that
+// keeps no sessions) come from many clients at once and are not capped.
 func (s *session) acquire(limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.open >= limit {
+	if s.id != "" && s.open >= limit {
 		return false
 	}
 	s.open++
