@@ -131,6 +131,10 @@ func (x *exchange) sort(msgs []message, bad []rpcError) (fwd []message, local []
 		switch {
 		case m.kind == kindResponse && x.sess.deliver(m):
 		case m.kind == kindNotification && m.method == "notifications/cancelled" && x.sess.cancelHeld(m.params):
+		case m.kind == kindNotification && m.method == "tools/call":
+			// A call without an id would get no answer, and a lax server
+			// might still run it; it is neither judged nor forwarded.
+			local = append(local, errorResponse(nil, codeInvalidRequest, "Invalid Request: tools/call is a request and needs an id", nil))
 		case m.kind == kindRequest && m.method == "server/discover":
 			local = append(local, errorResponse(m.id, codeMethodNotFound,
 				"toolgate speaks MCP revisions "+strings.Join(supportedProtocols, ", ")+"; use initialize", nil))

@@ -141,6 +141,45 @@ func TestListChangedRefreshesTheCatalog(t *testing.T) {
 	if err := call(); err != nil {
 		t.Fatalf("after list_changed the new tool is still refused: %v", err)
 	}
+	versions := labelValues(t, g.reg, "toolgate_tool_calls_total", "catalog_version")
+	if len(versions) != 2 || !strings.HasPrefix(versions[0], "mcp-") || !strings.HasPrefix(versions[1], "mcp-") {
+		t.Fatalf("a changed tool list must be a new catalog version: %v", versions)
+	}
+}
+
+func TestCancelWhileWaitingForAPerson(t *testing.T) {
+	o := start(t, false)
+	g := startGate(t, o.HTTP.URL, mcptest.Catalog)
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer close(release)
+	cs, _ := connect(t, g.url, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked <- struct{}{}
+		<-release
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"}})
+		done <- err
+	}()
+	<-asked
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled call returned no error")
+	}
+	// A later call goes through, and the held one never reached the server.
+	// (Its notifications/cancelled may: when the client closes the stream
+	// first, toolgate has already let the call go and forwards the
+	// notification, which names an id the server never saw.)
+	if _, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "issue_refund", Arguments: map[string]any{"order_id": "ord_1", "amount_cents": 5}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return o.Wire.Count("tools/call") == 1 })
+	if o.Cancels.Load() != 0 || !strings.Contains(string(o.Wire.Body("tools/call")), "issue_refund") {
+		t.Fatalf("the held call reached the server")
+	}
 }
 
 func TestProgressNotificationsAndCancellation(t *testing.T) {

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -121,6 +122,7 @@ func TestMalformedJSONRPC(t *testing.T) {
 		{"duplicate name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup_order","name":"issue_refund","arguments":{}}}`, 400, "-32600"},
 		{"batch in 2025-06-18", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, 400, "-32600"},
 		{"empty batch", `[]`, 400, "-32600"},
+		{"call without id", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"issue_refund","arguments":{"amount_cents":1}}}`, 200, "-32600"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -400,5 +402,41 @@ func TestUnknownRevisionFailsTheHandshake(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, POST, DELETE" {
 		t.Fatalf("PUT on the MCP route: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// A notifications/cancelled for a call held for a person ends the wait;
+// neither the call nor the notification reaches the server.
+func TestCancelHeldCall(t *testing.T) {
+	f := newFake(t)
+	g := startGate(t, f.srv.URL, "catalog:\n  tools:\n    - {name: orders/issue_refund, policy: confirm}\n")
+	post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}`)
+	req, _ := http.NewRequest(http.MethodPost, g.url, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amount_cents":1}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var first string
+	for !strings.HasSuffix(first, "\n\n") {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended: %q %v", first, err)
+		}
+		first += line
+	}
+	if !strings.Contains(first, `"elicitation/create"`) {
+		t.Fatalf("first event %q", first)
+	}
+	status, _, _ := post(t, g.url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
+	rest, _ := io.ReadAll(br)
+	if status != http.StatusAccepted || strings.Contains(string(rest), `"id":5`) {
+		t.Fatalf("cancel: %d, then the stream said %q", status, rest)
+	}
+	if f.calls() != 0 || strings.Contains(f.joined(), "notifications/cancelled") {
+		t.Fatalf("the server saw %s", f.joined())
 	}
 }
