@@ -120,10 +120,8 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 	}
 	x.outcome = outcomeUpstreamError
 	x.log().Warn("mcp stream ended early", zap.Error(err), zap.Int("unanswered", len(open)))
-	if err != nil {
-		// The cut-off event is no message; a client must not read half of one.
-		_, _ = x.w.Write([]byte("\n\n"))
-	}
+	// A cut-off event is never relayed: half a message would break the
+	// client's reader, and the error below says what happened.
 	for _, m := range fwd {
 		if open[m.idKey()] {
 			_, _ = x.w.Write(sseMessage(nil, errorResponse(m.id, codeUnavailable, "the MCP server's stream ended before it answered", nil)))

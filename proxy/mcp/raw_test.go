@@ -440,3 +440,28 @@ func TestCancelHeldCall(t *testing.T) {
 		t.Fatalf("the server saw %s", f.joined())
 	}
 }
+
+// A server whose SSE answer breaks off before it answered: the client gets
+// a JSON-RPC error for its request instead of waiting.
+func TestBrokenStreamAnswersWithAnError(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"tools/list"`) {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			json.Unmarshal(body, &m)
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"tools":[{"name":"slow","inputSchema":{"type":"object"}}]}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":9,\"res")
+	}))
+	defer up.Close()
+	g := startGate(t, up.URL, "")
+	_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	if !strings.Contains(body, "notifications/progress") || !strings.Contains(body, `"id":9,"error":{"code":-32000`) {
+		t.Fatalf("got %q", body)
+	}
+}
