@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -86,8 +87,10 @@ type Orders struct {
 	Wire   *Wire
 	// Refunds and Cancels count the tool runs that changed something.
 	Refunds, Cancels atomic.Int32
-	// Cancelled receives once per long export the server saw cancelled.
-	Cancelled chan struct{}
+	// Cancelled receives once per long export the server saw cancelled,
+	// and CancelledExports counts them.
+	Cancelled        chan struct{}
+	CancelledExports atomic.Int32
 
 	mu   sync.Mutex
 	h    http.Handler
@@ -172,6 +175,11 @@ func (o *Orders) addTools() {
 		})
 	o.Server.AddTool(&mcp.Tool{Name: "export_orders", Description: "A long export that reports progress until it is cancelled.",
 		InputSchema: schema(`{"type":"object"}`)}, o.export)
+	o.Server.AddTool(&mcp.Tool{Name: "cancelled_exports", Description: "How many exports the server saw cancelled.",
+		InputSchema: schema(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text(strconv.Itoa(int(o.CancelledExports.Load())))}, nil
+		})
 	o.Server.AddTool(&mcp.Tool{Name: "open_tracking", Description: "Adds the track_parcel tool.",
 		InputSchema: schema(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -202,6 +210,10 @@ func (o *Orders) export(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	}
 	_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "export running"})
 	<-ctx.Done()
-	o.Cancelled <- struct{}{}
+	o.CancelledExports.Add(1)
+	select {
+	case o.Cancelled <- struct{}{}:
+	default:
+	}
 	return nil, ctx.Err()
 }

@@ -39,8 +39,8 @@ func TestListPaginatedThroughToolgate(t *testing.T) {
 					break
 				}
 			}
-			if pages != 4 || len(names) != 7 {
-				t.Fatalf("got %d pages, tools %v; want 4 pages of 7 tools", pages, names)
+			if pages != 4 || len(names) != 8 {
+				t.Fatalf("got %d pages, tools %v; want 4 pages of 8 tools", pages, names)
 			}
 			if err := cs.Close(); err != nil {
 				t.Fatal(err)

@@ -219,20 +219,20 @@ func (x *exchange) ask(body []byte, id string) ([]byte, error) {
 	}
 	want, _ := json.Marshal(id)
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
-	find := func(data []byte) ([]byte, error, bool) {
+	find := func(data []byte) ([]byte, bool, error) {
 		msgs, _, _, perr := parseBody(data)
 		if perr != nil {
-			return nil, nil, false
+			return nil, false, nil
 		}
 		for _, m := range msgs {
 			if m.kind == kindResponse && bytes.Equal(m.id, want) {
 				if m.err != nil {
-					return nil, errors.New("the server refused toolgate's tools/list"), true
+					return nil, true, errors.New("the server refused toolgate's tools/list")
 				}
-				return m.result, nil, true
+				return m.result, true, nil
 			}
 		}
-		return nil, nil, false
+		return nil, false, nil
 	}
 	switch mediaType(resp.Header) {
 	case "application/json":
@@ -240,13 +240,13 @@ func (x *exchange) ask(body []byte, id string) ([]byte, error) {
 		if err != nil || int64(len(b)) > limit {
 			return nil, errors.New("the server's tools/list answer could not be read")
 		}
-		if res, err, ok := find(b); ok {
+		if res, ok, err := find(b); ok {
 			return res, err
 		}
 	case "text/event-stream":
 		rd := sse.NewReader(resp.Body, int(min(limit, 1<<31-1)))
 		for rd.Next() {
-			if res, err, ok := find(rd.Event().Data); ok {
+			if res, ok, err := find(rd.Event().Data); ok {
 				return res, err
 			}
 		}

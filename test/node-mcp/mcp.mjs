@@ -85,6 +85,16 @@ const long = c.callTool({ name: "export_orders", arguments: {} }, undefined, {
   },
 });
 out.cancelled = await refused(long);
+// The cancellation is a notification of its own; wait until the server has
+// it, so that ending the sessions below cannot overtake it.
+for (let i = 0; i < 200; i++) {
+  const n = text(await c.callTool({ name: "cancelled_exports", arguments: {} })).text;
+  if (n !== "0") {
+    out.exportCancelled = true;
+    break;
+  }
+  await new Promise((r) => setTimeout(r, 50));
+}
 
 // Session expiry: the server forgets its sessions; the SDK sees its 404.
 await c.callTool({ name: "end_sessions", arguments: {} });
