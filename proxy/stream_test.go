@@ -336,13 +336,60 @@ func TestChatStreamTextIsNotBuffered(t *testing.T) {
 	}
 }
 
+// The role chunk carries nothing, so it is held until the first text and
+// then goes out in front of it. Until then not even the headers go out,
+// however many keepalive intervals pass: the upstream waits until the
+// client has waited several of them, and a toolgate that forwarded the role
+// chunk, or a keepalive, would have answered the client by then.
+func TestChatStreamOpeningHeldUntilText(t *testing.T) {
+	role := chunk(roleChunk, "")
+	rest := textStream("Hello.")[len(role):] + chunk(`{}`, "stop") + doneEvent
+	seen := make(chan struct{})
+	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		writeEvents(w, []byte(role))
+		select {
+		case <-seen:
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+			return
+		}
+		writeEvents(w, []byte(rest))
+	})
+	gate := startGate(t, gateConfig(up.srv.URL, "", ""), 20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	answered := make(chan *http.Response, 1)
+	go func() { answered <- post(t, ctx, newClient(t), gate.URL, streamRequest(t)) }()
+	select {
+	case resp := <-answered:
+		resp.Body.Close()
+		t.Fatal("the client got headers while only the role chunk had arrived")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(seen)
+	resp := <-answered
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != role+rest {
+		t.Fatalf("got %q\nwant the upstream's stream %q", got, role+rest)
+	}
+}
+
+// Once text has gone out, a held call is kept alive with comments, and
+// removing them leaves the upstream's bytes.
 func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 	data := chatFixture(t, "parallel_tool_calls_stream.sse")
 	evs := events(t, data)
+	text := textStream("Checking both cities.")[len(evs[0]):]
 	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		// Role chunk and the start of the first call, then silence in the
-		// middle of the call's arguments.
-		for _, e := range evs[:3] {
+		// Role chunk, text, the start of the first call, then silence in
+		// the middle of the call's arguments.
+		writeChopped(w, evs[0])
+		writeEvents(w, []byte(text))
+		for _, e := range evs[1:3] {
 			writeChopped(w, e)
 		}
 		select {
@@ -360,17 +407,37 @@ func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 		t.Fatalf("status %d", status)
 	}
 	const ka = ": keepalive\n\n"
-	n := bytes.Count(got, []byte(ka))
-	if n < 2 {
+	if n := bytes.Count(got, []byte(ka)); n < 2 {
 		t.Fatalf("%d keepalive comments during a 300ms hold at 50ms, want several: %q", n, got)
 	}
-	// Keepalives go out only while holding: after the role chunk, before
-	// the held events; removing them leaves the upstream's bytes.
-	if !bytes.HasPrefix(got, append(bytes.Clone(evs[0]), ka...)) {
-		t.Errorf("stream does not start with the role chunk then a keepalive: %q", got[:min(len(got), 400)])
+	want := append(append([]byte(string(evs[0])), text...), bytes.Join(evs[1:], nil)...)
+	if stripped := bytes.ReplaceAll(got, []byte(ka), nil); !bytes.Equal(stripped, want) {
+		t.Fatalf("without keepalives the stream differs from the upstream's:\n got %q\nwant %q", stripped, want)
 	}
-	if stripped := bytes.ReplaceAll(got, []byte(ka), nil); !bytes.Equal(stripped, data) {
-		t.Fatalf("without keepalives the stream differs from the upstream's:\n got %q\nwant %q", stripped, data)
+}
+
+// An answer that begins with a call and is held for many keepalive
+// intervals is still escalated as a plain 422: a comment would have sent
+// the headers, and SDKs retry an error that arrives inside a 200 stream.
+func TestChatStreamLongHoldStillPlain(t *testing.T) {
+	head := chunk(roleChunk, "") + chunk(`{"tool_calls":[{"index":0,"id":"call_s1","type":"function","function":{"name":"database_query","arguments":""}}]}`, "")
+	tail := chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`, "") + chunk(`{}`, "tool_calls") + doneEvent
+	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		writeEvents(w, []byte(head))
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		writeEvents(w, []byte(tail))
+	})
+	gate := startGate(t, gateConfig(up.srv.URL, "", "recovery:\n  max_attempts: 0\n"), 20*time.Millisecond)
+	status, h, got := fetch(t, gate.URL, streamRequest(t))
+	if status != http.StatusUnprocessableEntity || h.Get("X-Should-Retry") != "false" {
+		t.Fatalf("status %d, x-should-retry %q, body %q; want a plain 422 after a long hold", status, h.Get("X-Should-Retry"), got)
+	}
+	if bytes.Contains(got, []byte("keepalive")) || !bytes.Contains(got, []byte(`"tool_call_escalation"`)) {
+		t.Fatalf("body %q", got)
 	}
 }
 
@@ -378,16 +445,23 @@ func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 // while text flows and while a tool call is held (when toolgate writes
 // nothing and can only learn of it from the connection).
 func TestChatStreamDisconnectCancelsUpstream(t *testing.T) {
-	for _, phase := range []string{"text", "holding"} {
+	for _, phase := range []string{"text", "holding", "opening"} {
 		t.Run(phase, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			canceled := make(chan time.Time, 1)
+			wrote := make(chan struct{})
 			up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				s := textStream("partial answer")
-				if phase == "holding" {
+				switch phase {
+				case "holding":
 					s += chunk(`{"tool_calls":[{"index":0,"id":"call_s1","type":"function","function":{"name":"get_current_weather","arguments":""}}]}`, "")
+				case "opening":
+					// Only the role chunk, which toolgate holds: the client
+					// has not even had the headers.
+					s = chunk(roleChunk, "")
 				}
 				writeEvents(w, []byte(s))
+				close(wrote)
 				select {
 				case <-r.Context().Done():
 					canceled <- time.Now()
@@ -397,15 +471,33 @@ func TestChatStreamDisconnectCancelsUpstream(t *testing.T) {
 			gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
 			client := newClient(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			resp := post(t, ctx, client, gate.URL, streamRequest(t))
-			readUntil(t, bufio.NewReader(resp.Body), "partial answer", 2*time.Second)
+			var resp *http.Response
+			if phase == "opening" {
+				// No byte reaches the client, so the request runs on its
+				// own until the upstream has written the role chunk.
+				go func() {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gate.URL+chatRoute, bytes.NewReader(streamRequest(t)))
+					req.Header.Set("Content-Type", "application/json")
+					if r, err := client.Do(req); err == nil {
+						r.Body.Close()
+					}
+				}()
+				<-wrote
+				// Let toolgate read the role chunk and hold it.
+				time.Sleep(50 * time.Millisecond)
+			} else {
+				resp = post(t, ctx, client, gate.URL, streamRequest(t))
+				readUntil(t, bufio.NewReader(resp.Body), "partial answer", 2*time.Second)
+			}
 			if phase == "holding" {
 				// Let toolgate read the tool call and start holding.
 				time.Sleep(50 * time.Millisecond)
 			}
 			start := time.Now()
 			cancel()
-			resp.Body.Close()
+			if resp != nil {
+				resp.Body.Close()
+			}
 			select {
 			case at := <-canceled:
 				if d := at.Sub(start); d > time.Second {
@@ -451,17 +543,21 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 	parallel := chatFixture(t, "parallel_tool_calls_stream.sse")
 	pevs := events(t, parallel)
 	role := pevs[0] // the parallel fixture opens with a role-only chunk
+	// lead is text the client has been sent before the call, so a failure
+	// after it can only be reported inside the stream.
+	lead := append(bytes.Clone(role), chunk(`{"content":"Checking."}`, "")...)
 
 	t.Run("cut mid call without [DONE]", func(t *testing.T) {
 		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			for _, e := range pevs[:6] {
+			writeChopped(w, lead)
+			for _, e := range pevs[1:6] {
 				writeChopped(w, e)
 			}
 			// Returning ends the body cleanly, at an event boundary.
 		})
 		gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
 		status, _, got := fetch(t, gate.URL, streamRequest(t))
-		if status != http.StatusOK || !bytes.HasPrefix(got, role) {
+		if status != http.StatusOK || !bytes.HasPrefix(got, lead) {
 			t.Fatalf("status %d body %q", status, got)
 		}
 		if e := endsInError(t, got); e.Error.Code != "upstream_error" {
@@ -474,7 +570,8 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 
 	t.Run("connection dropped mid event", func(t *testing.T) {
 		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			for _, e := range pevs[:4] {
+			writeChopped(w, lead)
+			for _, e := range pevs[1:4] {
 				writeChopped(w, e)
 			}
 			writeChopped(w, pevs[4][:20])
@@ -492,21 +589,27 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 	})
 
 	t.Run("cut before anything was sent", func(t *testing.T) {
-		// The single-call fixture opens with the call itself, so nothing
-		// has reached the client and a plain error status is possible.
+		// The single-call fixture opens with the call itself, and the
+		// parallel one with a role chunk that carries nothing and is held:
+		// either way nothing has reached the client and a plain error
+		// status is possible.
 		single := events(t, chatFixture(t, "tool_call_stream.sse"))
-		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			for _, e := range single[:5] {
-				writeChopped(w, e)
-			}
-		})
-		gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
-		status, h, got := fetch(t, gate.URL, streamRequest(t))
-		if status != http.StatusBadGateway || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
-			t.Fatalf("status %d (%s) body %q, want a plain 502", status, h.Get("Content-Type"), got)
-		}
-		if bytes.Contains(got, []byte("get_current_weather")) {
-			t.Fatalf("a partial tool call reached the client: %q", got)
+		for name, evs := range map[string][][]byte{"call first": single[:5], "role chunk first": pevs[:6]} {
+			t.Run(name, func(t *testing.T) {
+				up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+					for _, e := range evs {
+						writeChopped(w, e)
+					}
+				})
+				gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
+				status, h, got := fetch(t, gate.URL, streamRequest(t))
+				if status != http.StatusBadGateway || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+					t.Fatalf("status %d (%s) body %q, want a plain 502", status, h.Get("Content-Type"), got)
+				}
+				if bytes.Contains(got, []byte("get_current_weather")) {
+					t.Fatalf("a partial tool call reached the client: %q", got)
+				}
+			})
 		}
 	})
 
@@ -514,7 +617,7 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 		for _, where := range []string{"while text flows", "while holding"} {
 			t.Run(where, func(t *testing.T) {
 				up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-					writeChopped(w, role)
+					writeChopped(w, lead)
 					if where == "while holding" {
 						writeChopped(w, pevs[1])
 					}
@@ -535,7 +638,8 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 
 	t.Run("stall longer than idle_timeout", func(t *testing.T) {
 		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			for _, e := range pevs[:4] {
+			writeChopped(w, lead)
+			for _, e := range pevs[1:4] {
 				writeChopped(w, e)
 			}
 			select {
