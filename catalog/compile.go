@@ -56,7 +56,19 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		schemas: requestSchemas,
 	}
 	for _, e := range entries {
-		if t := compileTool(ps, e, c.Catalog.Context); t != nil {
+		t := compileTool(ps, e, c.Catalog.Context)
+		if strings.Contains(e.cfg.Name, "/") {
+			// server/tool entries refine an MCP server's own tools; a
+			// model API never offers a name with a slash.
+			if t != nil {
+				if s.MCPTools == nil {
+					s.MCPTools = map[string]*Tool{}
+				}
+				s.MCPTools[t.Name] = t
+			}
+			continue
+		}
+		if t != nil {
 			s.Tools[t.Name] = t
 		}
 		s.Names = append(s.Names, e.cfg.Name)
@@ -203,18 +215,31 @@ func compactJSON(v []byte) []byte {
 
 func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bool)) Secrets {
 	sec := Secrets{UpstreamKeys: map[string]string{}}
-	for i, u := range c.Upstreams {
-		if u.APIKeyEnv == "" {
-			continue
-		}
-		// Keys mounted from secret files often end in a newline, and no
-		// real key contains whitespace.
-		v, _ := lookupEnv(u.APIKeyEnv)
+	// Keys mounted from secret files often end in a newline, and no real
+	// key contains whitespace.
+	key := func(at, name string) string {
+		v, _ := lookupEnv(name)
 		if v = strings.TrimSpace(v); v == "" {
-			ps.add(indexPath("upstreams", i)+".api_key_env", "environment variable %s is not set or empty", u.APIKeyEnv)
-			continue
+			ps.add(at+".api_key_env", "environment variable %s is not set or empty", name)
 		}
-		sec.UpstreamKeys[u.Name] = v
+		return v
+	}
+	for i, u := range c.Upstreams {
+		if u.APIKeyEnv != "" {
+			if v := key(indexPath("upstreams", i), u.APIKeyEnv); v != "" {
+				sec.UpstreamKeys[u.Name] = v
+			}
+		}
+	}
+	for i, m := range c.MCPServers {
+		if m.APIKeyEnv != "" {
+			if v := key(indexPath("mcp_servers", i), m.APIKeyEnv); v != "" {
+				if sec.MCPKeys == nil {
+					sec.MCPKeys = map[string]string{}
+				}
+				sec.MCPKeys[m.Name] = v
+			}
+		}
 	}
 	if name := c.InboundAuth.TokensEnv; name != "" {
 		v, _ := lookupEnv(name)

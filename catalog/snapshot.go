@@ -60,6 +60,9 @@ type Snapshot struct {
 	Tools map[string]*Tool
 	// Names are the catalog's tool names, sorted.
 	Names []string
+	// MCPTools are the catalog's server/tool entries by that name: rules,
+	// provenance, policy and a stricter schema for an MCP server's tools.
+	MCPTools map[string]*Tool
 	// Prompt is the recovery prompt template (default or prompt_file).
 	Prompt string
 	// Secrets resolved from the environment at load time.
@@ -83,6 +86,8 @@ type Secrets struct {
 	InboundTokens []string
 	// WebhookSecret signs webhook deliveries.
 	WebhookSecret string
+	// MCPKeys by mcp_servers name.
+	MCPKeys map[string]string
 }
 
 // ValidatorSpec is one validator in compiled form.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -20,6 +21,15 @@ type EscalationRecord struct {
 	API        string               `json:"api"`
 	Model      string               `json:"model"`
 	Escalation *recovery.Escalation `json:"escalation"`
+	// Server and Session say where an MCP call was refused; the session
+	// is a hash of its id.
+	Server  string `json:"server,omitempty"`
+	Session string `json:"session,omitempty"`
+}
+
+// mcpEscalation hands an MCP refusal to the sinks like any other.
+func (s *Server) mcpEscalation(e *mcp.Escalation) {
+	s.sink.Record(&EscalationRecord{Time: e.Escalation.Time, API: "mcp", Escalation: e.Escalation, Server: e.Server, Session: e.Session})
 }
 
 // escalated completes the ladder's escalation with request facts, counts
