@@ -53,10 +53,10 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		Config:  c,
 		Tools:   make(map[string]*Tool, len(entries)),
 		Names:   make([]string, 0, len(entries)),
-		schemas: requestSchemas,
+		schemas: requestSchemaCache(c.Catalog.Formats),
 	}
 	for _, e := range entries {
-		if t := compileTool(ps, e); t != nil {
+		if t := compileTool(ps, e, schemaOptions{formats: c.Catalog.Formats}); t != nil {
 			s.Tools[t.Name] = t
 		}
 		s.Names = append(s.Names, e.cfg.Name)
@@ -139,7 +139,7 @@ func (c *Config) gatherTools(ps *problems, baseDir string) []catalogEntry {
 
 // compileTool builds one Tool, adding a problem for a schema or rule that
 // does not compile.
-func compileTool(ps *problems, e catalogEntry) *Tool {
+func compileTool(ps *problems, e catalogEntry, opt schemaOptions) *Tool {
 	tc := &e.cfg
 	t := &Tool{
 		Name:          tc.Name,
@@ -157,7 +157,7 @@ func compileTool(ps *problems, e catalogEntry) *Tool {
 	}
 	if params := compactJSON(tc.Parameters); params != nil {
 		t.Parameters = params
-		sch, err := compileSchema("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params)
+		sch, err := compileSchema("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params, opt)
 		if err != nil {
 			ps.add(where(".parameters"), "tool %q (%s): schema does not compile: %v", tc.Name, tc.Origin, err)
 			ok = false

@@ -99,7 +99,16 @@ type Catalog struct {
 	StripPrefixes []string     `yaml:"strip_prefixes"`
 	Tools         []ToolConfig `yaml:"tools"`
 	Files         []string     `yaml:"files"`
+	// Formats says whether JSON Schema "format" is checked (assert) or is a
+	// description only (annotate).
+	Formats string `yaml:"formats"`
 }
+
+// catalog.formats values.
+const (
+	FormatsAssert   = "assert"
+	FormatsAnnotate = "annotate"
+)
 
 // Tool policies.
 const (

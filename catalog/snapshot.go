@@ -27,6 +27,20 @@ type Tool struct {
 	FromRequest bool
 	// SchemaError is set when a request tool's schema did not compile.
 	SchemaError error
+
+	// uncompiled is the shared cache entry of a schema that did not compile.
+	uncompiled *schemaEntry
+}
+
+// ReportSchemaError returns the short hash of the tool's uncompilable
+// schema, and first=true for exactly one caller per schema text, so that
+// the proxy logs such a schema once instead of on every request that
+// offers it. For a tool whose schema compiled it returns "", false.
+func (t *Tool) ReportSchemaError() (hash string, first bool) {
+	if t.uncompiled == nil {
+		return "", false
+	}
+	return t.uncompiled.hash, t.uncompiled.reported.CompareAndSwap(false, true)
 }
 
 // Rule is a compiled semantic rule; its program is filled by the rules
