@@ -202,3 +202,36 @@ func FuzzPatternFastPath(f *testing.F) {
 		}
 	})
 }
+
+// TestCatalogSchemaErrors: in the config catalog a schema toolgate cannot
+// compile stays a config error the operator can fix, while every valid
+// ECMA-262 pattern (Zod's email one among them) compiles.
+func TestCatalogSchemaErrors(t *testing.T) {
+	zodEmail := dialectCases(t)[0].Pattern
+	quoted, _ := json.Marshal(zodEmail)
+	cases := []struct {
+		name, params, wantErr string
+	}{
+		{"zod email pattern", `{"type":"object","properties":{"email":{"type":"string","pattern":` + string(quoted) + `}}}`, ""},
+		{"lookbehind", `{"type":"object","properties":{"v":{"type":"string","pattern":"(?<=\\$)\\d+"}}}`, ""},
+		{"invalid regex", `{"type":"object","properties":{"v":{"type":"string","pattern":"(unclosed"}}}`, "schema does not compile"},
+		{".NET inline flags", `{"type":"object","properties":{"v":{"type":"string","pattern":"(?i)abc"}}}`, "not ECMA-262"},
+		{"remote $ref", `{"$ref":"https://schemas.example.com/order.json"}`, "external schema references"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			yaml := "upstreams:\n  - url: https://api.example.com\ncatalog:\n  tools:\n    - name: t\n      parameters: " + c.params + "\n"
+			cfg, err := Parse([]byte(yaml), "config.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Compile(cfg, t.TempDir())
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
+			}
+		})
+	}
+}
