@@ -21,6 +21,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	anthoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -403,11 +404,20 @@ func anthSSE(t *testing.T, message string) string {
 	start["content"] = json.RawMessage("[]")
 	start["stop_reason"] = json.RawMessage("null")
 	ev(map[string]any{"type": "message_start", "message": start})
+	// split cuts s in three at character boundaries, as the API does: a
+	// fragment never ends inside a UTF-8 sequence.
 	split := func(s string) []string {
 		if len(s) < 3 {
 			return []string{s}
 		}
-		return []string{s[:len(s)/3], s[len(s)/3 : 2*len(s)/3], s[2*len(s)/3:]}
+		cut := func(i int) int {
+			for i < len(s) && !utf8.RuneStart(s[i]) {
+				i++
+			}
+			return i
+		}
+		a, b := cut(len(s)/3), cut(2*len(s)/3)
+		return []string{s[:a], s[a:b], s[b:]}
 	}
 	for i, raw := range blocks {
 		var blk map[string]json.RawMessage
