@@ -10,7 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolgate/toolgate/internal/app"
 )
@@ -297,5 +304,134 @@ func TestSchemaNumbersExact(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// corpusCase is one generated schema with the calls to judge against it.
+type corpusCase struct {
+	Name      string          `json:"name"`
+	Generator string          `json:"generator"`
+	Schema    json.RawMessage `json:"schema"`
+	Valid     json.RawMessage `json:"valid"`
+	Invalid   []struct {
+		Args     json.RawMessage `json:"args"`
+		Pointer  string          `json:"pointer"`
+		Keywords []string        `json:"keywords"`
+	} `json:"invalid"`
+}
+
+// generatedCorpus is the corpus of test/node-schemas, made now by the
+// pinned generators, followed by the recorded Pydantic schemas.
+func generatedCorpus(t *testing.T) []corpusCase {
+	t.Helper()
+	node := needNodeIn(t, "node-schemas", "zod", "zod-to-json-schema", "zod4", "@sinclair/typebox",
+		"valibot", "@valibot/to-json-schema", "openai", "ai")
+	var cases []corpusCase
+	if err := json.Unmarshal(runNodeIn(t, node, "node-schemas", "gen.mjs", 60*time.Second), &cases); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "pydantic", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded Pydantic schemas: %v", err)
+	}
+	for _, f := range files {
+		var c corpusCase
+		if err := json.Unmarshal(readTestdata(t, strings.TrimPrefix(f, "testdata"+string(filepath.Separator))), &c); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		c.Name = "pydantic_" + strings.TrimSuffix(filepath.Base(f), ".json")
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+// corpusRigs starts one toolgate per way a schema reaches it: in
+// catalog.tools, in a catalog.files tool file, and only in the request.
+func corpusRigs(t *testing.T, name string, schema json.RawMessage) map[string]*schemaRig {
+	t.Helper()
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, schema); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "tools.json")
+	tools := `[{"type":"function","function":{"name":"` + name + `","parameters":` + compact.String() + `}}]`
+	if err := os.WriteFile(file, []byte(tools), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]*schemaRig{
+		"catalog.tools": newSchemaRig(t, "catalog:\n  tools:\n    - name: "+name+"\n      parameters: "+compact.String()+"\n", app.Options{}),
+		"catalog.files": newSchemaRig(t, "catalog:\n  files: ["+strconv.Quote(file)+"]\n", app.Options{}),
+		"request tools": newSchemaRig(t, "", app.Options{}),
+	}
+}
+
+// TestSchemaGeneratedCorpus: schemas as Zod 3 (zod-to-json-schema), Zod 4
+// (z.toJSONSchema), TypeBox, Valibot, openai's zodFunction, the AI SDK's
+// zodSchema and jsonSchema, and Pydantic v2 write them load from
+// catalog.tools, catalog.files and a request's tools; a valid call passes
+// with the upstream's bytes, each invalid one is reprompted with its
+// pointer and keyword.
+func TestSchemaGeneratedCorpus(t *testing.T) {
+	for _, c := range generatedCorpus(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			for way, rig := range corpusRigs(t, "tool_"+c.Name, c.Schema) {
+				x := rig.exchange(t, schemaChat, false, "tool_"+c.Name, c.Schema, string(c.Valid))
+				x.passedUnchanged(t, c.Generator+", "+way+": valid call")
+				for _, bad := range c.Invalid {
+					x := rig.exchange(t, schemaChat, false, "tool_"+c.Name, c.Schema, string(bad.Args))
+					x.reprompted(t, c.Generator+", "+way+": "+string(bad.Args), bad.Pointer, bad.Keywords...)
+				}
+			}
+		})
+	}
+}
+
+// TestSchemaUncompilableRequestTool: a request tool whose schema toolgate
+// cannot compile (a remote $ref, an invalid pattern) stays a real tool:
+// calls with an object pass unchanged on every API, plain and streamed,
+// each counted in toolgate_unvalidated_total{reason="schema_uncompilable"},
+// and the schema is logged once however many requests offer it; arguments
+// that are no object are still reprompted.
+func TestSchemaUncompilableRequestTool(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	rig := newSchemaRig(t, "", app.Options{Logger: zap.New(core)})
+	counter := rig.g.App.Metrics.Unvalidated.WithLabelValues("schema_uncompilable")
+	schemas := map[string]json.RawMessage{
+		"remote ref":    json.RawMessage(`{"type":"object","properties":{"order":{"$ref":"https://schemas.example.com/order.json"}}}`),
+		"invalid regex": json.RawMessage(`{"type":"object","properties":{"v":{"type":"string","pattern":"(unclosed"}}}`),
+	}
+	calls := 0
+	for name, schema := range schemas {
+		for _, api := range []schemaAPI{schemaChat, schemaMessages, schemaResponses} {
+			streamModes(t, func(t *testing.T, stream bool) {
+				rig.exchange(t, api, stream, "lookup", schema, `{"order":{"id":7},"v":"x"}`).passedUnchanged(t, name+" "+api.name)
+				calls++
+				if n := testutil.ToFloat64(counter); n != float64(calls) {
+					t.Errorf("%s %s: unvalidated schema_uncompilable = %v, want %d", name, api.name, n, calls)
+				}
+			})
+		}
+		x := rig.exchange(t, schemaChat, false, "lookup", schema, `["not","an","object"]`)
+		if len(x.upstream) != 2 || findEscalation(x.res.Body) == nil {
+			t.Errorf("%s: arguments that are no object: %d upstream calls, %.300s", name, len(x.upstream), x.res.Body)
+		}
+	}
+	if n := logs.FilterMessageSnippet("schema does not compile").Len(); n != len(schemas) {
+		t.Errorf("%d log lines about uncompilable schemas, want one per schema (%d)", n, len(schemas))
+	}
+}
+
+// TestSchemaPatternTimeout: a pattern that backtracks catastrophically on
+// the model's value is stopped at its budget: the call is reprompted at
+// the value's pointer with keyword pattern, never passed unchecked, and
+// counted in toolgate_unvalidated_total{reason="pattern_timeout"}.
+func TestSchemaPatternTimeout(t *testing.T) {
+	rig := newSchemaRig(t, "", app.Options{})
+	counter := rig.g.App.Metrics.Unvalidated.WithLabelValues("pattern_timeout")
+	schema := json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","pattern":"^(?=a)(a+)+$"}}}`)
+	args := `{"code":"` + strings.Repeat("a", 40) + `!"}`
+	rig.exchange(t, schemaChat, false, "set_code", schema, args).reprompted(t, "hostile value", "/code", "pattern")
+	if n := testutil.ToFloat64(counter); n != 1 {
+		t.Errorf("unvalidated pattern_timeout = %v, want 1 (the reprompt's answer is not counted again)", n)
 	}
 }
