@@ -119,6 +119,34 @@ func TestFormats(t *testing.T) {
 	}
 }
 
+// TestFormatsRegexUnderAnnotate: draft-07 asserts format regex even under
+// annotate (the schema library always checks it), as the README says;
+// 2020-12 does not.
+func TestFormatsRegexUnderAnnotate(t *testing.T) {
+	d7 := loadWays(t, `{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"re":{"format":"regex"}}}`, "formats: annotate")
+	expectVerdict(t, d7, `{"re":"^a(?=b)"}`, "-", "")
+	expectVerdict(t, d7, `{"re":"(unclosed"}`, "/re", "format")
+	d2020 := loadWays(t, `{"properties":{"re":{"format":"regex"}}}`, "formats: annotate")
+	expectVerdict(t, d2020, `{"re":"(unclosed"}`, "-", "")
+	assert := loadWays(t, `{"properties":{"re":{"format":"regex"}}}`, "")
+	expectVerdict(t, assert, `{"re":"(?<=\\$)\\d+"}`, "-", "")
+	expectVerdict(t, assert, `{"re":"(unclosed"}`, "/re", "format")
+}
+
+// TestZodEmailEveryWay: Zod's email pattern, lookaheads and all, compiles
+// from catalog.tools, catalog.files and a request's tools and judges
+// addresses as Zod does.
+func TestZodEmailEveryWay(t *testing.T) {
+	pattern := `^(?!\\.)(?!.*\\.\\.)([A-Za-z0-9_'+\\-\\.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9\\-]*\\.)+[A-Za-z]{2,}$`
+	ways := loadWays(t, `{"type":"object","properties":{"email":{"type":"string","pattern":"`+pattern+`"}},"required":["email"]}`, "")
+	for _, ok := range []string{"a@b.co", "o'neil+x@mail.example.org"} {
+		expectVerdict(t, ways, `{"email":"`+ok+`"}`, "-", "")
+	}
+	for _, bad := range []string{".a@b.co", "a..b@b.co", "a@b", "a@-b.co", "a.@b.co"} {
+		expectVerdict(t, ways, `{"email":"`+bad+`"}`, "/email", "pattern")
+	}
+}
+
 // TestNumbersExact: numbers are compared as written, never through
 // float64: 1.0 is an integer, and integers beyond 2^53 or of 40 digits
 // are exact against maximum, const, enum and multipleOf.
@@ -177,6 +205,8 @@ func TestDialects(t *testing.T) {
 		{"$id-based $ref", `{"type":"object","$defs":{"addr":{"$id":"https://example.com/address","type":"object",
 			"properties":{"zip":{"type":"string","pattern":"^\\d{5}$"}}}},"properties":{"home":{"$ref":"https://example.com/address"}}}`,
 			[][3]string{{`{"home":{"zip":"12345"}}`, "-", ""}, {`{"home":{"zip":"1234"}}`, "/home/zip", "pattern"}}},
+		{"$anchor", `{"type":"object","$defs":{"d":{"$anchor":"day","type":"string","format":"date"}},"properties":{"on":{"$ref":"#day"}}}`,
+			[][3]string{{`{"on":"2026-02-28"}`, "-", ""}, {`{"on":"2026-02-30"}`, "/on", "format"}}},
 		{"boolean subschemas", `{"type":"object","properties":{"any":true,"never":false},"additionalProperties":false}`,
 			[][3]string{{`{"any":[1,{}]}`, "-", ""}, {`{"never":1}`, "/never", "false"}}},
 		{"nullable type list", `{"type":"object","properties":{"note":{"type":["string","null"]}},"required":["note"]}`,
