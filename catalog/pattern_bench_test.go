@@ -60,14 +60,8 @@ func benchFixtureCalls(b *testing.B) (schemas []*jsonschema.Schema, args []any) 
 // and with every pattern on regexp2, to show what the fast path saves.
 func BenchmarkFixturePatterns(b *testing.B) {
 	for _, fast := range []bool{true, false} {
-		name := "regexp2"
-		if fast {
-			name = "fast_path"
-		}
-		b.Run(name, func(b *testing.B) {
-			prev := patternFastPath
-			patternFastPath = fast
-			defer func() { patternFastPath = prev }()
+		b.Run(engineName(fast), func(b *testing.B) {
+			setFastPath(b, fast)
 			schemas, args := benchFixtureCalls(b)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -91,14 +85,8 @@ func BenchmarkFixturePatternMatch(b *testing.B) {
 		{`^[A-Z0-9]{2}$`, "LH"}, {`^[A-Z0-9]{2}$`, "UA"}, {`^[A-Z0-9]{2}$`, "LX"},
 	}
 	for _, fast := range []bool{true, false} {
-		name := "regexp2"
-		if fast {
-			name = "fast_path"
-		}
-		b.Run(name, func(b *testing.B) {
-			prev := patternFastPath
-			patternFastPath = fast
-			defer func() { patternFastPath = prev }()
+		b.Run(engineName(fast), func(b *testing.B) {
+			setFastPath(b, fast)
 			res := make([]jsonschema.Regexp, len(pairs))
 			for i, p := range pairs {
 				re, err := compilePattern(p[0])

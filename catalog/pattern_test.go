@@ -33,17 +33,26 @@ func dialectCases(t testing.TB) []dialectCase {
 	return cases
 }
 
-// withFastPath runs f with the RE2 fast path on and off.
+// engineName names a benchmark or subtest by the engines it allows.
+func engineName(fast bool) string {
+	if fast {
+		return "fast_path"
+	}
+	return "regexp2"
+}
+
+// setFastPath turns the RE2 fast path on or off until tb ends.
+func setFastPath(tb testing.TB, on bool) {
+	prev := patternFastPath
+	patternFastPath = on
+	tb.Cleanup(func() { patternFastPath = prev })
+}
+
+// withFastPath runs f with the RE2 fast path allowed and with regexp2 alone.
 func withFastPath(t *testing.T, f func(t *testing.T)) {
 	for _, on := range []bool{true, false} {
-		name := "regexp2"
-		if on {
-			name = "fast path allowed"
-		}
-		t.Run(name, func(t *testing.T) {
-			prev := patternFastPath
-			patternFastPath = on
-			t.Cleanup(func() { patternFastPath = prev })
+		t.Run(engineName(on), func(t *testing.T) {
+			setFastPath(t, on)
 			f(t)
 		})
 	}

@@ -227,17 +227,6 @@ func (w *teeWriter) Write(p []byte) (int, error) {
 
 func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// streamModes runs f plain and streamed.
-func streamModes(t *testing.T, f func(t *testing.T, stream bool)) {
-	for _, stream := range []bool{false, true} {
-		name := "plain"
-		if stream {
-			name = "stream"
-		}
-		t.Run(name, func(t *testing.T) { f(t, stream) })
-	}
-}
-
 // patternCase is a row of catalog/testdata/ecma262-patterns.json.
 type patternCase struct {
 	Name    string `json:"name"`
@@ -263,7 +252,7 @@ func TestSchemaECMA262Patterns(t *testing.T) {
 	for _, api := range []schemaAPI{schemaChat, schemaMessages} {
 		t.Run(api.name, func(t *testing.T) {
 			rig := newSchemaRig(t, "", app.Options{})
-			streamModes(t, func(t *testing.T, stream bool) {
+			respModes(t, func(t *testing.T, stream bool) {
 				for _, c := range cases {
 					schema := jsonOf(t, map[string]any{"type": "object", "required": []string{"v"},
 						"properties": map[string]any{"v": map[string]any{"type": "string", "pattern": c.Pattern}}})
@@ -297,7 +286,7 @@ func TestSchemaNumbersExact(t *testing.T) {
 	for _, api := range []schemaAPI{schemaChat, schemaMessages, schemaResponses} {
 		t.Run(api.name, func(t *testing.T) {
 			rig := newSchemaRig(t, "", app.Options{})
-			streamModes(t, func(t *testing.T, stream bool) {
+			respModes(t, func(t *testing.T, stream bool) {
 				rig.exchange(t, api, stream, "set_numbers", schema, valid).passedUnchanged(t, valid)
 				for _, c := range invalid {
 					rig.exchange(t, api, stream, "set_numbers", schema, c.args).reprompted(t, c.args, c.ptr, c.kw)
@@ -403,7 +392,7 @@ func TestSchemaUncompilableRequestTool(t *testing.T) {
 	calls := 0
 	for name, schema := range schemas {
 		for _, api := range []schemaAPI{schemaChat, schemaMessages, schemaResponses} {
-			streamModes(t, func(t *testing.T, stream bool) {
+			respModes(t, func(t *testing.T, stream bool) {
 				rig.exchange(t, api, stream, "lookup", schema, `{"order":{"id":7},"v":"x"}`).passedUnchanged(t, name+" "+api.name)
 				calls++
 				if n := testutil.ToFloat64(counter); n != float64(calls) {
