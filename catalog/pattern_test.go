@@ -244,3 +244,17 @@ func TestCatalogSchemaErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCatalogFormatsSetting: catalog.formats takes assert or annotate, and
+// anything else is a config error at that field.
+func TestCatalogFormatsSetting(t *testing.T) {
+	for _, v := range []string{"assert", "annotate"} {
+		if _, err := Parse([]byte("upstreams:\n  - url: https://api.example.com\ncatalog:\n  formats: "+v+"\n"), "config.yaml"); err != nil {
+			t.Errorf("formats %s: %v", v, err)
+		}
+	}
+	_, err := Parse([]byte("upstreams:\n  - url: https://api.example.com\ncatalog:\n  formats: strict\n"), "config.yaml")
+	if err == nil || !strings.Contains(err.Error(), "catalog.formats") {
+		t.Errorf("formats strict: err = %v, want one naming catalog.formats", err)
+	}
+}
