@@ -267,7 +267,7 @@ func appendSchemaFindings(dst []Finding, err error) []Finding {
 		ptr := pointer(e.InstanceLocation)
 		kw := strings.Join(e.ErrorKind.KeywordPath(), "/")
 		if kw == "" {
-			kw = unnamedKeyword(e.ErrorKind)
+			kw = unnamedKeyword(e)
 		}
 		dst = append(dst, Finding{
 			Code:    SchemaViolation,
@@ -282,12 +282,19 @@ func appendSchemaFindings(dst []Finding, err error) []Finding {
 }
 
 // unnamedKeyword names the keyword of the few error kinds whose keyword path
-// is empty, so every schema finding says which rule failed.
-func unnamedKeyword(ek jsonschema.ErrorKind) string {
-	switch ek.(type) {
+// is empty, so every schema finding says which rule failed. A false schema
+// is named by the keyword that holds it where one does
+// (unevaluatedProperties: false, items: false), else "false".
+func unnamedKeyword(e *jsonschema.ValidationError) string {
+	switch e.ErrorKind.(type) {
 	case *kind.Not:
 		return "not"
 	case *kind.FalseSchema:
+		at := e.SchemaURL[strings.LastIndexByte(e.SchemaURL, '/')+1:]
+		switch at {
+		case "unevaluatedProperties", "unevaluatedItems", "additionalProperties", "items", "additionalItems", "propertyNames", "contains":
+			return at
+		}
 		return "false"
 	}
 	return ""
