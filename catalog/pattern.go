@@ -103,10 +103,18 @@ func (p *ecmaPattern) String() string { return p.src }
 // ValidateArgs validates decoded arguments against the tool's schema. A
 // pattern that could not be evaluated in time is reported as a
 // *PatternError rather than as a verdict on the value.
-func (t *Tool) ValidateArgs(args any) (err error) {
+func (t *Tool) ValidateArgs(args any) error {
 	if t.Schema == nil {
 		return nil
 	}
+	return ValidateSchema(t.Schema, args)
+}
+
+// ValidateSchema validates v against a schema compiled by this package.
+// Every such validation must go through here (or Tool.ValidateArgs): a
+// pattern over its budget panics inside the schema library, and this is
+// where that becomes a *PatternError.
+func ValidateSchema(sch *jsonschema.Schema, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			pe, ok := r.(*PatternError)
@@ -116,7 +124,7 @@ func (t *Tool) ValidateArgs(args any) (err error) {
 			err = pe
 		}
 	}()
-	return t.Schema.Validate(args)
+	return sch.Validate(v)
 }
 
 // errNotECMA names a group syntax that regexp2 takes from .NET but ECMA-262

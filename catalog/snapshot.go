@@ -17,7 +17,8 @@ type Tool struct {
 	Parameters json.RawMessage
 	// Schema is nil when the tool declares no parameters or its schema could
 	// not be compiled (request tools only); then arguments must only be a JSON
-	// object.
+	// object. Validate through ValidateArgs, never Schema.Validate: see
+	// ValidateSchema.
 	Schema        *jsonschema.Schema
 	Policy        string
 	Substitutable bool
