@@ -14,7 +14,7 @@ import (
 // patternTimeout bounds one match of a pattern that needs the backtracking
 // engine. regexp2 checks its deadline against a clock that ticks every
 // 100ms, so a match stops between this and about 100ms later.
-var patternTimeout = 100 * time.Millisecond
+const patternTimeout = 100 * time.Millisecond
 
 // patternFastPath lets patterns that mean the same in RE2 run on Go's
 // regexp, which never backtracks and is several times faster. Benchmarks
