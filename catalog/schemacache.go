@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -56,10 +55,30 @@ type schemaEntry struct {
 	once sync.Once
 	sch  *jsonschema.Schema
 	err  error
-	// hash names a schema that did not compile in logs, and reported
-	// makes it be logged once rather than on every request offering it.
-	hash     string
-	reported atomic.Bool
+	// hash names a schema that did not compile, in logs.
+	hash string
+}
+
+// reportedSchemas holds the hashes of uncompilable request schemas already
+// logged, so each is logged once rather than on every request offering it,
+// however the cache churns. It is emptied when full, like the cache.
+var reportedSchemas = struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}{m: map[string]struct{}{}}
+
+// firstReport reports whether hash is reported for the first time.
+func firstReport(hash string) bool {
+	reportedSchemas.mu.Lock()
+	defer reportedSchemas.mu.Unlock()
+	if _, seen := reportedSchemas.m[hash]; seen {
+		return false
+	}
+	if len(reportedSchemas.m) >= schemaCacheEntries {
+		reportedSchemas.m = map[string]struct{}{}
+	}
+	reportedSchemas.m[hash] = struct{}{}
+	return true
 }
 
 func newSchemaCache(entries, maxBytes int, opt schemaOptions) *schemaCache {

@@ -105,3 +105,35 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestReportSchemaErrorOnce: an uncompilable request schema is reported
+// once per text, across requests and even when the cache does not keep
+// it (a schema over the cache's key limit); a compiled one never.
+func TestReportSchemaErrorOnce(t *testing.T) {
+	snap := &Snapshot{schemas: newSchemaCache(8, 1<<20, schemaOptions{formats: FormatsAssert})}
+	huge := `{"description":"` + strings.Repeat("x", schemaCacheMaxKey) + `","$ref":"https://example.com/x.json"}`
+	for _, text := range []string{`{"$ref":"https://example.com/once.json"}`, huge} {
+		var firsts int
+		var hash string
+		for range 3 {
+			var tool Tool
+			snap.requestTool(&tool, Offered{Name: "t", Parameters: []byte(text)})
+			h, first := tool.ReportSchemaError()
+			if h == "" || (hash != "" && h != hash) {
+				t.Fatalf("hash %q, then %q", hash, h)
+			}
+			hash = h
+			if first {
+				firsts++
+			}
+		}
+		if firsts != 1 {
+			t.Errorf("reported %d times, want once", firsts)
+		}
+	}
+	var ok Tool
+	snap.requestTool(&ok, Offered{Name: "t", Parameters: []byte(`{"type":"object"}`)})
+	if h, first := ok.ReportSchemaError(); h != "" || first {
+		t.Errorf("a compiled schema reports %q, %v", h, first)
+	}
+}

@@ -41,7 +41,7 @@ func (t *Tool) ReportSchemaError() (hash string, first bool) {
 	if t.uncompiled == nil {
 		return "", false
 	}
-	return t.uncompiled.hash, t.uncompiled.reported.CompareAndSwap(false, true)
+	return t.uncompiled.hash, firstReport(t.uncompiled.hash)
 }
 
 // Rule is a compiled semantic rule; its program is filled by the rules
