@@ -53,10 +53,10 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		Config:  c,
 		Tools:   make(map[string]*Tool, len(entries)),
 		Names:   make([]string, 0, len(entries)),
-		schemas: requestSchemas,
+		schemas: requestSchemaCache(c.Catalog.Formats),
 	}
 	for _, e := range entries {
-		t := compileTool(ps, e, c.Catalog.Context)
+		t := compileTool(ps, e, c.Catalog.Context, schemaOptions{formats: c.Catalog.Formats})
 		if strings.Contains(e.cfg.Name, "/") {
 			// server/tool entries refine an MCP server's own tools; a
 			// model API never offers a name with a slash.
@@ -152,7 +152,7 @@ func (c *Config) gatherTools(ps *problems, baseDir string) []catalogEntry {
 
 // compileTool builds one Tool, adding a problem for a schema or rule that
 // does not compile or for a rule reading an undeclared context value.
-func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource) *Tool {
+func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource, opt schemaOptions) *Tool {
 	tc := &e.cfg
 	t := &Tool{
 		Name:          tc.Name,
@@ -170,7 +170,7 @@ func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource
 	}
 	if params := compactJSON(tc.Parameters); params != nil {
 		t.Parameters = params
-		sch, err := compileSchema("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params)
+		sch, err := compileSchema("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params, opt)
 		if err != nil {
 			ps.add(where(".parameters"), "tool %q (%s): schema does not compile: %v", tc.Name, tc.Origin, err)
 			ok = false

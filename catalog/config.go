@@ -101,7 +101,10 @@ type Catalog struct {
 	StripPrefixes []string     `yaml:"strip_prefixes"`
 	Tools         []ToolConfig `yaml:"tools"`
 	Files         []string     `yaml:"files"`
-	MCP           MCPPolicy    `yaml:"mcp"`
+	// Formats says whether JSON Schema "format" is checked (assert) or is a
+	// description only (annotate).
+	Formats string    `yaml:"formats"`
+	MCP     MCPPolicy `yaml:"mcp"`
 	// Context declares the per-request values rules and validators may
 	// read, by name.
 	Context map[string]ContextSource `yaml:"context"`
@@ -138,6 +141,12 @@ type Validator struct {
 	// AllowInsecure permits plain http to a host that is not loopback.
 	AllowInsecure bool `yaml:"allow_insecure"`
 }
+
+// catalog.formats values.
+const (
+	FormatsAssert   = "assert"
+	FormatsAnnotate = "annotate"
+)
 
 // Tool policies.
 const (

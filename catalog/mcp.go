@@ -106,7 +106,7 @@ func (s *Snapshot) MCPSet(server string, listed []MCPTool) *MCPSet {
 
 func (s *Snapshot) schemaCache() *schemaCache {
 	if s.schemas == nil {
-		return requestSchemas
+		return requestSchemaCache(FormatsAssert)
 	}
 	return s.schemas
 }

@@ -148,6 +148,7 @@ func (c *Config) validateCatalog(ps *problems) {
 	cat := &c.Catalog
 	oneOf(ps, "catalog.mode", cat.Mode, CatalogIntersect, CatalogConfig, CatalogRequest)
 	oneOf(ps, "catalog.unlisted", cat.Unlisted, UnlistedAllow, UnlistedReject)
+	oneOf(ps, "catalog.formats", cat.Formats, FormatsAssert, FormatsAnnotate)
 	if cat.Mode == CatalogConfig && len(cat.Tools) == 0 && len(cat.Files) == 0 {
 		ps.add("catalog.mode", "mode config needs a catalog: add catalog.tools or catalog.files")
 	}

@@ -133,6 +133,7 @@ func (x *exchange) account(results []*recovery.Result) {
 				}
 			}
 			m.ToolCalls.WithLabelValues(api, version, x.toolLabel(orig.Name, v), result).Inc()
+			x.accountUnvalidated(v)
 			if result == string(validate.UnknownTool) {
 				m.Hallucinations.WithLabelValues(api, version).Inc()
 			}
@@ -171,6 +172,26 @@ func (x *exchange) toolLabel(name string, v validate.Verdict) string {
 		return "_request"
 	}
 	return v.Tool.Name
+}
+
+// accountUnvalidated counts a call whose arguments were not judged in full.
+// An uncompilable request schema is logged once per schema, not on every
+// request that offers it: agents resend the same tools with every turn.
+func (x *exchange) accountUnvalidated(v validate.Verdict) {
+	if v.Unvalidated == "" {
+		return
+	}
+	x.s.metrics.unvalidated(string(v.Unvalidated))
+	if v.Unvalidated != validate.SchemaUncompilable || v.Tool == nil {
+		return
+	}
+	if hash, first := v.Tool.ReportSchemaError(); first {
+		x.s.log.Warn("request tool schema does not compile; its calls pass with only their object shape checked",
+			zap.String("request_id", x.rid),
+			zap.String("tool", v.Tool.Name),
+			zap.String("schema_sha256", hash),
+			zap.Error(v.Tool.SchemaError))
+	}
 }
 
 func (m *Metrics) unvalidated(reason string) {

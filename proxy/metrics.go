@@ -75,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 18),
 		}, []string{"api"}),
 		Unvalidated: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_unvalidated_total", Help: "Requests or answers toolgate could not read.",
+			Name: "toolgate_unvalidated_total", Help: "Requests, answers or tool calls toolgate could not judge in full, by reason.",
 		}, []string{"reason"}),
 		CatalogInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolgate_catalog_info", Help: "The live catalog version (value 1).",
