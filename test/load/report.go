@@ -43,6 +43,9 @@ type summaryRow struct {
 	Dropped            int     `json:"dropped"`
 }
 
+// targetNames are the targets in report order.
+var targetNames = []string{"direct", "bare", "toolgate", "nginx"}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -64,7 +67,7 @@ func summarizeRuns(runs []runResult, scs []scenario) []summaryRow {
 	var out []summaryRow
 	for _, sc := range scs {
 		rows := map[string]*summaryRow{}
-		for _, tn := range []string{"direct", "bare", "toolgate"} {
+		for _, tn := range targetNames {
 			rs := by[[2]string{sc.Name, tn}]
 			if len(rs) == 0 {
 				continue
@@ -104,7 +107,7 @@ func summarizeRuns(runs []runResult, scs []scenario) []summaryRow {
 		for _, r := range by[[2]string{sc.Name, "bare"}] {
 			bareByRep[r.Rep] = r.RPS
 		}
-		for _, tn := range []string{"direct", "bare", "toolgate"} {
+		for _, tn := range targetNames {
 			row := rows[tn]
 			if row == nil {
 				continue
@@ -190,9 +193,10 @@ func checkTargets(rows []summaryRow, runs []runResult) ([]targetCheck, []string)
 			notRun(name)
 		}
 	}
+	out = append(out, fixtureTargets(rows)...)
 	streams, bad := 0, 0
 	for _, r := range runs {
-		if r.Target == "toolgate" && strings.HasPrefix(r.Scenario, "stream-") {
+		if r.Target == "toolgate" && strings.Contains(r.Scenario, "stream-") {
 			streams += r.Requests
 			bad += r.Truncated + r.Corrupted
 		}
@@ -248,6 +252,7 @@ func printReport(w io.Writer, rep *report) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Status, t.Target, t.Value)
 	}
 	_ = tw.Flush()
+	printFixtureTable(w, rep)
 	for _, s := range rep.Warnings {
 		fmt.Fprintln(w, "warning:", s)
 	}
