@@ -56,7 +56,13 @@ catalog:
 // request's effective catalog once: both are per request, not per call.
 func benchContext(b *testing.B) *validate.Context {
 	b.Helper()
-	cfg, err := catalog.Parse([]byte(benchCatalog), "bench.yaml")
+	return benchContextFor(b, []byte(benchCatalog), benchFixture(b, "request.json"))
+}
+
+// benchContextFor is benchContext for any config and request.
+func benchContextFor(b *testing.B, config, request []byte) *validate.Context {
+	b.Helper()
+	cfg, err := catalog.Parse(config, "bench.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +70,7 @@ func benchContext(b *testing.B) *validate.Context {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req, err := openaichat.Adapter{}.ParseRequest(benchFixture(b, "request.json"))
+	req, err := openaichat.Adapter{}.ParseRequest(request)
 	if err != nil {
 		b.Fatal(err)
 	}
