@@ -444,12 +444,10 @@ func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*ch
 	if err != nil {
 		return nil, "", err
 	}
-	fixtureTools, err := fixtureCatalog()
+	cfg, err := toolgateConfig(listen, admin, mockURL, logLevel)
 	if err != nil {
 		return nil, "", err
 	}
-	cfg := fmt.Sprintf("listen: %s\nadmin_listen: %s\nupstreams:\n  - name: mock\n    url: %s\n%s%slog:\n  level: %s\n  format: json\n",
-		listen, admin, mockURL, catalogYAML, fixtureTools, logLevel)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, "", err
@@ -462,4 +460,15 @@ func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*ch
 		return c, "", fmt.Errorf("toolgate %w (log %s)\n%s", err, c.log, tail(c.log, 2000))
 	}
 	return c, listen, nil
+}
+
+// toolgateConfig is toolgate's config for the run: the mock as upstream and
+// a catalog holding both workloads' tools.
+func toolgateConfig(listen, admin, mockURL, logLevel string) (string, error) {
+	fixtureTools, err := fixtureCatalog()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("listen: %s\nadmin_listen: %s\nupstreams:\n  - name: mock\n    url: %s\n%s%slog:\n  level: %s\n  format: json\n",
+		listen, admin, mockURL, catalogYAML, fixtureTools, logLevel), nil
 }
