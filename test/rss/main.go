@@ -154,8 +154,8 @@ func raiseFileLimit(n int) error {
 	want := syscall.Rlimit{Cur: need, Max: max(lim.Max, need)}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
 		return fmt.Errorf("%d streams need %d open files in this program and in toolgate, but the hard RLIMIT_NOFILE is %d "+
-			"and raising it failed (%v): raise it (ulimit -Hn %d as root, or LimitNOFILE= in a systemd unit) or ask for fewer -streams",
-			n, need, lim.Max, err, need)
+			"and raising it failed (%v): raise it (ulimit -Hn %d as root, LimitNOFILE= in a systemd unit, --ulimit nofile=%d:%d "+
+			"for a container) or ask for fewer -streams", n, need, lim.Max, err, need, need, need)
 	}
 	return nil
 }
