@@ -27,6 +27,10 @@ type Request struct {
 	Stateful bool
 	// Evidence vouches for provenance from user content and tool results.
 	Evidence validate.Evidence
+	// History is the conversation's earlier tool calls paired with their
+	// results, for rules and validators. Adapters only record what the
+	// wire carries; pairing and parsing are validate's.
+	History *validate.History
 	// UserText is the last user message, for shortlist ranking.
 	UserText string
 	// Private is the adapter's own parsed form of the request.
@@ -91,6 +95,16 @@ type Adapter interface {
 // list says which they are.
 type ResponseParser interface {
 	ParseResponseFor(req *Request, body []byte) (*Response, error)
+}
+
+// PlainErrorer is implemented by adapters whose API wraps errors in an
+// envelope other than OpenAI's. toolgate's own refusals on the route (a
+// misspelt path, a method or body encoding it cannot judge) are written in
+// it; without it they take OpenAI's shape.
+type PlainErrorer interface {
+	// PlainError is an error body for status with a machine-readable code
+	// and a message for people.
+	PlainError(status int, code, msg string) []byte
 }
 
 // ToolInjector is implemented by adapters that can offer the model an extra
