@@ -42,7 +42,7 @@ lint:
 
 # load compares toolgate with a bare reverse proxy, nginx (when installed) and
 # the mock upstream alone, on the small and the fixture workload, interleaved
-# in one run on loopback (about 13 minutes on 2 cores, 10 without nginx).
+# in one run on loopback (about 12.5 minutes of load, 9.5 without nginx).
 # Pass flags in LOADFLAGS, e.g. make load LOADFLAGS='-json load.json'.
 load:
 	$(GO) run ./test/load $(LOADFLAGS)

@@ -2,7 +2,7 @@
 // when it is installed, and with no proxy at all, under the same load in
 // the same run, on loopback only.
 //
-//	go run ./test/load                      # full run, about 15 minutes
+//	go run ./test/load                      # full run, about 12.5 minutes of load
 //	go run ./test/load -json load.json      # also write every number as JSON
 //	go run ./test/load -duration 2s -reps 1 # quick look
 //	go run ./test/load -scenarios fixture-plain-c32,fixture-stream-c32,fixture-stream-c1
