@@ -108,7 +108,7 @@ func New(o Options) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation})
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation, ContextValues: contextValues})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err
@@ -174,11 +174,13 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		}
 		routes.passThrough(prefix, s.passthrough(rt, u, prefix))
 	}
+	// The MCP routes judge with the validators, so they come first.
+	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
 	if err := s.mcpRoutes(rt, routes); err != nil {
+		rt.validators.Close()
 		return nil, err
 	}
 	rt.routes = routes
-	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
 	names := make([]string, len(snap.Validators))
 	for i, v := range snap.Validators {
 		names[i] = v.Name
@@ -213,7 +215,7 @@ func jsonRPCPlainError(_ int, _, msg string) []byte {
 // through to a model API's pass-through.
 func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
 	for _, mc := range rt.snap.Config.MCPServers {
-		h, err := s.mcp.Route(rt.snap, mc)
+		h, err := s.mcp.Route(rt.snap, rt.validators, mc)
 		if err != nil {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}
