@@ -210,7 +210,7 @@ func jsonRPCPlainError(_ int, _, msg string) []byte {
 
 // mcpRoutes mounts each MCP server at its path_prefix, through the route
 // table like every judged route, so the path guard refuses every other
-// spelling of it. The route owns the path for every method (the MCP
+// spelling of it, in shadow mode too. The route owns the path for every method (the MCP
 // handler answers 405 to any but POST, GET and DELETE), so no method falls
 // through to a model API's pass-through.
 func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
@@ -220,7 +220,7 @@ func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}
 		rt.mcps = append(rt.mcps, h)
-		routes.judge("mcp", "", mc.PathPrefix, jsonRPCPlainError, h, mcpMethods...)
+		routes.judgeServer("mcp", mc.PathPrefix, jsonRPCPlainError, h, mcpMethods...)
 	}
 	return nil
 }
