@@ -40,6 +40,7 @@ func TestValidatorsAndContextRejected(t *testing.T) {
 		{"empty tools", "validators: [{name: a, url: 'https://v', tools: []}]", "validators[0].tools", "must list the tools", nil},
 		{"star with names", "validators: [{name: a, url: 'https://v', tools: ['*', issue_refund]}]", "validators[0].tools[0]", "list it alone", nil},
 		{"unknown tool", "validators: [{name: a, url: 'https://v', tools: [issue_refund, cancel_order]}]", "validators[0].tools[1]", `"cancel_order" is not in the catalog`, nil},
+		{"unknown MCP tool", "validators: [{name: a, url: 'https://v', tools: [orders/issue_refund]}]", "validators[0].tools[0]", `"orders/issue_refund" is not in the catalog`, nil},
 		{"timeout past the deadline", "validators: [{name: a, url: 'https://v', tools: ['*'], timeout: 2m}]", "validators[0].timeout", "longer than recovery.deadline", nil},
 		{"bad failure policy", "validators: [{name: a, url: 'https://v', tools: ['*'], failure_policy: maybe}]", "validators[0].failure_policy", "not one of fail, ignore", nil},
 		{"secret env missing", "validators: [{name: a, url: 'https://v', tools: ['*'], secret_env: V_SECRET}]", "validators[0].secret_env", "V_SECRET is not set", nil},
@@ -65,6 +66,20 @@ func TestValidatorsAndContextRejected(t *testing.T) {
 				t.Fatalf("problems at %s: %v\nall: %v", tc.path, ps, err)
 			}
 		})
+	}
+}
+
+// A validator names an MCP server's tool as the catalog does, server/tool,
+// and judges that tool only, not a model API's tool of the same name.
+func TestValidatorsNameMCPTools(t *testing.T) {
+	y := strings.Replace(meaningBase, "upstreams:", "mcp_servers: [{name: orders, url: 'http://127.0.0.1:9', path_prefix: /mcp/orders}]\nupstreams:", 1) +
+		"    - name: orders/issue_refund\nvalidators: [{name: a, url: 'https://v', tools: [orders/issue_refund]}]\n"
+	s, err := compileYAML(t, y, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Validators[0]; !v.Judges("orders/issue_refund") || v.Judges("issue_refund") {
+		t.Fatalf("validator %+v", v)
 	}
 }
 

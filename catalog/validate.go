@@ -239,7 +239,7 @@ func (c *Config) validateValidators(ps *problems) {
 		for j, t := range v.Tools {
 			if t == "*" && len(v.Tools) > 1 {
 				ps.add(indexPath(at+".tools", j), `"*" already names every tool; list it alone`)
-			} else if t != "*" && !toolName.MatchString(t) {
+			} else if t != "*" && !toolName.MatchString(t) && !mcpToolName.MatchString(t) {
 				ps.add(indexPath(at+".tools", j), "%q is not a valid tool name", t)
 			}
 		}

@@ -29,6 +29,15 @@ type Judge struct {
 	// RequestID and CatalogVersion label the validators' requests.
 	RequestID      string
 	CatalogVersion string
+	// Server is set when the calls go to an MCP server: validators know
+	// its tools as the catalog names them, "server/tool", in their tools
+	// list and in the call they receive, so a model API's tool of the
+	// same name is not mistaken for it.
+	Server string
+	// Extra runs a surface's own local checks on each verdict after
+	// validate's, before any validator: a validator only ever sees a call
+	// that every local check passed. nil adds none.
+	Extra func(c validate.ToolCall, v *validate.Verdict)
 
 	historyOnce sync.Once
 	historyJSON json.RawMessage
@@ -49,6 +58,9 @@ func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) 
 	out := make([]validate.Verdict, len(at))
 	for k, i := range at {
 		out[k] = validate.CheckIn(batch, i, j.Local)
+		if j.Extra != nil {
+			j.Extra(batch[i], &out[k])
+		}
 	}
 	if j.Validators.empty() {
 		return out
@@ -64,7 +76,7 @@ func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) 
 			continue
 		}
 		for s, spec := range j.Validators.specs {
-			if spec.Judges(v.Tool.Name) {
+			if spec.Judges(j.toolName(v.Tool.Name)) {
 				jobs = append(jobs, job{k: k, spec: s})
 			}
 		}
@@ -76,7 +88,7 @@ func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) 
 	var wg sync.WaitGroup
 	for n, jb := range jobs {
 		c := batch[at[jb.k]]
-		c.Name = out[jb.k].Tool.Name
+		c.Name = j.toolName(out[jb.k].Tool.Name)
 		wg.Go(func() {
 			found[n] = j.Validators.call(ctx, jb.spec, j.payload(c))
 		})
@@ -86,6 +98,14 @@ func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) 
 		out[jb.k].Findings = append(out[jb.k].Findings, found[n]...)
 	}
 	return out
+}
+
+// toolName is how validators know a resolved tool.
+func (j *Judge) toolName(tool string) string {
+	if j.Server != "" {
+		return j.Server + "/" + tool
+	}
+	return tool
 }
 
 // request is the body a validator receives.

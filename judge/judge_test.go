@@ -339,3 +339,52 @@ func TestValidatorCustomCallText(t *testing.T) {
 		t.Fatalf("verdict %+v, requests %q", v, *got)
 	}
 }
+
+// A call to an MCP server's tool reaches the validators that list it as
+// server/tool, named so in the body, and only after the surface's own
+// checks passed it.
+func TestValidatorServerToolsAndExtraChecks(t *testing.T) {
+	cfg, err := catalog.Parse([]byte(`
+upstreams: [{url: "https://api.openai.com"}]
+mcp_servers: [{name: orders, url: "http://127.0.0.1:9", path_prefix: /mcp/orders}]
+catalog:
+  tools:
+    - name: issue_refund
+      parameters: {type: object}
+    - name: orders/issue_refund
+validators:
+  - {name: mcp, url: "http://127.0.0.1:9", tools: [orders/issue_refund], timeout: 5s}
+  - {name: model, url: "http://127.0.0.1:9", tools: [issue_refund], timeout: 5s}
+`), "judge.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, got := server(t, 200, `{"allowed":true}`)
+	for i := range cfg.Validators {
+		cfg.Validators[i].URL = srv.URL
+	}
+	snap, err := catalog.Compile(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &observed{}
+	vs := judge.NewValidators(snap.Validators, obs.observe)
+	t.Cleanup(vs.Close)
+	set := snap.MCPSet("orders", []catalog.MCPTool{{Name: "issue_refund", InputSchema: []byte(`{"type":"object"}`)}})
+	extra := func(c validate.ToolCall, v *validate.Verdict) {
+		if strings.Contains(string(c.Args), "server-says-no") {
+			v.Findings = append(v.Findings, validate.Finding{Code: validate.SchemaViolation, Message: "no"})
+		}
+	}
+	j := &judge.Judge{Local: &validate.Context{Eff: set.Eff}, Validators: vs, CatalogVersion: set.Version, Server: "orders", Extra: extra}
+	if v := j.Call(context.Background(), refund("1", `{"reason":"server-says-no"}`)); v.Valid() || len(*got) != 0 {
+		t.Fatalf("a call the extra check refused: findings %+v, %d validator requests", v.Findings, len(*got))
+	}
+	if v := j.Call(context.Background(), refund("2", `{}`)); !v.Valid() {
+		t.Fatalf("findings %+v", v.Findings)
+	}
+	if obs.all() != "mcp=allowed" || len(*got) != 1 || !strings.Contains(string((*got)[0]), `"tool":"orders/issue_refund"`) ||
+		!strings.Contains(string((*got)[0]), `"history":[]`) || !strings.Contains(string((*got)[0]), `"history_complete":false`) {
+		t.Fatalf("observed %q, requests %q", obs.all(), *got)
+	}
+}

@@ -36,12 +36,13 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *runtime) {
 		d = t.checkHeaders(r, d)
 	}
 	if d.kind == routeRefuse {
-		if rt.snap.Config.Mode != catalog.ModeShadow {
+		if rt.snap.Config.Mode != catalog.ModeShadow || (d.route != nil && d.route.alone) {
 			s.refuse(w, r, d)
 			return
 		}
 		// Shadow mode forwards unchanged: the refusal is only counted, and
-		// the request routed as written.
+		// the request routed as written, to the upstream that owns the
+		// route it resembles. A route reached alone has no such upstream.
 		s.countRefusal(r, d, "shadow-would-refuse")
 		d = routeDecision{kind: routePass, path: canonicalPath(raw)}
 	}

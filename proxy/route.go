@@ -54,6 +54,9 @@ type judgedRoute struct {
 	path     []patternSeg // path alone, as the upstream sees it
 	envelope envelope
 	handler  http.Handler
+	// alone is set when the route is the only way to its server (an MCP
+	// server): no pass-through leads there.
+	alone bool
 }
 
 func (j *judgedRoute) judges(method string) bool {
@@ -104,6 +107,16 @@ func (t *routeTable) judge(api, prefix, path string, env envelope, h http.Handle
 		t.mux.Method(m, jr.pattern, h)
 	}
 	t.byRoute[jr.pattern] = jr
+}
+
+// judgeServer registers a judged route at path for a server reached
+// through it alone, as an MCP server is. Routing a spelling of such a
+// route as written would send it to another server (a model upstream's
+// pass-through), so the guard refuses those spellings even in shadow
+// mode.
+func (t *routeTable) judgeServer(api, path string, env envelope, h http.Handler, methods ...string) {
+	t.judge(api, "", path, env, h, methods...)
+	t.judged[len(t.judged)-1].alone = true
 }
 
 // passThrough registers an upstream's pass-through handler for everything

@@ -108,7 +108,7 @@ func New(o Options) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation})
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation, ContextValues: contextValues})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err
@@ -174,11 +174,13 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		}
 		routes.passThrough(prefix, s.passthrough(rt, u, prefix))
 	}
+	// The MCP routes judge with the validators, so they come first.
+	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
 	if err := s.mcpRoutes(rt, routes); err != nil {
+		rt.validators.Close()
 		return nil, err
 	}
 	rt.routes = routes
-	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
 	names := make([]string, len(snap.Validators))
 	for i, v := range snap.Validators {
 		names[i] = v.Name
@@ -208,17 +210,17 @@ func jsonRPCPlainError(_ int, _, msg string) []byte {
 
 // mcpRoutes mounts each MCP server at its path_prefix, through the route
 // table like every judged route, so the path guard refuses every other
-// spelling of it. The route owns the path for every method (the MCP
+// spelling of it, in shadow mode too. The route owns the path for every method (the MCP
 // handler answers 405 to any but POST, GET and DELETE), so no method falls
 // through to a model API's pass-through.
 func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
 	for _, mc := range rt.snap.Config.MCPServers {
-		h, err := s.mcp.Route(rt.snap, mc)
+		h, err := s.mcp.Route(rt.snap, rt.validators, mc)
 		if err != nil {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}
 		rt.mcps = append(rt.mcps, h)
-		routes.judge("mcp", "", mc.PathPrefix, jsonRPCPlainError, h, mcpMethods...)
+		routes.judgeServer("mcp", mc.PathPrefix, jsonRPCPlainError, h, mcpMethods...)
 	}
 	return nil
 }

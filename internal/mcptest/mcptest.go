@@ -36,6 +36,7 @@ type Wire struct {
 	methods []string
 	bodies  [][]byte
 	answers [][]byte
+	headers []http.Header
 }
 
 // Count is how many requests carried the JSON-RPC method (or HTTP method).
@@ -53,6 +54,13 @@ func (w *Wire) Count(method string) int {
 
 // Answer is the server's answer to the first request carrying method.
 func (w *Wire) Answer(method string) []byte { return w.first(method, w.answers) }
+
+// Headers are the headers of every request the server received, in order.
+func (w *Wire) Headers() []http.Header {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]http.Header(nil), w.headers...)
+}
 
 // Body is the first request body carrying method.
 func (w *Wire) Body(method string) []byte { return w.first(method, w.bodies) }
@@ -130,6 +138,7 @@ func (o *Orders) serve(w http.ResponseWriter, r *http.Request) {
 	o.Wire.methods = append(o.Wire.methods, method)
 	o.Wire.bodies = append(o.Wire.bodies, body)
 	o.Wire.answers = append(o.Wire.answers, tw.buf.Bytes())
+	o.Wire.headers = append(o.Wire.headers, r.Header.Clone())
 	o.Wire.mu.Unlock()
 }
 

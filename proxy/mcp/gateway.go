@@ -11,6 +11,7 @@
 package mcp
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -48,6 +50,10 @@ type Deps struct {
 	Metrics *Metrics
 	// Escalate hands a refusal to the sinks; it must not block.
 	Escalate func(*Escalation)
+	// ContextValues returns the catalog.context values the proxy took
+	// from the request's headers (and removed from them) before routing
+	// it; nil, or a nil result, means none.
+	ContextValues func(context.Context) map[string]string
 }
 
 // Gateway holds what outlives a config reload: each server's sessions and
@@ -65,6 +71,9 @@ func NewGateway(d Deps) *Gateway {
 	}
 	if d.Escalate == nil {
 		d.Escalate = func(*Escalation) {}
+	}
+	if d.ContextValues == nil {
+		d.ContextValues = func(context.Context) map[string]string { return nil }
 	}
 	return &Gateway{deps: d, states: map[string]*serverState{}}
 }
@@ -86,17 +95,20 @@ func (g *Gateway) state(cfg catalog.MCPServer) *serverState {
 // Route is one mcp_servers entry under one snapshot: an http.Handler for
 // its path_prefix.
 type Route struct {
-	g      *Gateway
-	snap   *catalog.Snapshot
-	cfg    catalog.MCPServer
-	key    string
-	target *url.URL
-	client *http.Client
-	st     *serverState
+	g    *Gateway
+	snap *catalog.Snapshot
+	// validators are the snapshot's validators, swapped with it.
+	validators *judge.Validators
+	cfg        catalog.MCPServer
+	key        string
+	target     *url.URL
+	client     *http.Client
+	st         *serverState
 }
 
-// Route builds the handler of server cfg under snap.
-func (g *Gateway) Route(snap *catalog.Snapshot, cfg catalog.MCPServer) (*Route, error) {
+// Route builds the handler of server cfg under snap, whose validators vs
+// judge its calls (nil calls none).
+func (g *Gateway) Route(snap *catalog.Snapshot, vs *judge.Validators, cfg catalog.MCPServer) (*Route, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, err
@@ -105,7 +117,7 @@ func (g *Gateway) Route(snap *catalog.Snapshot, cfg catalog.MCPServer) (*Route, 
 	// in JSON sends none until the tool is done.
 	tr := httpx.NewTransport(cfg.ConnectTimeout.D(), cfg.IdleTimeout.D())
 	return &Route{
-		g: g, snap: snap, cfg: cfg, key: snap.Secrets.MCPKeys[cfg.Name], target: u, st: g.state(cfg),
+		g: g, snap: snap, validators: vs, cfg: cfg, key: snap.Secrets.MCPKeys[cfg.Name], target: u, st: g.state(cfg),
 		client: &http.Client{Transport: tr, CheckRedirect: httpx.NoRedirects},
 	}, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/mcptest"
@@ -61,10 +62,19 @@ func startGate(t *testing.T, upURL, extra string) *gate {
 }
 
 // startGateKey is startGate with an api_key_env for the MCP server. An
-// extra mcp_servers list replaces the default one.
+// extra mcp_servers or upstreams list replaces the default one.
 func startGateKey(t *testing.T, upURL, keyEnv, extra string) *gate {
 	t.Helper()
-	cfg := "upstreams: [{url: http://127.0.0.1:9}]\n"
+	return startGateLog(t, upURL, keyEnv, extra, nil)
+}
+
+// startGateLog is startGateKey logging to log (nil logs nothing).
+func startGateLog(t *testing.T, upURL, keyEnv, extra string, log *zap.Logger) *gate {
+	t.Helper()
+	cfg := ""
+	if !strings.Contains(extra, "upstreams:") {
+		cfg += "upstreams: [{url: http://127.0.0.1:9}]\n"
+	}
 	if !strings.Contains(extra, "mcp_servers:") {
 		cfg += "mcp_servers: [{name: orders, url: " + upURL + ", path_prefix: /mcp/orders, idle_timeout: 20s, api_key_env: '" + keyEnv + "'}]\n"
 	}
@@ -78,7 +88,7 @@ func startGateKey(t *testing.T, upURL, keyEnv, extra string) *gate {
 		t.Fatal(err)
 	}
 	g := &gate{sink: &sinkRec{}, reg: prometheus.NewRegistry()}
-	g.srv, err = proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(g.reg), Sink: g.sink})
+	g.srv, err = proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(g.reg), Sink: g.sink, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

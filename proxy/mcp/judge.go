@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -59,11 +60,28 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 	return nil, nil
 }
 
-// check is the model side's validator (validate.Check) over the server's
-// tools as the catalog refines them, plus the server's own inputSchema
-// where a catalog entry brought a stricter one.
+// check judges a call as the model side does, through judge.Judge: the
+// catalog's checks (name, schema, CEL rules with the request's context)
+// over the server's tools as the catalog refines them, the server's own
+// inputSchema where a catalog entry brought a stricter one, then the
+// operator's validators. An MCP request carries no conversation, so rules
+// and validators see an empty history with history_complete false, and
+// provenance is unverifiable (no evidence).
 func (x *exchange) check(call validate.ToolCall, set *catalog.MCPSet) validate.Verdict {
-	v := validate.Check(call, &validate.Context{Eff: set.Eff})
+	j := &judge.Judge{
+		Local:          &validate.Context{Eff: set.Eff, Values: x.rt.g.deps.ContextValues(x.ctx)},
+		Validators:     x.rt.validators,
+		RequestID:      x.rid,
+		CatalogVersion: set.Version,
+		Server:         x.rt.cfg.Name,
+		Extra:          func(c validate.ToolCall, v *validate.Verdict) { serverChecks(c, v, set) },
+	}
+	return j.Call(x.ctx, call)
+}
+
+// serverChecks are the local checks only an MCP server's tool set has: a
+// tool the catalog hides, and the server's own inputSchema.
+func serverChecks(call validate.ToolCall, v *validate.Verdict, set *catalog.MCPSet) {
 	if v.Tool == nil && set.Hidden[call.Name] {
 		msg := "the tool is not in the configured catalog"
 		v.Findings = []validate.Finding{{Code: validate.ToolNotInCatalog, Message: msg,
@@ -77,7 +95,6 @@ func (x *exchange) check(call validate.ToolCall, set *catalog.MCPSet) validate.V
 			v.Findings = append(v.Findings, validate.CheckJSON(own.Schema, call.Args, "arguments")...)
 		}
 	}
-	return v
 }
 
 // trackCall remembers a forwarded call so its result is checked against
@@ -185,18 +202,22 @@ func unknownToolText(name string, set *catalog.MCPSet) string {
 	return "Unknown tool: " + strconv.Quote(name) + ". The tools of this server are: " + list + "."
 }
 
+// findingJSON is a finding in the refusal's _meta. Reason, a validator's
+// own words, goes to the client as in the model side's escalation; sinks
+// and logs never see it.
 type findingJSON struct {
 	Code    string `json:"code"`
 	Pointer string `json:"pointer"`
 	Keyword string `json:"keyword"`
 	Message string `json:"message"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 func findingsJSON(fs []validate.Finding) []findingJSON {
 	out := make([]findingJSON, 0, len(fs))
 	for _, f := range fs {
 		if f.Blocking() || f.Code == validate.ProvenanceUnverifiable {
-			out = append(out, findingJSON{Code: string(f.Code), Pointer: f.Pointer, Keyword: f.Keyword, Message: f.Message})
+			out = append(out, findingJSON{Code: string(f.Code), Pointer: f.Pointer, Keyword: f.Keyword, Message: f.Message, Reason: f.Reason})
 		}
 	}
 	return out
