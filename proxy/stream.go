@@ -104,8 +104,8 @@ func (sw *streamWriter) begun() bool {
 // held streams end long before the first comment is due, so it runs on a
 // timer rather than a goroutine of its own. Once stop returns, no comment
 // is being written and none will be.
-func (sw *streamWriter) keepalive(interval time.Duration) (stop func()) {
-	k := &keepaliveTimer{sw: sw, interval: interval}
+func (sw *streamWriter) keepalive(interval time.Duration, comment []byte) (stop func()) {
+	k := &keepaliveTimer{sw: sw, interval: interval, comment: comment}
 	k.mu.Lock()
 	k.t = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()
@@ -117,6 +117,7 @@ type keepaliveTimer struct {
 	sw       *streamWriter
 	t        *time.Timer
 	interval time.Duration
+	comment  []byte
 	stopped  bool
 }
 
@@ -125,7 +126,7 @@ var keepaliveComment = sse.AppendComment(nil, "keepalive")
 func (k *keepaliveTimer) fire() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.stopped || k.sw.write(keepaliveComment) != nil {
+	if k.stopped || k.sw.write(k.comment) != nil {
 		return
 	}
 	k.t.Reset(k.interval)
@@ -142,9 +143,10 @@ func (k *keepaliveTimer) stop() {
 // from the first tool-call event on, everything is held until the calls
 // are complete and judged, then the original events, repaired ones or an
 // escalation go out.
-func (x *exchange) serveStream(c *call) {
+// rd is nil for an SSE stream; an adapter with its own framing passes its
+// reader.
+func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	ctx := x.r.Context()
-	st := x.ad.NewStream(x.req)
 	sw := &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
 		header: func(h http.Header) {
 			copyHeader(h, c.resp.Header)
@@ -167,8 +169,15 @@ func (x *exchange) serveStream(c *call) {
 	}
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
 
-	rd := getReader(c.body)
-	defer putReader(rd)
+	if rd == nil {
+		srd := getReader(c.body)
+		defer putReader(srd)
+		rd = srd
+	}
+	comment := keepaliveComment
+	if k, ok := st.(api.Keepaliver); ok {
+		comment = k.Keepalive()
+	}
 	tRead := time.Now()
 	// One event variable for the stream: Feed takes its address, and a
 	// variable declared in the loop would be a heap object per event.
@@ -194,7 +203,7 @@ func (x *exchange) serveStream(c *call) {
 				return
 			}
 			holding = true
-			stopKeepalive = sw.keepalive(x.s.keepaliveInterval())
+			stopKeepalive = sw.keepalive(x.s.keepaliveInterval(), comment)
 		}
 		if holding {
 			heldBytes += int64(len(ev.Raw))
@@ -238,6 +247,10 @@ func (x *exchange) serveStream(c *call) {
 		}
 	}
 	x.upWait += time.Since(tRead)
+	if e, ok := st.(api.EOFEnder); ok && !done && rd.Err() == nil && ctx.Err() == nil && context.Cause(c.ctx) == nil {
+		// A stream without a terminal event ends with its body.
+		done = e.Complete()
+	}
 	if !done {
 		if ctx.Err() != nil {
 			return

@@ -4,6 +4,9 @@
 package api
 
 import (
+	"io"
+	"net/http"
+
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/proxy/sse"
 	"github.com/toolgate/toolgate/recovery"
@@ -100,6 +103,66 @@ type ToolInjector interface {
 	InjectTool(req *Request, t catalog.Offered) ([]byte, error)
 }
 
+// RouteReader is implemented by adapters whose requests say part of what
+// they mean in the path: Gemini names the model and the streaming verb
+// there (…/models/{model}:streamGenerateContent). The pipeline then calls
+// ParseRequestAt with the path (prefix removed) instead of ParseRequest.
+type RouteReader interface {
+	ParseRequestAt(path string, body []byte) (*Request, error)
+}
+
+// FollowUpRouter is implemented by adapters whose re-queries go to another
+// path or query than the client's request: a re-query is read whole, and
+// Gemini asks for a stream by the path's verb and alt=sse, not in the body.
+type FollowUpRouter interface {
+	FollowUpRoute(path, rawQuery string) (string, string)
+}
+
+// ErrorEnveloper is implemented by adapters whose SDKs need toolgate's own
+// errors (upstream down, timeouts, too large) in the API's own envelope.
+type ErrorEnveloper interface {
+	ErrorJSON(status int, code, message string) []byte
+}
+
+// Noter is implemented by adapters whose answers can carry facts the
+// operator must see although no call is judged (Gemini's finish reason
+// MALFORMED_FUNCTION_CALL). Notes are fixed, bounded labels.
+type Noter interface {
+	Notes(t *recovery.Turn) []string
+}
+
+// EventReader yields a streamed answer's events; *sse.Reader is one.
+type EventReader interface {
+	Next() bool
+	Event() sse.Event
+	// Buffered reports whether another whole event is already read.
+	Buffered() bool
+	// Err is what ended the events early, or nil at a clean end.
+	Err() error
+}
+
+// Framer is implemented by adapters whose streams are not always SSE:
+// Gemini's :streamGenerateContent without alt=sse answers one JSON array
+// written element by element. ok is false for an answer that is not such
+// a stream.
+type Framer interface {
+	NewFramedStream(req *Request, path string, h http.Header, body io.Reader) (st Stream, rd EventReader, ok bool)
+}
+
+// EOFEnder is implemented by streams that have no terminal event (Gemini's
+// SSE stream just ends): at a clean end of the body the pipeline asks
+// whether the answer is complete.
+type EOFEnder interface {
+	Complete() bool
+}
+
+// Keepaliver is implemented by streams whose clients cannot take the SSE
+// comment the pipeline writes while holding (the Go GenAI SDK fails on
+// one); it returns the bytes to write instead.
+type Keepaliver interface {
+	Keepalive() []byte
+}
+
 // Step is what a stream event means for the pipeline.
 type Step struct {
 	// Hold: a tool call has begun; this event and every later one must be
@@ -140,4 +203,23 @@ type Stream interface {
 	// Committed reports whether the client has already been given an id
 	// that a re-query would have to change (a stored Responses id).
 	Committed() bool
+}
+
+// Replacement is what an escalated or abstained choice becomes: the text
+// the user reads and, for an escalation, its object. ok is false for a
+// choice that keeps its calls.
+func (f Final) Replacement() (text string, esc []byte, ok bool) {
+	switch {
+	case f.Escalated != nil:
+		return f.Escalated.Text, f.Escalated.Body, true
+	case f.Result != nil && f.Result.Outcome == recovery.Abstained:
+		return f.Result.AbstainReason, nil, true
+	}
+	return "", nil, false
+}
+
+// ChangedAt reports whether the call at position j was replaced.
+func (f Final) ChangedAt(j int) bool {
+	r := f.Result
+	return r != nil && j >= 0 && j < len(r.Changed) && j < len(r.Calls) && r.Changed[j]
 }
