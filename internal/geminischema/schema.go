@@ -66,9 +66,14 @@ func translate(raw []byte, depth int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if keep {
-			out = out.Set(f.Key, v)
+		if !keep {
+			continue
 		}
+		if f.Key == "example" {
+			out = out.Set("examples", v)
+			continue
+		}
+		out = out.Set(f.Key, v)
 	}
 	if nullable {
 		out = allowNull(out)
@@ -201,4 +206,21 @@ func hasNull(vals [][]byte) bool {
 		}
 	}
 	return false
+}
+
+// noArguments is the schema of a declaration that names no parameters:
+// the function takes no arguments.
+var noArguments = []byte(`{"type":"object","properties":{},"additionalProperties":false}`)
+
+// Declaration is the JSON Schema a function declaration's arguments are
+// judged by: parametersJsonSchema as written, else parameters translated
+// from the OpenAPI form, else no arguments at all.
+func Declaration(parameters, parametersJSONSchema []byte) ([]byte, error) {
+	switch {
+	case !jsonx.IsNull(parametersJSONSchema):
+		return parametersJSONSchema, nil
+	case !jsonx.IsNull(parameters):
+		return ToJSONSchema(parameters)
+	}
+	return noArguments, nil
 }

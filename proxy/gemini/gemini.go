@@ -167,7 +167,7 @@ func offeredTools(tools []wireTool) []catalog.Offered {
 	var out []catalog.Offered
 	for _, t := range tools {
 		for _, d := range t.FunctionDeclarations {
-			params, err := DeclarationSchema(d.Parameters, d.ParametersJSONSchema)
+			params, err := geminischema.Declaration(d.Parameters, d.ParametersJSONSchema)
 			if err != nil {
 				params = d.Parameters
 			}
@@ -175,23 +175,6 @@ func offeredTools(tools []wireTool) []catalog.Offered {
 		}
 	}
 	return out
-}
-
-// noArguments is the schema of a declaration that names no parameters:
-// the API then accepts only a call without arguments.
-var noArguments = []byte(`{"type":"object","properties":{},"additionalProperties":false}`)
-
-// DeclarationSchema is the JSON Schema a function declaration's arguments
-// are judged by: parametersJsonSchema as written, else parameters
-// translated from the OpenAPI form, else no arguments at all.
-func DeclarationSchema(parameters, parametersJSONSchema []byte) ([]byte, error) {
-	switch {
-	case !jsonx.IsNull(parametersJSONSchema):
-		return parametersJSONSchema, nil
-	case !jsonx.IsNull(parameters):
-		return geminischema.ToJSONSchema(parameters)
-	}
-	return noArguments, nil
 }
 
 // toolChoice reads functionCallingConfig. ANY requires a call; VALIDATED
