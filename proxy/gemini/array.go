@@ -19,8 +19,9 @@ var ErrElementTooLarge = errors.New("gemini: stream element too large")
 // element by element. It hands each element to the pipeline as an event
 // whose Data is the element and whose Raw is every byte since the previous
 // event (the bracket or comma and whitespace before it), so the events'
-// Raw joined are the stream byte for byte. The closing bracket is an event
-// of its own with no Data.
+// Raw joined are the stream byte for byte. The closing bracket, and any
+// whitespace after it, are events of their own with no Data; the stream is
+// complete when the body ends cleanly after the bracket.
 type ArrayReader struct {
 	src  io.Reader
 	max  int
@@ -40,6 +41,7 @@ type scanState struct {
 	pos      int // next byte to scan, relative to at
 	stage    int // before '[', before an element, after an element, inside one
 	elem     int // start of the element being read, relative to at
+	count    int // elements read
 	depth    int
 	inString bool
 	escaped  bool
@@ -70,9 +72,10 @@ func (r *ArrayReader) Buffered() bool { return false }
 // Closed reports whether the closing bracket was read.
 func (r *ArrayReader) Closed() bool { return r.closed }
 
-// Next finds the next element or the closing bracket.
+// Next finds the next element, the closing bracket, or whitespace after
+// it.
 func (r *ArrayReader) Next() bool {
-	if r.err != nil || r.closed {
+	if r.err != nil {
 		return false
 	}
 	for {
@@ -85,7 +88,9 @@ func (r *ArrayReader) Next() bool {
 			return true
 		}
 		if r.eof {
-			r.err = io.ErrUnexpectedEOF
+			if !r.closed {
+				r.err = io.ErrUnexpectedEOF
+			}
 			return false
 		}
 		if len(r.buf)-r.at > r.max {
@@ -125,17 +130,24 @@ func (r *ArrayReader) step() (done bool, err error) {
 	}
 	b := r.buf[r.at:]
 	s := &r.scan
+	if r.closed {
+		return r.trailer(b)
+	}
 	for ; s.pos < len(b); s.pos++ {
 		c := b[s.pos]
 		switch s.stage {
 		case stageInside:
 			if r.inside(c) {
 				elem := b[s.elem : s.pos+1]
+				if len(elem) > r.max {
+					return false, ErrElementTooLarge
+				}
 				if !json.Valid(elem) {
 					return false, ErrArray
 				}
 				r.emit(s.pos+1, s.elem)
 				s.stage = stageComma
+				s.count++
 				return true, nil
 			}
 			continue
@@ -150,13 +162,8 @@ func (r *ArrayReader) step() (done bool, err error) {
 			s.stage, s.elem, s.depth = stageInside, s.pos, 1
 		case s.stage == stageComma && c == ',':
 			s.stage = stageValue
-		case c == ']' && s.stage != stageOpen:
-			// Whitespace already read after the bracket belongs to it.
-			end := s.pos + 1
-			for end < len(b) && (b[end] == ' ' || b[end] == '\t' || b[end] == '\n' || b[end] == '\r') {
-				end++
-			}
-			r.emit(end, -1)
+		case c == ']' && (s.stage == stageComma || (s.stage == stageValue && s.count == 0)):
+			r.emit(s.pos+1, -1)
 			r.closed = true
 			return true, nil
 		default:
@@ -205,4 +212,21 @@ func (r *ArrayReader) emit(end, elem int) {
 	if r.scan.pos < 0 {
 		r.scan.pos = 0
 	}
+}
+
+// trailer returns the whitespace that follows the closing bracket as an
+// event; anything else there is not one JSON array.
+func (r *ArrayReader) trailer(b []byte) (bool, error) {
+	end := 0
+	for end < len(b) && (b[end] == ' ' || b[end] == '\t' || b[end] == '\n' || b[end] == '\r') {
+		end++
+	}
+	if end < len(b) {
+		return false, ErrArray
+	}
+	if end == 0 {
+		return false, nil
+	}
+	r.emit(end, -1)
+	return true, nil
 }

@@ -58,7 +58,6 @@ type stream struct {
 	// holdAt is the chunk from which events are held, or -1.
 	holdAt   int
 	feedback bool
-	done     bool
 	// opened: the array's opening bracket went out before any hold.
 	opened bool
 }
@@ -84,11 +83,8 @@ func (s *stream) holding() bool { return s.holdAt >= 0 }
 
 // Feed implements api.Stream.
 func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
-	if s.done || ev.Comment || len(ev.Data) == 0 {
-		if s.arr != nil && s.arr.Closed() {
-			s.done = true
-		}
-		return api.Step{Hold: s.holding(), Done: s.done}, nil
+	if ev.Comment || len(ev.Data) == 0 {
+		return api.Step{Hold: s.holding()}, nil
 	}
 	if keys.In(ev.Data) {
 		return api.Step{}, errFolded
@@ -197,11 +193,16 @@ func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
 	return nil
 }
 
-// Complete implements api.EOFEnder: an SSE stream has no terminal event,
-// so it is complete when it ends cleanly after every candidate has a
-// finish reason (or the prompt was refused with no candidate at all).
+// Complete implements api.EOFEnder: neither framing has a terminal event
+// the body may not go on after, so a stream is complete when its body ends
+// cleanly: a JSON array after its closing bracket, an SSE stream once every
+// candidate has a finish reason (or the prompt was refused with no
+// candidate at all).
 func (s *stream) Complete() bool {
-	if s.arr != nil || len(s.chunks) == 0 {
+	if s.arr != nil {
+		return s.arr.Closed()
+	}
+	if len(s.chunks) == 0 {
 		return false
 	}
 	if len(s.cands) == 0 {

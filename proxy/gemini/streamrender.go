@@ -1,6 +1,8 @@
 package gemini
 
 import (
+	"bytes"
+
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
@@ -72,11 +74,17 @@ func (r *renderer) write(ev api.HeldEvent, data []byte) {
 		}
 		return
 	}
-	// Elements are delimited afresh: a dropped one may have carried the
-	// opening bracket.
 	if data == nil {
+		prefix := ev.Raw[:len(ev.Raw)-len(ev.Data)]
+		if bytes.IndexByte(prefix, '[') >= 0 != r.opened {
+			// The element's own delimiter still fits what went out.
+			r.out = append(r.out, ev.Raw...)
+			r.opened = true
+			return
+		}
 		data = ev.Data
 	}
+	// Delimited afresh: a dropped element may have carried the bracket.
 	if r.opened {
 		r.out = append(r.out, ',')
 	} else {
