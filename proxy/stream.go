@@ -174,10 +174,6 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 		defer putReader(srd)
 		rd = srd
 	}
-	comment := keepaliveComment
-	if k, ok := st.(api.Keepaliver); ok {
-		comment = k.Keepalive()
-	}
 	tRead := time.Now()
 	// One event variable for the stream: Feed takes its address, and a
 	// variable declared in the loop would be a heap object per event.
@@ -203,6 +199,11 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 				return
 			}
 			holding = true
+			comment := keepaliveComment
+			if k, ok := st.(api.Keepaliver); ok {
+				// Asked now: a stream may match what it has seen.
+				comment = k.Keepalive()
+			}
 			stopKeepalive = sw.keepalive(x.s.keepaliveInterval(), comment)
 		}
 		if holding {

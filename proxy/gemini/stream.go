@@ -58,6 +58,8 @@ type stream struct {
 	// holdAt is the chunk from which events are held, or -1.
 	holdAt   int
 	feedback bool
+	// blank is an empty event in the line breaks the upstream uses.
+	blank []byte
 	// opened: the array's opening bracket went out before any hold.
 	opened bool
 }
@@ -83,6 +85,9 @@ func (s *stream) holding() bool { return s.holdAt >= 0 }
 
 // Feed implements api.Stream.
 func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
+	if s.blank == nil && s.arr == nil {
+		s.blank = blankEvent(ev.Raw)
+	}
 	if ev.Comment || len(ev.Data) == 0 {
 		return api.Step{Hold: s.holding()}, nil
 	}
@@ -216,10 +221,28 @@ func (s *stream) Complete() bool {
 	return true
 }
 
-// Keepalive implements api.Keepaliver: a blank line, which the Go SDK
-// skips (it fails on an SSE comment) and which is whitespace between the
-// elements of a JSON array.
-func (s *stream) Keepalive() []byte { return []byte("\n") }
+// Keepalive implements api.Keepaliver: an empty event, which the Go SDK
+// skips (it fails on an SSE comment), in the line breaks of the upstream's
+// own events (the SDK splits at the first blank line of either kind, so a
+// mix would cut an event); between the elements of a JSON array it is
+// whitespace.
+func (s *stream) Keepalive() []byte {
+	if s.blank == nil {
+		return []byte("\n\n")
+	}
+	return s.blank
+}
+
+// blankEvent is an empty SSE event ending the way raw does.
+func blankEvent(raw []byte) []byte {
+	switch {
+	case bytes.HasSuffix(raw, []byte("\r\n")):
+		return []byte("\r\n\r\n")
+	case bytes.HasSuffix(raw, []byte("\r")):
+		return []byte("\r\r")
+	}
+	return []byte("\n\n")
+}
 
 // Usage implements api.Stream.
 func (s *stream) Usage() recovery.Usage { return s.usage }

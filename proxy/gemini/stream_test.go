@@ -274,3 +274,23 @@ func TestArrayReaderShapes(t *testing.T) {
 		t.Errorf("over the limit: %v", rd.Err())
 	}
 }
+
+// The keepalive is an empty event in the upstream's own line breaks: the
+// Go SDK splits at the first blank line of either kind, so a mix would
+// cut an event in two.
+func TestStreamKeepaliveMatchesLineBreaks(t *testing.T) {
+	for body, want := range map[string]string{
+		"data: {}\r\n\r\n": "\r\n\r\n",
+		"data: {}\n\n":     "\n\n",
+		"data: {}\r\r":     "\r\r",
+	} {
+		f := feedAll(t, false, strings.NewReader(body))
+		if got := string(f.st.Keepalive()); got != want {
+			t.Errorf("%q: keepalive %q, want %q", body, got, want)
+		}
+	}
+	f := feedAll(t, true, strings.NewReader("[{}\r\n]"))
+	if got := string(f.st.Keepalive()); got != "\n\n" {
+		t.Errorf("array keepalive %q", got)
+	}
+}
