@@ -408,3 +408,23 @@ func TestGeminiKeepaliveThroughTheGoSDK(t *testing.T) {
 		t.Errorf("calls %d; no blank-line keepalive before the held events in %q", calls, rec.raw.String())
 	}
 }
+
+// Under a path_prefix, the Go SDK's base URL with a path reaches the
+// validated routes.
+func TestGeminiUnderAPrefix(t *testing.T) {
+	up := newGemUpstream(t, func(int, *gemRequest) gemReply {
+		return gemReply{Chunks: []string{gemAnswer("STOP", gemFC("get_current_weather", weatherOK, "c2ln"))}}
+	})
+	cfg := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: other\n    url: http://127.0.0.1:9\n" +
+		"  - name: gemini\n    url: " + up.srv.URL + "\n    path_prefix: /gemini\n"
+	g, _ := startGateWith(t, cfg, app.Options{Sink: &recordingSink{}})
+	for _, stream := range []bool{false, true} {
+		r := gemCall(t, g.URL+"/gemini", nil, stream)
+		if r.Err != nil || len(r.calls(t)) != 1 {
+			t.Fatalf("stream %v: %v %v", stream, r.Err, r.calls(t))
+		}
+	}
+	if p := up.requests()[1].Path; p != "/v1beta/models/"+gemModel+":streamGenerateContent" {
+		t.Errorf("forwarded to %s", p)
+	}
+}
