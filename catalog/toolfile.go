@@ -144,6 +144,13 @@ func decodeFileTool(raw json.RawMessage) (t ToolConfig, ok bool, err error) {
 	return t, true, nil
 }
 
+// geminiBuiltins are the keys of Gemini's built-in tools, which hold no
+// function toolgate judges.
+var geminiBuiltins = map[string]bool{
+	"googleSearch": true, "googleSearchRetrieval": true, "codeExecution": true, "urlContext": true,
+	"retrieval": true, "fileSearch": true, "googleMaps": true, "computerUse": true, "enterpriseWebSearch": true,
+}
+
 // geminiTools reads a Gemini tool entry, whose functionDeclarations hold
 // any number of functions. ok is false for an entry of another shape; a
 // Gemini tool without declarations (googleSearch, codeExecution…) is read
@@ -158,7 +165,17 @@ func geminiTools(raw json.RawMessage, origin string) (out []ToolConfig, ok bool,
 			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 		} `json:"functionDeclarations"`
 	}
-	if json.Unmarshal(raw, &gt) != nil || gt.FunctionDeclarations == nil {
+	if json.Unmarshal(raw, &gt) != nil {
+		return nil, false, nil
+	}
+	if gt.FunctionDeclarations == nil {
+		var keys map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &keys)
+		for k := range keys {
+			if geminiBuiltins[k] {
+				return nil, true, nil
+			}
+		}
 		return nil, false, nil
 	}
 	for j, d := range *gt.FunctionDeclarations {

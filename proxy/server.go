@@ -92,6 +92,9 @@ var builtinRoutes = map[string]string{
 	"/v1beta/models/{model}:streamGenerateContent": "gemini",
 	"/v1/models/{model}:generateContent":           "gemini",
 	"/v1/models/{model}:streamGenerateContent":     "gemini",
+
+	"/v1beta/tunedModels/{model}:generateContent":       "gemini",
+	"/v1beta/tunedModels/{model}:streamGenerateContent": "gemini",
 }
 
 // New builds a Server serving the store's current snapshot.

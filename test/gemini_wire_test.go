@@ -215,6 +215,7 @@ func TestGeminiRoutes(t *testing.T) {
 		"/v1/models/gemini-2.0-flash:generateContent",
 		"/v1beta/models/gemini-2.0-flash:generateContent?key=k",
 		"/v1/projects/proj/locations/us-central1/publishers/google/models/gemini-2.0-flash:generateContent",
+		"/v1beta/tunedModels/my-tuned-model:generateContent",
 	} {
 		r := gemPost(t, g.URL, path, gemRequestBody(t))
 		if r.Status != 200 || r.Header.Get("X-Toolgate-Outcome") != "pass" {

@@ -234,6 +234,12 @@ func TestStreamIncompleteAndBad(t *testing.T) {
 			t.Errorf("%s was read", chunk)
 		}
 	}
+	// A malformed call ends the stream without a call; the turn carries the
+	// note.
+	f = feedAll(t, false, strings.NewReader(`data: {"candidates":[{"content":{"parts":[]},"finishReason":"MALFORMED_FUNCTION_CALL"}]}`+"\n\n"))
+	if !f.done || f.err != nil || strings.Join(Adapter{}.Notes(f.st.Turns()[0]), ",") != "gemini_malformed_function_call" {
+		t.Errorf("malformed call: done %v err %v", f.done, f.err)
+	}
 	// A refused prompt has no candidate and is complete with its feedback.
 	f = feedAll(t, false, strings.NewReader(`data: {"promptFeedback":{"blockReason":"SAFETY"}}`+"\n\n"))
 	if !f.done || f.err != nil {
