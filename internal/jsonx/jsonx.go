@@ -876,3 +876,31 @@ func isASCII(b []byte) bool {
 	}
 	return true
 }
+
+// ErrNotObject reports a value that is not one JSON object.
+var ErrNotObject = errors.New("jsonx: not a JSON object")
+
+// Embeddable is a call's arguments as a JSON value to embed in a document:
+// compacted when they are JSON, else as a string, so the document stays
+// valid and nothing the model said is lost.
+func Embeddable(args []byte) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, args) == nil {
+		return b.Bytes()
+	}
+	return String(string(args))
+}
+
+// CompactObject is one JSON object, compacted. Repaired calls have passed
+// the validator, so an adapter rendering one treats anything else as its
+// own bug and fails the render instead of sending it.
+func CompactObject(args []byte) ([]byte, error) {
+	var b bytes.Buffer
+	if err := json.Compact(&b, args); err != nil {
+		return nil, err
+	}
+	if b.Len() == 0 || b.Bytes()[0] != '{' {
+		return nil, ErrNotObject
+	}
+	return b.Bytes(), nil
+}

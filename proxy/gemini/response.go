@@ -1,9 +1,7 @@
 package gemini
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -191,32 +189,18 @@ func (Adapter) CallJSON(c validate.ToolCall) []byte {
 	if !strings.HasPrefix(c.ID, syntheticID) {
 		fc = append(fc, jsonx.Field{Key: "id", Value: jsonx.String(c.ID)})
 	}
-	fc = append(fc, jsonx.Field{Key: "name", Value: jsonx.String(c.Name)}, jsonx.Field{Key: "args", Value: argsJSON(c.Args)})
+	fc = append(fc, jsonx.Field{Key: "name", Value: jsonx.String(c.Name)}, jsonx.Field{Key: "args", Value: jsonx.Embeddable(c.Args)})
 	return jsonx.Object{{Key: "functionCall", Value: fc.Bytes()}}.Bytes()
 }
 
-// argsJSON is arguments as a JSON value to embed: compacted when they are
-// JSON, else as a string so the document stays valid and nothing is lost.
-func argsJSON(args []byte) []byte {
-	var b bytes.Buffer
-	if json.Compact(&b, args) == nil {
-		return b.Bytes()
-	}
-	return jsonx.String(string(args))
-}
-
-// objectJSON is a repaired call's arguments, compacted. Repaired calls have
-// passed the validator, so anything but an object is a toolgate bug and
-// fails the render instead of reaching the client.
+// objectJSON is a repaired call's arguments, compacted; anything but an
+// object fails the render (see jsonx.CompactObject).
 func objectJSON(args []byte) ([]byte, error) {
-	var b bytes.Buffer
-	if err := json.Compact(&b, args); err != nil {
+	b, err := jsonx.CompactObject(args)
+	if err != nil {
 		return nil, fmt.Errorf("gemini: repaired arguments: %w", err)
 	}
-	if b.Len() == 0 || b.Bytes()[0] != '{' {
-		return nil, errors.New("gemini: repaired arguments are not a JSON object")
-	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // escalationType names the detail that carries an escalation.
