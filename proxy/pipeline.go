@@ -216,6 +216,15 @@ var protocolKeys = jsonx.NewKeyFold(
 	"output_index", "content_block", "partial_json", "stop_reason", "response", "status", "role", "text",
 )
 
+// foldedKey reports a key that differs from a protocol key only in letter
+// case, where the adapter reads keys if it knows, else anywhere.
+func (x *exchange) foldedKey(data []byte) bool {
+	if k, ok := x.ad.(api.KeyChecker); ok {
+		return k.FoldedKey(data)
+	}
+	return protocolKeys.In(data)
+}
+
 // errNoCallID reports a function call without an id. The agent answers a
 // call by its id and a re-query must too, so such a call can be neither
 // run nor repaired.
@@ -229,7 +238,7 @@ func (x *exchange) parseAnswer(answer []byte) (*api.Response, bool) {
 	err := errNotUTF8
 	switch {
 	case !utf8.Valid(answer):
-	case protocolKeys.In(answer):
+	case x.foldedKey(answer):
 		err = errFoldedKey
 	default:
 		resp, err = x.parseResponse(answer)
@@ -423,7 +432,7 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 		// client's retry may well not meet again.
 		return nil, &recovery.UpstreamError{Err: err}
 	}
-	if protocolKeys.In(answer) {
+	if x.foldedKey(answer) {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)
 	}
 	resp, err := x.parseResponse(answer)

@@ -180,7 +180,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	var ev sse.Event
 	for !done && rd.Next() {
 		ev = rd.Event()
-		if protocolKeys.In(ev.Data) {
+		if x.foldedKey(ev.Data) {
 			x.upWait += time.Since(tRead)
 			fail("upstream_error", "the upstream sent a stream event toolgate cannot read", errFoldedKey)
 			return

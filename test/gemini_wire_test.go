@@ -429,3 +429,26 @@ func TestGeminiUnderAPrefix(t *testing.T) {
 		t.Errorf("forwarded to %s", p)
 	}
 }
+
+// An argument named like a protocol key ("Type", "Name") is the
+// function's business, judged by its schema: the answer is not refused as
+// a folded key, plain or streamed.
+func TestGeminiArgumentNamedLikeAProtocolKey(t *testing.T) {
+	body := []byte(`{"contents":[{"role":"user","parts":[{"text":"file it"}]}],"tools":[{"functionDeclarations":[{"name":"file_ticket","parameters":{"type":"OBJECT","properties":{"Type":{"type":"STRING"},"Name":{"type":"STRING"}},"required":["Type"]}}]}]}`)
+	answer := gemAnswer("STOP", gemFC("file_ticket", `{"Type":"bug","Name":"crash"}`, ""))
+	for path, want := range map[string]string{
+		"/v1beta/models/m:generateContent":               answer,
+		"/v1beta/models/m:streamGenerateContent?alt=sse": "data: " + answer + "\r\n\r\n",
+	} {
+		g := gemGate(t, gemRaw(t, want), "")
+		r := gemPost(t, g.URL, path, body, "x-goog-api-key", "k")
+		if r.Status != 200 || string(r.Body) != want {
+			t.Errorf("%s: status %d body %s", path, r.Status, r.Body)
+		}
+	}
+	// A folded protocol key is still refused.
+	g := gemGate(t, gemRaw(t, strings.Replace(answer, `"functionCall"`, `"FunctionCall"`, 1)), "")
+	if r := gemPost(t, g.URL, "/v1beta/models/m:generateContent", body); r.Status != 502 {
+		t.Errorf("a folded functionCall key: status %d", r.Status)
+	}
+}

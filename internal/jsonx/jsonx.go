@@ -855,6 +855,21 @@ func (k *KeyFold) folds(key []byte) bool {
 			return false
 		}
 	}
+	return k.foldsDecoded(key)
+}
+
+// Folds is In for one decoded key (an Object's Key): whether it folds onto
+// one of the names without equalling it. A caller that knows where a
+// document's protocol keys are checks just those, and leaves keys inside
+// values it does not interpret (a call's arguments) to the validator.
+func (k *KeyFold) Folds(key string) bool {
+	if k.plain && !MayFold(key) {
+		return false
+	}
+	return k.foldsDecoded([]byte(key))
+}
+
+func (k *KeyFold) foldsDecoded(key []byte) bool {
 	for _, n := range k.names {
 		// Only a non-ASCII key can fold onto a name of another length
 		// (the Kelvin sign is three bytes and folds onto "k").

@@ -466,3 +466,12 @@ func TestEmbeddableAndCompactObject(t *testing.T) {
 		t.Errorf("an array: %v", err)
 	}
 }
+
+func TestKeyFoldFolds(t *testing.T) {
+	k := NewKeyFold("functionCall", "args")
+	for key, want := range map[string]bool{"functionCall": false, "FunctionCall": true, "ARGS": true, "argz": false, "Type": false, "\u212aey": false} {
+		if got := k.Folds(key); got != want {
+			t.Errorf("Folds(%q) = %v", key, got)
+		}
+	}
+}

@@ -131,6 +131,15 @@ type Noter interface {
 	Notes(t *recovery.Turn) []string
 }
 
+// KeyChecker is implemented by adapters that find, themselves, keys that
+// differ from a protocol key only in letter case, at the places of their
+// wire format where keys are read. The pipeline's check of every key of a
+// document would also refuse an argument named like a protocol key
+// ("Type", "Name") where a call's arguments are an object, as in Gemini.
+type KeyChecker interface {
+	FoldedKey(data []byte) bool
+}
+
 // EventReader yields a streamed answer's events; *sse.Reader is one.
 type EventReader interface {
 	Next() bool

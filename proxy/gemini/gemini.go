@@ -46,7 +46,60 @@ var keys = jsonx.NewKeyFold(
 	"candidates", "content", "parts", "functionCall", "name", "args", "id", "text", "thought",
 	"thoughtSignature", "finishReason", "usageMetadata", "promptTokenCount", "candidatesTokenCount",
 	"thoughtsTokenCount", "toolUsePromptTokenCount", "index", "role", "error", "promptFeedback",
+	"responseId",
 )
+
+// FoldedKey implements api.KeyChecker: keys are checked at every level
+// toolgate reads (the response, its usage, candidates, contents, parts and
+// functionCall objects), never inside args, whose keys are the function's
+// parameters and judged by its schema.
+func (Adapter) FoldedKey(data []byte) bool {
+	obj, err := jsonx.ParseObject(data)
+	if err != nil {
+		// Not an object: the parser refuses it.
+		return false
+	}
+	if folded(obj) || folded(object(obj.Get("usageMetadata"))) {
+		return true
+	}
+	cands, _ := array(obj.Get("candidates"))
+	for _, raw := range cands {
+		c := object(raw)
+		content := object(c.Get("content"))
+		if folded(c) || folded(content) {
+			return true
+		}
+		parts, _ := array(content.Get("parts"))
+		for _, p := range parts {
+			po := object(p)
+			if folded(po) || folded(object(po.Get("functionCall"))) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var _ api.KeyChecker = Adapter{}
+
+// folded reports a key of o that folds onto a Gemini key.
+func folded(o jsonx.Object) bool {
+	for _, f := range o {
+		if keys.Folds(f.Key) {
+			return true
+		}
+	}
+	return false
+}
+
+// object is raw as an object, or none when it is not one.
+func object(raw []byte) jsonx.Object {
+	o, err := jsonx.ParseObject(raw)
+	if err != nil {
+		return nil
+	}
+	return o
+}
 
 // Name implements api.Adapter.
 func (Adapter) Name() string { return "gemini" }

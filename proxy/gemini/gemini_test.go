@@ -400,3 +400,26 @@ func TestInjectTool(t *testing.T) {
 		t.Error("injected into a request without function declarations")
 	}
 }
+
+// Keys that fold onto a Gemini key are refused where toolgate reads keys,
+// and judged as arguments inside args.
+func TestFoldedKeys(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"Name":"x","Type":"y","ARGS":1}}}]}}]}`: false,
+		`{"Candidates":[]}`:                                                      true,
+		`{"candidates":[{"Content":{}}]}`:                                        true,
+		`{"candidates":[{"content":{"Parts":[]}}]}`:                              true,
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"Name":"f"}}]}}]}`: true,
+		`{"candidates":[{"content":{"parts":[{"FunctionCall":{"name":"f"}}]}}]}`: true,
+		`{"usageMetadata":{"PromptTokenCount":1}}`:                               true,
+		`{"Error":{}}`: true,
+	} {
+		if got := (Adapter{}).FoldedKey([]byte(body)); got != want {
+			t.Errorf("%s: %v", body, got)
+		}
+	}
+	resp, err := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"Type":"y"}}}]}}]}`))
+	if err != nil || string(resp.Choices[0].Calls[0].Args) != `{"Type":"y"}` {
+		t.Errorf("an argument named like a protocol key: %v", err)
+	}
+}

@@ -96,7 +96,7 @@ func callOf(raw []byte, pos int) (validate.ToolCall, error) {
 
 // ParseResponse implements api.Adapter: one turn per candidate.
 func (Adapter) ParseResponse(body []byte) (*api.Response, error) {
-	if keys.In(body) {
+	if (Adapter{}).FoldedKey(body) {
 		return nil, errFolded
 	}
 	obj, err := jsonx.ParseObject(body)

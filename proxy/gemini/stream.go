@@ -91,7 +91,7 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	if ev.Comment || len(ev.Data) == 0 {
 		return api.Step{Hold: s.holding()}, nil
 	}
-	if keys.In(ev.Data) {
+	if (Adapter{}).FoldedKey(ev.Data) {
 		return api.Step{}, errFolded
 	}
 	obj, err := jsonx.ParseObject(ev.Data)
