@@ -199,12 +199,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 				return
 			}
 			holding = true
-			comment := keepaliveComment
-			if k, ok := st.(api.Keepaliver); ok {
-				// Asked now: a stream may match what it has seen.
-				comment = k.Keepalive()
-			}
-			stopKeepalive = sw.keepalive(x.s.keepaliveInterval(), comment)
+			stopKeepalive = sw.keepalive(x.s.keepaliveInterval(), keepaliveBytes(st))
 		}
 		if holding {
 			heldBytes += int64(len(ev.Raw))
@@ -248,9 +243,8 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 		}
 	}
 	x.upWait += time.Since(tRead)
-	if e, ok := st.(api.EOFEnder); ok && !done && rd.Err() == nil && ctx.Err() == nil && context.Cause(c.ctx) == nil {
-		// A stream without a terminal event ends with its body.
-		done = e.Complete()
+	if !done && ctx.Err() == nil {
+		done = completeAtEOF(st, rd, c)
 	}
 	if !done {
 		if ctx.Err() != nil {
@@ -320,6 +314,22 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	}
 	drain(c)
 	x.logDone(http.StatusOK, string(v.outcome))
+}
+
+// keepaliveBytes is what the stream's clients take as a keepalive, asked
+// when holding begins: a stream may match what it has seen.
+func keepaliveBytes(st api.Stream) []byte {
+	if k, ok := st.(api.Keepaliver); ok {
+		return k.Keepalive()
+	}
+	return keepaliveComment
+}
+
+// completeAtEOF reports a stream without a terminal event that ended with
+// its body, cleanly (no read error, no idle timeout) and complete.
+func completeAtEOF(st api.Stream, rd api.EventReader, c *call) bool {
+	e, ok := st.(api.EOFEnder)
+	return ok && rd.Err() == nil && context.Cause(c.ctx) == nil && e.Complete()
 }
 
 // readers recycles stream readers with their buffers. Events alias a
