@@ -233,6 +233,22 @@ func (s *stream) Keepalive() []byte {
 	return s.blank
 }
 
+// appendEvent writes an SSE event in the upstream's line breaks: the Go
+// SDK splits events at the first blank line of either kind in what it has
+// read, so an LF event after CRLF ones (or the reverse) would reach it cut
+// or joined to the one before.
+func (s *stream) appendEvent(dst []byte, event string, data []byte) []byte {
+	blank := s.Keepalive()
+	eol := blank[:len(blank)/2]
+	if event != "" && !strings.ContainsAny(event, "\r\n") {
+		dst = append(append(append(dst, "event: "...), event...), eol...)
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		dst = append(append(append(dst, "data: "...), bytes.TrimSuffix(line, []byte("\r"))...), eol...)
+	}
+	return append(dst, eol...)
+}
+
 // blankEvent is an empty SSE event ending the way raw does.
 func blankEvent(raw []byte) []byte {
 	switch {
@@ -286,7 +302,7 @@ func (s *stream) ErrorEvent(code, message string, esc *api.Escalated) []byte {
 		body = Adapter{}.ErrorJSON(status, code, message)
 	}
 	if s.arr == nil {
-		return sse.AppendEvent(nil, "", body)
+		return s.appendEvent(nil, "", body)
 	}
 	out := []byte("[")
 	if s.opened {

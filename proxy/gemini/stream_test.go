@@ -300,3 +300,28 @@ func TestStreamKeepaliveMatchesLineBreaks(t *testing.T) {
 		t.Errorf("array keepalive %q", got)
 	}
 }
+
+// Events toolgate writes into an SSE stream use the upstream's line
+// breaks, so the Go SDK's splitter never meets a mix.
+func TestStreamWrittenEventsMatchLineBreaks(t *testing.T) {
+	body := readSample(t, "function_call_stream_thought_signature.sse")
+	f := feedAll(t, false, bytes.NewReader(body))
+	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1"}, Body: []byte(`{"id":"esc_1"}`), Text: "t"}
+	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{out, f.st.ErrorEvent("x", "y", nil)} {
+		if !bytes.HasSuffix(b, []byte("\r\n\r\n")) || bytes.Contains(bytes.ReplaceAll(b, []byte("\r\n"), nil), []byte("\n")) {
+			t.Errorf("not CRLF throughout: %q", b)
+		}
+	}
+	lf := feedAll(t, false, strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\"}}]},\"finishReason\":\"STOP\"}]}\n\n"))
+	if got := string(lf.st.ErrorEvent("x", "y", nil)); !strings.HasSuffix(got, "}\n\n") || strings.Contains(got, "\r") {
+		t.Errorf("LF stream error event %q", got)
+	}
+	// Multi-line data is written as one data line per line.
+	if got := string(lf.st.appendEvent(nil, "", []byte("{\n}"))); got != "data: {\ndata: }\n\n" {
+		t.Errorf("%q", got)
+	}
+}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
-	"github.com/toolgate/toolgate/proxy/sse"
 )
 
 // Render implements api.Stream. Held chunks whose calls did not change go
@@ -70,7 +69,7 @@ func (r *renderer) write(ev api.HeldEvent, data []byte) {
 		if data == nil {
 			r.out = append(r.out, ev.Raw...)
 		} else {
-			r.out = sse.AppendEvent(r.out, ev.Event, data)
+			r.out = r.s.appendEvent(r.out, ev.Event, data)
 		}
 		return
 	}
