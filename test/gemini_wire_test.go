@@ -452,3 +452,22 @@ func TestGeminiArgumentNamedLikeAProtocolKey(t *testing.T) {
 		t.Errorf("a folded functionCall key: status %d", r.Status)
 	}
 }
+
+// The inbound-auth refusal comes before the route is known; the Go SDK
+// still hands it over as a genai.APIError with its status. The token is
+// accepted from x-goog-api-key, where the SDKs put their key.
+func TestGeminiInboundAuth(t *testing.T) {
+	t.Setenv("GEM_TOKENS", "tok-1")
+	up := newGemUpstream(t, func(int, *gemRequest) gemReply {
+		return gemReply{Chunks: []string{gemAnswer("STOP", gemFC("get_current_weather", weatherOK, "c2ln"))}}
+	})
+	g := gemGate(t, up, "inbound_auth:\n  tokens_env: GEM_TOKENS")
+	r := gemCall(t, g.URL, nil, false)
+	if r.APIErr == nil || r.APIErr.Code != 401 || !strings.Contains(r.APIErr.Message, "toolgate token") {
+		t.Errorf("without a token: %v", r.Err)
+	}
+	ok := gemPost(t, g.URL, "/v1beta/models/m:generateContent", gemRequestBody(t), "x-goog-api-key", "tok-1")
+	if ok.Status != 200 || up.requests()[0].Header.Get("X-Goog-Api-Key") != "" {
+		t.Errorf("with the token: status %d; the token must not reach the upstream", ok.Status)
+	}
+}
