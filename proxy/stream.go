@@ -100,7 +100,8 @@ func (sw *streamWriter) begun() bool {
 }
 
 // keepalive writes an SSE comment every interval until stop is called, so
-// proxies and load balancers do not cut a stream that is being held. Most
+// proxies and load balancers do not cut a stream that is being held once
+// its headers are out. Most
 // held streams end long before the first comment is due, so it runs on a
 // timer rather than a goroutine of its own. Once stop returns, no comment
 // is being written and none will be.
@@ -126,7 +127,14 @@ var keepaliveComment = sse.AppendComment(nil, "keepalive")
 func (k *keepaliveTimer) fire() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.stopped || k.sw.write(k.comment) != nil {
+	if k.stopped {
+		return
+	}
+	// Before the headers are out a comment would spend the plain status an
+	// escalation needs: SDKs read an error inside a 200 stream as a server
+	// fault and retry it. Until then the client waits for headers, as for
+	// any answer that is not streamed, and there is no stream to keep alive.
+	if k.sw.begun() && k.sw.write(k.comment) != nil {
 		return
 	}
 	k.t.Reset(k.interval)
@@ -143,111 +151,42 @@ func (k *keepaliveTimer) stop() {
 // from the first tool-call event on, everything is held until the calls
 // are complete and judged, then the original events, repaired ones or an
 // escalation go out.
+//
+// The events that open an answer and carry nothing yet (a role-only delta,
+// message_start, response.created, comments) are held too, until the first
+// event that carries something: text releases them in front of itself, so
+// it is not delayed; a call makes them the first held events. So when an
+// answer begins with a call, no byte has gone out when it is judged, and
+// an escalation can still be a plain 422 that no SDK retries.
+//
 // rd is nil for an SSE stream; an adapter with its own framing passes its
 // reader.
 func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
-	ctx := x.r.Context()
-	sw := &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
+	r := &streamRun{x: x, st: st, shadow: x.settings.Shadow, stopKeepalive: func() {}}
+	// Shadow mode changes nothing, so it delays nothing either.
+	r.opening = !r.shadow
+	r.sw = &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
 		header: func(h http.Header) {
 			copyHeader(h, c.resp.Header)
 			x.toolgateHeaders(h, "")
 		}}
-	shadow := x.settings.Shadow
-	var held []api.HeldEvent
-	var heldBuf, heldData []byte
-	defer func() { putHeldBuf(heldBuf) }()
-	heldBytes := int64(0)
-	holding, done := false, false
-	stopKeepalive := func() {}
-	defer func() { stopKeepalive() }()
-	// fail stops the keepalive first: streamFail may answer with a plain
-	// status, and a comment written concurrently would race on the headers
-	// and land inside that JSON body or after [DONE].
-	fail := func(code, msg string, err error) {
-		stopKeepalive()
-		x.streamFail(sw, st, code, msg, err)
-	}
-	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+	defer r.held.free()
+	defer func() { r.stopKeepalive() }()
 
 	if rd == nil {
 		srd := getReader(c.body)
 		defer putReader(srd)
 		rd = srd
 	}
-	tRead := time.Now()
-	// One event variable for the stream: Feed takes its address, and a
-	// variable declared in the loop would be a heap object per event.
-	var ev sse.Event
-	for !done && rd.Next() {
-		ev = rd.Event()
-		if x.foldedKey(ev.Data) {
-			x.upWait += time.Since(tRead)
-			fail("upstream_error", "the upstream sent a stream event toolgate cannot read", errFoldedKey)
-			return
-		}
-		step, err := st.Feed(&ev)
-		if err != nil {
-			x.upWait += time.Since(tRead)
-			fail("upstream_error", "the upstream sent a stream event toolgate cannot read", err)
-			return
-		}
-		done = step.Done
-		if step.Hold && !holding && !shadow {
-			// Text written without a flush must reach the client now: what
-			// follows is held.
-			if sw.flush() != nil {
-				return
-			}
-			holding = true
-			stopKeepalive = sw.keepalive(x.s.keepaliveInterval(), keepaliveBytes(st))
-		}
-		if holding {
-			heldBytes += int64(len(ev.Raw))
-			if heldBytes > limit {
-				x.upWait += time.Since(tRead)
-				fail("upstream_error", "the upstream answer exceeds max_response_bytes", errTooLarge)
-				return
-			}
-			// Raw bytes go into one buffer, so the common case (nothing
-			// changed) writes it out without another copy. Data is found
-			// in that copy when it is one line of Raw; only joined data
-			// is copied, into a second buffer. Slices into a buffer that
-			// grows keep the old array, whose bytes do not change.
-			if heldBuf == nil {
-				heldBuf = getHeldBuf()
-			}
-			start := len(heldBuf)
-			heldBuf = append(heldBuf, ev.Raw...)
-			raw := heldBuf[start:len(heldBuf):len(heldBuf)]
-			var data []byte
-			// An adapter's Feed may have rewritten Raw; the comparison
-			// makes sure the bytes found are Data's either way.
-			switch at, end := ev.DataAt, ev.DataAt+len(ev.Data); {
-			case at > 0 && end <= len(raw) && bytes.Equal(raw[at:end], ev.Data):
-				data = raw[at:end:end]
-			case ev.Data != nil:
-				dstart := len(heldData)
-				heldData = append(heldData, ev.Data...)
-				data = heldData[dstart:len(heldData):len(heldData)]
-			}
-			held = append(held, api.HeldEvent{Raw: raw, Event: string(ev.Event), Data: data})
-			continue
-		}
-		write := sw.write
-		if rd.Buffered() {
-			write = sw.writeLater
-		}
-		if err := write(ev.Raw); err != nil {
-			// The client is gone; returning cancels the upstream call.
-			return
-		}
+	done, ok := r.read(rd)
+	if !ok {
+		return
 	}
-	x.upWait += time.Since(tRead)
-	if !done && ctx.Err() == nil {
-		done = completeAtEOF(st, rd, c)
+	if !done && x.r.Context().Err() == nil {
+		done = completeAtEOF(r.st, rd, c)
 	}
 	if !done {
-		if ctx.Err() != nil {
+		if x.r.Context().Err() != nil {
 			return
 		}
 		cause := rd.Err()
@@ -255,40 +194,160 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 			cause = io.ErrUnexpectedEOF
 		}
 		if errors.Is(context.Cause(c.ctx), errIdle) {
-			fail("upstream_timeout", "the upstream stream went silent for longer than idle_timeout", errIdle)
+			r.fail("upstream_timeout", "the upstream stream went silent for longer than idle_timeout", errIdle)
 			return
 		}
-		fail("upstream_error", "the upstream stream ended before the answer was complete", cause)
+		r.fail("upstream_error", "the upstream stream ended before the answer was complete", cause)
 		return
 	}
 	// The stream is complete; nothing after the terminal event is read.
-	turns := st.Turns()
-	if holding && missingCallID(turns) {
+	turns := r.st.Turns()
+	if r.holding && missingCallID(turns) {
 		x.s.metrics.unvalidated("response_unreadable")
-		fail("upstream_error", errNoCallID.Error()+", so it was not forwarded", errNoCallID)
+		r.fail("upstream_error", errNoCallID.Error()+", so it was not forwarded", errNoCallID)
 		return
 	}
-	x.note(recovery.KindOriginal, st.Usage(), c.resp.Header)
-	results, ok := x.judge(turns, &asker{x: x}, st.Committed())
+	x.note(recovery.KindOriginal, r.st.Usage(), c.resp.Header)
+	results, ok := x.judge(turns, &asker{x: x}, r.st.Committed())
 	if !ok {
 		return
 	}
 	// Stop the keepalive before decide: in message mode decide sets a
 	// response header, which must not race with the keepalive sending the
 	// headers.
-	stopKeepalive()
+	r.stopKeepalive()
 	v := x.decide(results)
-	x.s.metrics.StreamsHeldEvents.Observe(float64(len(held)))
+	x.s.metrics.StreamsHeldEvents.Observe(float64(len(r.held.events)))
+	if !r.deliver(v) {
+		return
+	}
+	drain(c)
+	x.logDone(http.StatusOK, string(v.outcome))
+}
+
+// streamRun is one streamed answer on its way through the pipeline.
+type streamRun struct {
+	x    *exchange
+	st   api.Stream
+	sw   *streamWriter
+	held heldEvents
+	// holding: a call has begun and everything is held. opening: nothing
+	// but opening events has come yet, and they are held.
+	holding, opening, shadow bool
+	keeping                  bool
+	stopKeepalive            func()
+}
+
+func (r *streamRun) startKeepalive() {
+	if !r.keeping {
+		r.keeping = true
+		r.stopKeepalive = r.sw.keepalive(r.x.s.keepaliveInterval(), keepaliveBytes(r.st))
+	}
+}
+
+// fail stops the keepalive first: streamFail may answer with a plain
+// status, and a comment written concurrently would race on the headers and
+// land inside that JSON body or after [DONE].
+func (r *streamRun) fail(code, msg string, err error) {
+	r.stopKeepalive()
+	r.x.streamFail(r.sw, r.st, code, msg, err)
+}
+
+// read feeds the upstream's events and writes or holds each, until the
+// terminal event (done) or the end of the body. ok is false when the
+// stream is over already: the client is gone or a failure was written.
+func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
+	x := r.x
+	tRead := time.Now()
+	// The wait is counted before a failure is written: its log line
+	// reports toolgate's own time.
+	fail := func(code, msg string, err error) (bool, bool) {
+		x.upWait += time.Since(tRead)
+		r.fail(code, msg, err)
+		return false, false
+	}
+	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+	// One event variable for the stream: Feed takes its address, and a
+	// variable declared in the loop would be a heap object per event.
+	var ev sse.Event
+	for !done && rd.Next() {
+		ev = rd.Event()
+		if x.foldedKey(ev.Data) {
+			return fail("upstream_error", "the upstream sent a stream event toolgate cannot read", errFoldedKey)
+		}
+		step, err := r.st.Feed(&ev)
+		if err != nil {
+			return fail("upstream_error", "the upstream sent a stream event toolgate cannot read", err)
+		}
+		done = step.Done
+		if !r.route(&ev, step) {
+			return false, false
+		}
+		if r.holding || r.opening {
+			if r.held.add(&ev) > limit {
+				return fail("upstream_error", "the upstream answer exceeds max_response_bytes", errTooLarge)
+			}
+			continue
+		}
+		write := r.sw.write
+		if rd.Buffered() {
+			write = r.sw.writeLater
+		}
+		if err := write(ev.Raw); err != nil {
+			// The client is gone; returning cancels the upstream call.
+			return false, false
+		}
+	}
+	x.upWait += time.Since(tRead)
+	return done, true
+}
+
+// route decides whether an event is held, and releases the held opening
+// events when the first event that carries something arrives. It is false
+// when the client is gone.
+func (r *streamRun) route(ev *sse.Event, step api.Step) bool {
 	switch {
-	case shadow || !holding:
+	case r.holding:
+	case step.Hold && !r.shadow:
+		// Text written without a flush must reach the client now: what
+		// follows is held.
+		if r.sw.flush() != nil {
+			return false
+		}
+		r.holding, r.opening = true, false
+		r.startKeepalive()
+	case r.opening && (step.Opening || ev.Comment):
+		r.startKeepalive()
+	default:
+		r.opening = false
+		if len(r.held.events) > 0 {
+			// The opening events go out in front of this one, in the
+			// same flush.
+			r.stopKeepalive()
+			r.keeping = false
+			if r.sw.writeLater(r.held.buf) != nil {
+				return false
+			}
+			r.held.reset()
+		}
+	}
+	return true
+}
+
+// deliver writes what the verdict says of a complete stream. It is false
+// when it answered with a plain status instead.
+func (r *streamRun) deliver(v verdict) bool {
+	x, sw, st := r.x, r.sw, r.st
+	switch {
+	case r.shadow || !r.holding:
 		sw.start()
-		_ = sw.flush()
+		_ = sw.write(r.held.buf)
 	case v.upstream != nil:
 		if !sw.begun() {
 			// Nothing went out yet: a plain status (the provider's, or a
 			// 504 for a transport failure) is what makes the SDK retry.
 			x.writeUpstreamError(v.upstream)
-			return
+			return false
 		}
 		msg := "the upstream failed while toolgate was repairing a tool call; retry the request"
 		if v.upstream.Status != 0 {
@@ -298,13 +357,13 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	case v.escalation != nil:
 		if !sw.begun() {
 			x.writeEscalation(v.escalation, v.outcome)
-			return
+			return false
 		}
 		_ = sw.write(st.ErrorEvent(v.escalation.Escalation.Code(), v.escalation.Text, v.escalation))
 	case !v.changed:
-		_ = sw.write(heldBuf)
+		_ = sw.write(r.held.buf)
 	default:
-		out, err := st.Render(held, v.finals)
+		out, err := st.Render(r.held.events, v.finals)
 		if err != nil {
 			x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
 			_ = sw.write(st.ErrorEvent("toolgate_internal_error", "toolgate could not build the repaired answer", nil))
@@ -312,12 +371,11 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 		}
 		_ = sw.write(out)
 	}
-	drain(c)
-	x.logDone(http.StatusOK, string(v.outcome))
+	return true
 }
 
 // keepaliveBytes is what the stream's clients take as a keepalive, asked
-// when holding begins: a stream may match what it has seen.
+// when it starts: a stream may match what it has seen.
 func keepaliveBytes(st api.Stream) []byte {
 	if k, ok := st.(api.Keepaliver); ok {
 		return k.Keepalive()
@@ -331,6 +389,51 @@ func completeAtEOF(st api.Stream, rd api.EventReader, c *call) bool {
 	e, ok := st.(api.EOFEnder)
 	return ok && rd.Err() == nil && context.Cause(c.ctx) == nil && e.Complete()
 }
+
+// heldEvents are the events a stream keeps back, copied out of the
+// reader's buffer as they come.
+type heldEvents struct {
+	events []api.HeldEvent
+	// buf holds every event's raw bytes in order, so the common case
+	// (nothing changed) writes it out without another copy. data holds
+	// only the data that is not one line of its event's raw bytes.
+	buf, data []byte
+	size      int64
+}
+
+// add copies ev and returns how many bytes are held since the last reset.
+func (h *heldEvents) add(ev *sse.Event) int64 {
+	h.size += int64(len(ev.Raw))
+	if h.buf == nil {
+		h.buf = getHeldBuf()
+	}
+	// Slices into a buffer that grows keep the old array, whose bytes do
+	// not change.
+	start := len(h.buf)
+	h.buf = append(h.buf, ev.Raw...)
+	raw := h.buf[start:len(h.buf):len(h.buf)]
+	var data []byte
+	// The comparison makes sure the bytes found are Data's even if the
+	// event's Raw is not the reader's.
+	switch at, end := ev.DataAt, ev.DataAt+len(ev.Data); {
+	case at > 0 && end <= len(raw) && bytes.Equal(raw[at:end], ev.Data):
+		data = raw[at:end:end]
+	case ev.Data != nil:
+		dstart := len(h.data)
+		h.data = append(h.data, ev.Data...)
+		data = h.data[dstart:len(h.data):len(h.data)]
+	}
+	h.events = append(h.events, api.HeldEvent{Raw: raw, Event: string(ev.Event), Data: data})
+	return h.size
+}
+
+// reset forgets the held events once they were written; the buffers are
+// reused.
+func (h *heldEvents) reset() {
+	h.events, h.buf, h.data, h.size = h.events[:0], h.buf[:0], h.data[:0], 0
+}
+
+func (h *heldEvents) free() { putHeldBuf(h.buf) }
 
 // readers recycles stream readers with their buffers. Events alias a
 // reader's buffer, and adapters copy what they keep of them, so nothing

@@ -336,6 +336,47 @@ func TestChatStreamTextIsNotBuffered(t *testing.T) {
 	}
 }
 
+// The role chunk carries nothing, so it is held, with keepalives, until
+// the first text, and then goes out in front of it: the upstream waits
+// until the client has seen a keepalive, so a toolgate that forwarded the
+// role chunk at once would show it before that keepalive.
+func TestChatStreamOpeningHeldUntilText(t *testing.T) {
+	role := chunk(roleChunk, "")
+	rest := textStream("Hello.")[len(role):] + chunk(`{}`, "stop") + doneEvent
+	seen := make(chan struct{})
+	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		writeEvents(w, []byte(role))
+		select {
+		case <-seen:
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+			return
+		}
+		writeEvents(w, []byte(rest))
+	})
+	gate := startGate(t, gateConfig(up.srv.URL, "", ""), 20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp := post(t, ctx, newClient(t), gate.URL, streamRequest(t))
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	const ka = ": keepalive\n\n"
+	first := readUntil(t, br, "keepalive", 2*time.Second)
+	close(seen)
+	if string(first) != ka {
+		t.Fatalf("before the first keepalive the client got %q", first)
+	}
+	tail, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without the keepalives, the client got the upstream's stream, the
+	// role chunk in front of the text.
+	if got := strings.ReplaceAll(string(tail), ka, ""); got != role+rest {
+		t.Fatalf("without keepalives got %q\nwant %q", got, role+rest)
+	}
+}
+
 func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 	data := chatFixture(t, "parallel_tool_calls_stream.sse")
 	evs := events(t, data)
@@ -364,10 +405,11 @@ func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 	if n < 2 {
 		t.Fatalf("%d keepalive comments during a 300ms hold at 50ms, want several: %q", n, got)
 	}
-	// Keepalives go out only while holding: after the role chunk, before
-	// the held events; removing them leaves the upstream's bytes.
-	if !bytes.HasPrefix(got, append(bytes.Clone(evs[0]), ka...)) {
-		t.Errorf("stream does not start with the role chunk then a keepalive: %q", got[:min(len(got), 400)])
+	// The role chunk opens an answer that begins with a call, so it is
+	// held with the call: the keepalives come first, and removing them
+	// leaves the upstream's bytes.
+	if !bytes.HasPrefix(got, []byte(ka)) {
+		t.Errorf("stream does not start with a keepalive: %q", got[:min(len(got), 400)])
 	}
 	if stripped := bytes.ReplaceAll(got, []byte(ka), nil); !bytes.Equal(stripped, data) {
 		t.Fatalf("without keepalives the stream differs from the upstream's:\n got %q\nwant %q", stripped, data)
@@ -378,16 +420,23 @@ func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 // while text flows and while a tool call is held (when toolgate writes
 // nothing and can only learn of it from the connection).
 func TestChatStreamDisconnectCancelsUpstream(t *testing.T) {
-	for _, phase := range []string{"text", "holding"} {
+	for _, phase := range []string{"text", "holding", "opening"} {
 		t.Run(phase, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			canceled := make(chan time.Time, 1)
+			wrote := make(chan struct{})
 			up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				s := textStream("partial answer")
-				if phase == "holding" {
+				switch phase {
+				case "holding":
 					s += chunk(`{"tool_calls":[{"index":0,"id":"call_s1","type":"function","function":{"name":"get_current_weather","arguments":""}}]}`, "")
+				case "opening":
+					// Only the role chunk, which toolgate holds: the client
+					// has not even had the headers.
+					s = chunk(roleChunk, "")
 				}
 				writeEvents(w, []byte(s))
+				close(wrote)
 				select {
 				case <-r.Context().Done():
 					canceled <- time.Now()
@@ -397,15 +446,33 @@ func TestChatStreamDisconnectCancelsUpstream(t *testing.T) {
 			gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
 			client := newClient(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			resp := post(t, ctx, client, gate.URL, streamRequest(t))
-			readUntil(t, bufio.NewReader(resp.Body), "partial answer", 2*time.Second)
+			var resp *http.Response
+			if phase == "opening" {
+				// No byte reaches the client, so the request runs on its
+				// own until the upstream has written the role chunk.
+				go func() {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gate.URL+chatRoute, bytes.NewReader(streamRequest(t)))
+					req.Header.Set("Content-Type", "application/json")
+					if r, err := client.Do(req); err == nil {
+						r.Body.Close()
+					}
+				}()
+				<-wrote
+				// Let toolgate read the role chunk and hold it.
+				time.Sleep(50 * time.Millisecond)
+			} else {
+				resp = post(t, ctx, client, gate.URL, streamRequest(t))
+				readUntil(t, bufio.NewReader(resp.Body), "partial answer", 2*time.Second)
+			}
 			if phase == "holding" {
 				// Let toolgate read the tool call and start holding.
 				time.Sleep(50 * time.Millisecond)
 			}
 			start := time.Now()
 			cancel()
-			resp.Body.Close()
+			if resp != nil {
+				resp.Body.Close()
+			}
 			select {
 			case at := <-canceled:
 				if d := at.Sub(start); d > time.Second {
@@ -451,17 +518,21 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 	parallel := chatFixture(t, "parallel_tool_calls_stream.sse")
 	pevs := events(t, parallel)
 	role := pevs[0] // the parallel fixture opens with a role-only chunk
+	// lead is text the client has been sent before the call, so a failure
+	// after it can only be reported inside the stream.
+	lead := append(bytes.Clone(role), chunk(`{"content":"Checking."}`, "")...)
 
 	t.Run("cut mid call without [DONE]", func(t *testing.T) {
 		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			for _, e := range pevs[:6] {
+			writeChopped(w, lead)
+			for _, e := range pevs[1:6] {
 				writeChopped(w, e)
 			}
 			// Returning ends the body cleanly, at an event boundary.
 		})
 		gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
 		status, _, got := fetch(t, gate.URL, streamRequest(t))
-		if status != http.StatusOK || !bytes.HasPrefix(got, role) {
+		if status != http.StatusOK || !bytes.HasPrefix(got, lead) {
 			t.Fatalf("status %d body %q", status, got)
 		}
 		if e := endsInError(t, got); e.Error.Code != "upstream_error" {
@@ -474,7 +545,8 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 
 	t.Run("connection dropped mid event", func(t *testing.T) {
 		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			for _, e := range pevs[:4] {
+			writeChopped(w, lead)
+			for _, e := range pevs[1:4] {
 				writeChopped(w, e)
 			}
 			writeChopped(w, pevs[4][:20])
@@ -492,21 +564,27 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 	})
 
 	t.Run("cut before anything was sent", func(t *testing.T) {
-		// The single-call fixture opens with the call itself, so nothing
-		// has reached the client and a plain error status is possible.
+		// The single-call fixture opens with the call itself, and the
+		// parallel one with a role chunk that carries nothing and is held:
+		// either way nothing has reached the client and a plain error
+		// status is possible.
 		single := events(t, chatFixture(t, "tool_call_stream.sse"))
-		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			for _, e := range single[:5] {
-				writeChopped(w, e)
-			}
-		})
-		gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
-		status, h, got := fetch(t, gate.URL, streamRequest(t))
-		if status != http.StatusBadGateway || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
-			t.Fatalf("status %d (%s) body %q, want a plain 502", status, h.Get("Content-Type"), got)
-		}
-		if bytes.Contains(got, []byte("get_current_weather")) {
-			t.Fatalf("a partial tool call reached the client: %q", got)
+		for name, evs := range map[string][][]byte{"call first": single[:5], "role chunk first": pevs[:6]} {
+			t.Run(name, func(t *testing.T) {
+				up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+					for _, e := range evs {
+						writeChopped(w, e)
+					}
+				})
+				gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
+				status, h, got := fetch(t, gate.URL, streamRequest(t))
+				if status != http.StatusBadGateway || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+					t.Fatalf("status %d (%s) body %q, want a plain 502", status, h.Get("Content-Type"), got)
+				}
+				if bytes.Contains(got, []byte("get_current_weather")) {
+					t.Fatalf("a partial tool call reached the client: %q", got)
+				}
+			})
 		}
 	})
 
@@ -514,7 +592,7 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 		for _, where := range []string{"while text flows", "while holding"} {
 			t.Run(where, func(t *testing.T) {
 				up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-					writeChopped(w, role)
+					writeChopped(w, lead)
 					if where == "while holding" {
 						writeChopped(w, pevs[1])
 					}
@@ -535,7 +613,8 @@ func TestChatStreamUpstreamFailures(t *testing.T) {
 
 	t.Run("stall longer than idle_timeout", func(t *testing.T) {
 		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			for _, e := range pevs[:4] {
+			writeChopped(w, lead)
+			for _, e := range pevs[1:4] {
 				writeChopped(w, e)
 			}
 			select {

@@ -889,6 +889,44 @@ func TestAnthropicEscalated(t *testing.T) {
 }
 
 // anthBody is the body of a failed plain request, as the SDK received it.
+// An answer that begins with a call opens with message_start and a ping,
+// which carry nothing: they are held with the call, so the escalation is
+// still a plain 422 that the SDK, retrying as it does by default, does not
+// retry.
+func TestAnthropicStreamCallFirstEscalationIsPlain(t *testing.T) {
+	bad := anthMsg("msg_bad", "tool_use", anthToolUse("toolu_db", "database_query", `{"sql":"SELECT 1"}`))
+	up := newAnthUpstream(t, func(n int, r *anthRequest) anthReply {
+		if n == 1 {
+			sse := anthSSE(t, bad)
+			// As the API often does: the ping right after message_start.
+			sse = strings.Replace(sse, "event: ping\ndata: {\"type\": \"ping\"}\n\n", "", 1)
+			at := strings.Index(sse, "event: content_block_start")
+			return anthReply{SSE: sse[:at] + "event: ping\ndata: {\"type\": \"ping\"}\n\n" + sse[at:]}
+		}
+		anthRequery(t, r, 1)
+		return anthReply{JSON: anthMsg("msg_decision", "end_turn", anthText(anthDecision("escalate", "", "", 0.2)))}
+	})
+	base := anthGate(t, anthConfig(up, ""))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := anthropic.NewClient(anthoption.WithBaseURL(base), anthoption.WithAPIKey("sk-ant-client"), anthoption.WithMaxRetries(2))
+	s := c.Messages.NewStreaming(ctx, anthParams())
+	defer s.Close()
+	for s.Next() {
+		t.Errorf("event %s reached the client", s.Current().RawJSON())
+	}
+	var apiErr *anthropic.Error
+	if !errors.As(s.Err(), &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("err %v, want a plain 422", s.Err())
+	}
+	if apiErr.Response.Header.Get("X-Should-Retry") != "false" || !strings.Contains(anthBody(t, apiErr), `"escalation":{"id":"esc_`) {
+		t.Errorf("headers %v body %s", apiErr.Response.Header, anthBody(t, apiErr))
+	}
+	if n := len(up.requests()); n != 2 {
+		t.Errorf("%d upstream calls, want 2 (the SDK must not retry an escalation)", n)
+	}
+}
+
 func anthBody(t *testing.T, e *anthropic.Error) string {
 	t.Helper()
 	if raw := e.RawJSON(); raw != "" {

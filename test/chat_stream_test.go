@@ -380,6 +380,32 @@ func TestChatStreamSDKEscalated(t *testing.T) {
 		}
 	})
 
+	// Chunks that open the answer and carry nothing are held with the
+	// call, so the escalation is still a plain 422 that the SDK does not
+	// retry.
+	for name, opening := range map[string]string{
+		"role and empty content": fuChunk(`{"role":"assistant","content":""}`, ""),
+		"role and null refusal":  fuChunk(`{"role":"assistant","content":null,"refusal":null}`, ""),
+		"no choices, no usage, a comment": `data: {"id":"chatcmpl-fu","object":"chat.completion.chunk","created":1741569970,"model":"gpt-4o","choices":[]}` +
+			"\n\n: processing\n\n" + fuChunk(`{"role":"assistant","content":""}`, ""),
+	} {
+		t.Run("error mode after an opening chunk ("+name+"): plain 422", func(t *testing.T) {
+			up := csStartUpstream(t, func(w http.ResponseWriter, r *http.Request) { csWrite(w, opening+unknown) }, escalate)
+			_, err := csRun(t, csClient(t, csStartGate(t, up.srv.URL, ""), option.WithMaxRetries(2)))
+			var ae *openai.Error
+			if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnprocessableEntity || ae.Code != "unknown_tool" ||
+				!strings.Contains(ae.RawJSON(), `"escalation":{"id":"esc_`) {
+				t.Fatalf("err %T %v, want a plain 422 escalation", err, err)
+			}
+			if ae.Response.Header.Get("X-Should-Retry") != "false" {
+				t.Errorf("headers %v", ae.Response.Header)
+			}
+			if n := len(up.requests()); n != 2 {
+				t.Errorf("%d upstream calls, want 2 (the SDK must not retry an escalation)", n)
+			}
+		})
+	}
+
 	for _, lead := range []string{"", "Let me check. "} {
 		t.Run(fmt.Sprintf("message mode, text before: %q", lead), func(t *testing.T) {
 			up := csStartUpstream(t, func(w http.ResponseWriter, r *http.Request) {

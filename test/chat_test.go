@@ -1004,15 +1004,7 @@ func TestAbstain(t *testing.T) {
 	m := newMock(t, callsAnswer("chatcmpl-1", call{"call_abstain", "toolgate_no_suitable_tool", `{"reason":"No tool here can book a restaurant."}`}))
 	g := weatherGate(t, m, "abstain:\n  enabled: true\n")
 	r := chat(t, g.URL, fixtureParams(t))
-	var sent struct {
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
-	_ = json.Unmarshal(m.body(t, 1), &sent)
-	if n := len(sent.Tools); n != 3 || sent.Tools[n-1].Function.Name != "toolgate_no_suitable_tool" {
+	if names := chatToolNames(m.body(t, 1)); len(names) != 3 || names[2] != "toolgate_no_suitable_tool" {
 		t.Errorf("the abstain tool was not appended last to the upstream request: %s", m.body(t, 1))
 	}
 	got := r.ok(t)

@@ -71,14 +71,7 @@ func TestLangChain(t *testing.T) {
 	expectCount(t, m, 2)
 	// LangChain's request reached the upstream as a Chat Completions call with
 	// both bound tools, and the re-query kept to the provider's rules.
-	var sent struct {
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(m.body(t, 1), &sent); err != nil || len(sent.Tools) != 2 {
+	if names := chatToolNames(m.body(t, 1)); len(names) != 2 {
 		t.Errorf("LangChain's request as the upstream saw it: %s", m.body(t, 1))
 	}
 	checkRequery(t, m.body(t, 1), m.body(t, 2), true, replayed{[]byte(first.Body), 0})

@@ -383,6 +383,23 @@ func AppendArray(dst []byte, elems [][]byte) []byte {
 	return append(dst, ']')
 }
 
+// AppendToField returns the JSON object body with elem appended last to
+// its array field key; every other field keeps its bytes and place. A body
+// that is not an object, or a field that is absent or not an array, is an
+// error.
+func AppendToField(body []byte, key string, elem []byte) ([]byte, error) {
+	obj, err := ParseObject(body)
+	if err != nil {
+		return nil, err
+	}
+	elems, err := ParseArray(obj.Get(key))
+	if err != nil {
+		return nil, err
+	}
+	elems = append(append([][]byte(nil), elems...), elem)
+	return obj.Set(key, AppendArray(nil, elems)).Bytes(), nil
+}
+
 // AppendString writes s as a JSON string, escaping as encoding/json does
 // but without HTML escaping (the output is never embedded in HTML).
 func AppendString(dst []byte, s string) []byte {

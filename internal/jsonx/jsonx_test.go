@@ -475,3 +475,23 @@ func TestKeyFoldFolds(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendToField(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+		err              bool
+	}{
+		{"appends last, keeps the rest", `{"a":1,"tools":[{"x":1}],"z":[2]}`, `{"a":1,"tools":[{"x":1},{"n":0}],"z":[2]}`, false},
+		{"empty array", `{"tools":[]}`, `{"tools":[{"n":0}]}`, false},
+		{"absent field", `{"a":1}`, "", true},
+		{"not an array", `{"tools":{"x":1}}`, "", true},
+		{"not an object", `[1]`, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := AppendToField([]byte(tc.body), "tools", []byte(`{"n":0}`))
+			if (err != nil) != tc.err || string(got) != tc.want {
+				t.Fatalf("got %s, %v; want %s (error %v)", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}

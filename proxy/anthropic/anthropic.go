@@ -413,6 +413,20 @@ func (Adapter) FollowUp(req *api.Request, _ *api.Response, q *recovery.Query) ([
 	return obj.Bytes(), nil
 }
 
+// InjectTool implements api.ToolInjector: the tool is appended last to the
+// request's tools as a custom tool. Last, so a cache_control breakpoint on
+// the client's own last tool still covers the same prefix.
+func (Adapter) InjectTool(req *api.Request, t catalog.Offered) ([]byte, error) {
+	tool := jsonx.Object{
+		{Key: "name", Value: jsonx.String(t.Name)},
+		{Key: "description", Value: jsonx.String(t.Description)},
+		{Key: "input_schema", Value: t.Parameters},
+	}
+	return jsonx.AppendToField(req.Body, "tools", tool.Bytes())
+}
+
+var _ api.ToolInjector = Adapter{}
+
 // CallJSON implements api.Adapter: a tool_use block.
 func (Adapter) CallJSON(c validate.ToolCall) []byte {
 	return jsonx.Object{

@@ -589,3 +589,26 @@ func TestErrorBodyAndCallJSON(t *testing.T) {
 		t.Errorf("call with broken arguments is not JSON: %s", call)
 	}
 }
+
+// The abstain exit is appended last, as a custom tool, and nothing else of
+// the request changes.
+func TestInjectToolAppendsLast(t *testing.T) {
+	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"tools":[{"name":"a","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
+	req, err := Adapter{}.ParseRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Adapter{}.InjectTool(req, catalog.Offered{Name: "exit", Description: "none fits", Parameters: []byte(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"claude-sonnet-4-5","max_tokens":64,"tools":[{"name":"a","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}},` +
+		`{"name":"exit","description":"none fits","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hi"}]}`
+	if string(out) != want {
+		t.Fatalf("got  %s\nwant %s", out, want)
+	}
+	again, err := Adapter{}.ParseRequest(out)
+	if err != nil || len(again.Offered) != 2 || again.Offered[1].Name != "exit" {
+		t.Fatalf("the injected request reads back as %+v, %v", again, err)
+	}
+}

@@ -168,8 +168,11 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	case "error":
 		return api.Step{}, errStream("the upstream sent an error event")
 	}
-	// ping and event types added later need nothing.
-	return api.Step{Hold: s.holding, Done: s.done}, nil
+	// ping and event types added later need nothing. Before any content
+	// block, message_start and ping open the message and carry nothing
+	// for the user yet.
+	opening := (typ == "message_start" || typ == "ping") && len(s.blocks) == 0
+	return api.Step{Hold: s.holding, Done: s.done, Opening: opening}, nil
 }
 
 func (s *stream) startBlock(e *streamEvent) error {

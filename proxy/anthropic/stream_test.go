@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -534,5 +535,33 @@ func TestStreamErrorEvent(t *testing.T) {
 	want = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"tool_call_escalation\",\"code\":\"unknown_tool\",\"message\":\"t\",\"escalation\":{\"id\":\"esc_2\"}}}\n\n"
 	if got != want {
 		t.Errorf("got %q", got)
+	}
+}
+
+// message_start and a ping open the message and carry nothing; once a
+// content block has started, nothing is opening any more.
+func TestStreamOpeningEvents(t *testing.T) {
+	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n" +
+		"event: ping\ndata: {\"type\":\"ping\"}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: ping\ndata: {\"type\":\"ping\"}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	st := Adapter{}.NewStream(&api.Request{Stream: true})
+	rd := sse.NewReader(strings.NewReader(stream), 0)
+	var got []bool
+	for rd.Next() {
+		ev := rd.Event()
+		step, err := st.Feed(&ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, step.Opening)
+	}
+	want := []bool{true, true, false, false, false, false, false, false}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Opening per event %v, want %v", got, want)
 	}
 }

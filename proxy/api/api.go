@@ -180,6 +180,11 @@ type Step struct {
 	// Done: the stream's terminal event ([DONE], message_stop,
 	// response.completed). Nothing that follows is read.
 	Done bool
+	// Opening: the event opens the answer and carries nothing for the
+	// user yet: no text, no call, no usage, no end (a role-only delta,
+	// message_start, a ping before any content block, response.created).
+	// Adapters only say so; the pipeline decides what to do with it.
+	Opening bool
 }
 
 // HeldEvent is a copy of an event the pipeline held back.
@@ -194,8 +199,6 @@ type HeldEvent struct {
 type Stream interface {
 	// Feed reads one upstream event. An error means the upstream sent an
 	// event that cannot be read; the stream is then failed, never guessed.
-	// Feed may rewrite ev.Raw before the pipeline writes or holds it: empty
-	// to keep an event back, or prefixed with events kept back earlier.
 	Feed(ev *sse.Event) (Step, error)
 	// Turns returns the assembled answer, one turn per choice. Each turn's
 	// Raw replays it in a re-query.

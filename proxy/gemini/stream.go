@@ -55,9 +55,17 @@ type stream struct {
 	chunks [][]chunkCand
 	usage  recovery.Usage
 	id     string
-	// holdAt is the chunk from which events are held, or -1.
-	holdAt   int
+	// holdAt is the chunk that carried the first call, or -1. heldFrom is
+	// the first chunk the pipeline holds: holdAt, or 0 when every chunk
+	// before it only opened the answer (the pipeline holds those too).
+	holdAt, heldFrom int
 	feedback bool
+	// content: a chunk carried something for the client (a part other than
+	// empty text, a finish reason, prompt feedback); before that, chunks
+	// only open the answer.
+	content bool
+	// prior is content as it was before the chunk being read.
+	prior bool
 	// blank is an empty event in the line breaks the upstream uses.
 	blank []byte
 	// opened: the array's opening bracket went out before any hold.
@@ -104,15 +112,18 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	if err := s.chunk(obj); err != nil {
 		return api.Step{}, err
 	}
-	if s.arr != nil && len(s.chunks) == 1 && !s.holding() {
+	if s.arr != nil && s.content && !s.holding() {
+		// This chunk goes out, and with it any opening chunk held before,
+		// the one with the bracket among them.
 		s.opened = true
 	}
-	return api.Step{Hold: s.holding()}, nil
+	return api.Step{Hold: s.holding(), Opening: !s.content}, nil
 }
 
 // chunk reads one GenerateContentResponse.
 func (s *stream) chunk(obj jsonx.Object) error {
 	n := len(s.chunks)
+	s.prior = s.content
 	s.chunks = append(s.chunks, nil)
 	if u := obj.Get("usageMetadata"); u != nil {
 		var w wireUsage
@@ -126,7 +137,7 @@ func (s *stream) chunk(obj jsonx.Object) error {
 		s.id = id
 	}
 	if obj.Has("promptFeedback") {
-		s.feedback = true
+		s.feedback, s.content = true, true
 	}
 	cands, err := array(obj.Get("candidates"))
 	if err != nil {
@@ -160,6 +171,7 @@ func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
 	s.chunks[n] = append(s.chunks[n], chunkCand{index: idx, callsBefore: cs.calls})
 	if f, ok := jsonx.Unquote(c.Get("finishReason")); ok {
 		cs.finish = f
+		s.content = true
 	}
 	content := c.Get("content")
 	if jsonx.IsNull(content) {
@@ -190,8 +202,14 @@ func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
 			}
 			cs.calls++
 			if s.holdAt < 0 {
-				s.holdAt = n
+				s.holdAt, s.heldFrom = n, n
+				if !s.prior {
+					s.heldFrom = 0
+				}
 			}
+		}
+		if t, ok := jsonx.Unquote(p.Get("text")); !ok || t != "" || len(p) > 1 {
+			s.content = true
 		}
 		cs.parts = append(cs.parts, bytes.Clone(raw))
 	}

@@ -43,6 +43,9 @@ func feedAll(t testing.TB, arrayFraming bool, src io.Reader) fed {
 		rd = sse.NewReader(src, 1<<20)
 	}
 	f := fed{st: st.(*stream), holdAt: -1}
+	// As the pipeline does, opening events are held until the first event
+	// that carries something, and belong to the hold when that is a call.
+	openAt := -1
 	for !f.done && rd.Next() {
 		ev := rd.Event()
 		ev.Raw = bytes.Clone(ev.Raw)
@@ -52,8 +55,19 @@ func feedAll(t testing.TB, arrayFraming bool, src io.Reader) fed {
 			f.err = err
 			return f
 		}
-		if step.Hold && f.holdAt < 0 {
+		switch {
+		case f.holdAt >= 0:
+		case step.Hold:
 			f.holdAt = len(f.events)
+			if openAt >= 0 {
+				f.holdAt = openAt
+			}
+		case step.Opening || ev.Comment:
+			if openAt < 0 {
+				openAt = len(f.events)
+			}
+		default:
+			openAt = -1
 		}
 		f.events = append(f.events, ev)
 		f.done = step.Done
@@ -323,5 +337,44 @@ func TestStreamWrittenEventsMatchLineBreaks(t *testing.T) {
 	// Multi-line data is written as one data line per line.
 	if got := string(lf.st.appendEvent(nil, "", []byte("{\n}"))); got != "data: {\ndata: }\n\n" {
 		t.Errorf("%q", got)
+	}
+}
+
+// A chunk with nothing for the client yet opens the answer; when a call
+// follows, the pipeline holds it too, and rendering and errors start the
+// array themselves.
+func TestStreamOpeningChunks(t *testing.T) {
+	open := `{"candidates":[{"content":{"parts":[{"text":""}],"role":"model"}}],"usageMetadata":{"promptTokenCount":5}}`
+	call := `{"candidates":[{"content":{"parts":[{"text":"Sure."},{"functionCall":{"name":"f","args":{}}}],"role":"model"},"finishReason":"STOP"}]}`
+	st := Adapter{}.NewStream(nil)
+	for i, c := range []struct {
+		data          string
+		hold, opening bool
+	}{{open, false, true}, {call, true, false}} {
+		step, err := st.Feed(&sse.Event{Raw: []byte("data: " + c.data + "\n\n"), Data: []byte(c.data)})
+		if err != nil || step.Hold != c.hold || step.Opening != c.opening {
+			t.Fatalf("chunk %d: %+v %v", i, step, err)
+		}
+	}
+	f := feedAll(t, true, strings.NewReader("["+open+",\n"+call+"]"))
+	if f.holdAt != 0 {
+		t.Fatalf("held from %d, want the opening chunk", f.holdAt)
+	}
+	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_o"}, Body: []byte(`{"id":"esc_o"}`), Text: "A person decides."}
+	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(out, &elems); err != nil || !bytes.Contains(out, []byte(`"Sure."`)) || !bytes.Contains(out, []byte(esc.Text)) || bytes.Contains(out, []byte("functionCall")) {
+		t.Errorf("rendered %s (%v)", out, err)
+	}
+	if got := string(f.st.ErrorEvent("x", "y", nil)); !strings.HasPrefix(got, "[") {
+		t.Errorf("error with the bracket held: %s", got)
+	}
+	// Released by text, the opening chunk carried the bracket out.
+	f = feedAll(t, true, strings.NewReader("["+open+",\n"+`{"candidates":[{"content":{"parts":[{"text":"Hi"}]}}]}`+"]"))
+	if got := string(f.st.ErrorEvent("x", "y", nil)); !strings.HasPrefix(got, ",") {
+		t.Errorf("error after the bracket went out: %s", got)
 	}
 }

@@ -16,13 +16,13 @@ import (
 // for an escalation, toolgate_escalation.
 func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error) {
 	last := make(map[int]int)
-	for n := s.holdAt; n >= 0 && n < len(s.chunks); n++ {
+	for n := s.heldFrom; s.holding() && n < len(s.chunks); n++ {
 		for _, cc := range s.chunks[n] {
 			last[cc.index] = n
 		}
 	}
 	r := &renderer{s: s, finals: finals, last: last, opened: s.opened}
-	n := s.holdAt
+	n := s.heldFrom
 	for _, ev := range held {
 		if len(ev.Data) == 0 {
 			r.passEmpty(ev)

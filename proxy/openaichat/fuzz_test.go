@@ -129,6 +129,31 @@ func (r *refState) apply(data []byte) {
 // checks every step against the reference. It returns the stream and the
 // events read, or ok=false when Feed refused an event (the driver then
 // fails the stream and never asks for Turns).
+// carries reports whether a chunk, read as the full decoder reads it,
+// has anything for the client: text, a refusal, reasoning, a call, a
+// finish or usage. A chunk Feed calls opening must have none of it.
+func carries(data []byte) bool {
+	var ch chunk
+	if json.Unmarshal(data, &ch) != nil {
+		return true
+	}
+	if ch.Usage != nil {
+		return true
+	}
+	for _, c := range ch.Choices {
+		d := c.Delta
+		for _, p := range []*string{d.Content, d.Refusal, d.ReasoningContent} {
+			if p != nil && *p != "" {
+				return true
+			}
+		}
+		if len(d.ToolCalls) > 0 || c.FinishReason != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func runFuzzStream(t *testing.T, src io.Reader) (st api.Stream, evs []fed, ok bool) {
 	st = Adapter{}.NewStream(&api.Request{Stream: true})
 	ref := &refState{choices: map[int][]*refCall{}}
@@ -155,6 +180,9 @@ func runFuzzStream(t *testing.T, src io.Reader) (st api.Stream, evs []fed, ok bo
 			t.Fatalf("Hold = %v at %q before any chunk held, want %v", step.Hold, ev.Raw, ref.hold)
 		}
 		held = held || step.Hold
+		if step.Opening && carries(ev.Data) {
+			t.Fatalf("Opening said of %q, which carries something", ev.Raw)
+		}
 		evs = append(evs, fed{raw: bytes.Clone(ev.Raw), data: bytes.Clone(ev.Data), step: step})
 		if step.Done {
 			break

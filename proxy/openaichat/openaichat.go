@@ -527,22 +527,13 @@ func (Adapter) FollowUp(req *api.Request, _ *api.Response, q *recovery.Query) ([
 
 // InjectTool implements api.ToolInjector.
 func (Adapter) InjectTool(req *api.Request, t catalog.Offered) ([]byte, error) {
-	obj, err := jsonx.ParseObject(req.Body)
-	if err != nil {
-		return nil, err
-	}
-	tools, err := jsonx.ParseArray(obj.Get("tools"))
-	if err != nil {
-		return nil, err
-	}
 	fn := jsonx.Object{
 		{Key: "name", Value: jsonx.String(t.Name)},
 		{Key: "description", Value: jsonx.String(t.Description)},
 		{Key: "parameters", Value: t.Parameters},
 	}
 	tool := jsonx.Object{{Key: "type", Value: []byte(`"function"`)}, {Key: "function", Value: fn.Bytes()}}
-	tools = append(append([][]byte(nil), tools...), tool.Bytes())
-	return obj.Set("tools", jsonx.AppendArray(nil, tools)).Bytes(), nil
+	return jsonx.AppendToField(req.Body, "tools", tool.Bytes())
 }
 
 var _ api.ToolInjector = Adapter{}

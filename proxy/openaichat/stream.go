@@ -124,8 +124,8 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	if bytes.Equal(ev.Data, doneData) {
 		return api.Step{Done: true}, nil
 	}
-	if ok, err := s.feedText(ev.Data); ok || err != nil {
-		return api.Step{Hold: s.holding}, err
+	if ok, opening, err := s.feedText(ev.Data); ok || err != nil {
+		return api.Step{Hold: s.holding, Opening: opening && !s.holding}, err
 	}
 	var ch chunk
 	if err := json.Unmarshal(ev.Data, &ch); err != nil {
@@ -226,7 +226,11 @@ type scratch struct {
 // most of a stream's CPU. It reports false, leaving the chunk to the full
 // decoder, for anything else: an error, a custom call, or a field it does
 // not know. Nothing changes until the whole chunk has been understood.
-func (s *stream) feedText(data []byte) (bool, error) {
+// opening reports a chunk that carries nothing yet: no text, call, finish,
+// logprobs or usage (a role-only delta, or no choices at all). Only such a
+// chunk that feedText understood is called opening: one with a field it
+// does not know may carry something.
+func (s *stream) feedText(data []byte) (ok, opening bool, err error) {
 	sc := &s.scratch
 	// ParseObjectInto checks the JSON grammar as it splits; what it refuses,
 	// the full decoder refuses too, with its own error. The values inside
@@ -234,13 +238,14 @@ func (s *stream) feedText(data []byte) (bool, error) {
 	obj, err := jsonx.ParseObjectInto(sc.top, data)
 	// An error chunk is the full decoder's to refuse.
 	if err != nil || !jsonx.IsNull(obj.Get("error")) || misspelt(obj, "choices", "usage", "id", "error") {
-		return false, nil
+		return false, false, nil
 	}
 	sc.top = obj
+	opening = jsonx.IsNull(obj.Get("usage"))
 	choices := sc.choices[:0]
 	if raw := obj.Get("choices"); !jsonx.IsNull(raw) {
 		if choices, err = jsonx.SplitArrayInto(sc.choices, raw); err != nil {
-			return false, nil
+			return false, false, nil
 		}
 		sc.choices = choices
 	}
@@ -249,54 +254,56 @@ func (s *stream) feedText(data []byte) (bool, error) {
 	for _, raw := range choices {
 		co, err := jsonx.SplitObjectInto(sc.choice, raw)
 		if err != nil || misspelt(co, "index", "delta", "finish_reason") {
-			return false, nil
+			return false, false, nil
 		}
 		sc.choice = co
 		idx, err := strconv.Atoi(string(co.Get("index")))
 		if err != nil {
-			return false, nil
+			return false, false, nil
 		}
 		if idx < 0 || idx >= maxChoices {
-			return false, fmt.Errorf("%w: choice index %d", ErrStream, idx)
+			return false, false, fmt.Errorf("%w: choice index %d", ErrStream, idx)
 		}
 		d := textDelta{choice: idx}
+		opening = opening && jsonx.IsNull(co.Get("logprobs"))
 		if fr := co.Get("finish_reason"); !jsonx.IsNull(fr) {
 			if fr[0] != '"' {
-				return false, nil
+				return false, false, nil
 			}
 			d.finish = fr
 		}
 		if dr := co.Get("delta"); !jsonx.IsNull(dr) {
 			delta, err := jsonx.SplitObjectInto(sc.delta, dr)
 			if err != nil {
-				return false, nil
+				return false, false, nil
 			}
 			sc.delta = delta
 			for _, f := range delta {
 				switch {
 				case f.Key == "role":
-				case (f.Key == "content" || f.Key == "refusal") && jsonx.IsNull(f.Value):
+				case (f.Key == "content" || f.Key == "refusal" || f.Key == "reasoning_content") && jsonx.IsNull(f.Value):
 				case f.Key == "content" && f.Value[0] == '"':
 					d.content = f.Value
 				case f.Key == "tool_calls":
 					first := len(fcalls)
 					var ok bool
 					if fcalls, ok = s.parseFastCalls(fcalls, f.Value); !ok {
-						return false, nil
+						return false, false, nil
 					}
 					d.calls = fcalls[first:len(fcalls):len(fcalls)]
 				default:
-					return false, nil
+					return false, false, nil
 				}
 			}
 		}
+		opening = opening && d.finish == nil && len(d.calls) == 0 && (d.content == nil || string(d.content) == `""`)
 		deltas = append(deltas, d)
 	}
 	sc.deltas, sc.fcalls = deltas, fcalls
 	for _, d := range deltas {
 		for _, fc := range d.calls {
 			if fc.index < 0 || fc.index >= maxCalls {
-				return false, fmt.Errorf("%w: tool call index %d", ErrStream, fc.index)
+				return false, false, fmt.Errorf("%w: tool call index %d", ErrStream, fc.index)
 			}
 		}
 	}
@@ -334,7 +341,7 @@ func (s *stream) feedText(data []byte) (bool, error) {
 			s.usage = usage
 		}
 	}
-	return true, nil
+	return true, opening, nil
 }
 
 // misspelt reports a key that matches one of names only when case is

@@ -554,3 +554,48 @@ func events(t *testing.T, out []byte) []fed {
 	}
 	return evs
 }
+
+// Opening is said only of chunks that carry nothing for the user: the
+// pipeline holds those, so a call-first answer can still be refused with a
+// plain status. Anything that may carry something must not be called so.
+func TestStreamOpeningChunks(t *testing.T) {
+	const head = `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m",`
+	choice := func(delta, rest string) string {
+		return head + `"choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":null` + rest + `}]}`
+	}
+	for _, tc := range []struct {
+		name, data string
+		opening    bool
+	}{
+		{"role and empty content", choice(`{"role":"assistant","content":""}`, ""), true},
+		{"role and null content and refusal", choice(`{"role":"assistant","content":null,"refusal":null}`, ""), true},
+		{"null reasoning", choice(`{"role":"assistant","content":"","reasoning_content":null}`, ""), true},
+		{"no choices, no usage", head + `"choices":[]}`, true},
+		{"empty delta", choice(`{}`, ""), true},
+		{"text", choice(`{"role":"assistant","content":"Hi"}`, ""), false},
+		{"a call", choice(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`, ""), false},
+		{"finish", head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`, false},
+		{"usage", head + `"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}}`, false},
+		{"logprobs", head + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":{"content":[]},"finish_reason":null}]}`, false},
+		{"refusal text", choice(`{"role":"assistant","refusal":"No."}`, ""), false},
+		{"reasoning text", choice(`{"role":"assistant","reasoning_content":"Hm."}`, ""), false},
+		{"an unknown delta field", choice(`{"role":"assistant","audio":{"id":"a"}}`, ""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, evs, err := feedStream(t, []byte("data: "+tc.data+"\n\n"))
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("%d events, err %v", len(evs), err)
+			}
+			if evs[0].step.Opening != tc.opening {
+				t.Fatalf("Opening %v, want %v", evs[0].step.Opening, tc.opening)
+			}
+		})
+	}
+	t.Run("not once a call is held", func(t *testing.T) {
+		call := choice(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`, "")
+		_, evs, err := feedStream(t, []byte("data: "+call+"\n\ndata: "+choice(`{}`, "")+"\n\n"))
+		if err != nil || len(evs) != 2 || evs[1].step.Opening || !evs[1].step.Hold {
+			t.Fatalf("events %+v err %v", evs, err)
+		}
+	})
+}

@@ -55,29 +55,50 @@ type fed struct {
 func feed(t testing.TB, st api.Stream, data []byte) (fed, error) {
 	t.Helper()
 	var f fed
+	var p pipelineRules
 	rd := sse.NewReader(bytes.NewReader(data), 0)
-	holding := false
 	for rd.Next() {
 		ev := rd.Event()
 		step, err := st.Feed(&ev)
 		if err != nil {
+			f.forwarded, f.held = p.forwarded, p.held
 			return f, err
 		}
-		if step.Hold {
-			holding = true
-		}
-		if holding {
-			f.held = append(f.held, api.HeldEvent{Raw: append([]byte(nil), ev.Raw...), Event: string(ev.Event),
-				Data: append([]byte(nil), ev.Data...)})
-		} else {
-			f.forwarded = append(f.forwarded, ev.Raw...)
-		}
+		p.take(&ev, step)
 		if step.Done {
 			f.done = true
 			break
 		}
 	}
+	f.forwarded, f.held = p.forwarded, p.held
 	return f, rd.Err()
+}
+
+// pipelineRules are the pipeline's holding rules: opening events are held
+// until the first event that is not one, which releases them in front of
+// itself unless it begins a hold; from then on all is held.
+type pipelineRules struct {
+	holding, opened bool
+	forwarded       []byte
+	held            []api.HeldEvent
+}
+
+func (p *pipelineRules) take(ev *sse.Event, step api.Step) {
+	switch {
+	case p.holding:
+	case step.Hold:
+		p.holding, p.opened = true, true
+	case !p.opened && (step.Opening || ev.Comment):
+	default:
+		p.opened = true
+		p.forwarded = append(p.forwarded, joinHeld(p.held)...)
+		p.held = nil
+	}
+	if p.holding || !p.opened {
+		p.held = append(p.held, api.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
+		return
+	}
+	p.forwarded = append(p.forwarded, ev.Raw...)
 }
 
 func joinHeld(held []api.HeldEvent) []byte {

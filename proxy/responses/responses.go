@@ -205,14 +205,6 @@ func infoOf(req *api.Request) (*requestInfo, error) {
 // InjectTool implements api.ToolInjector: the tool is appended last to the
 // request's tools as a flat function tool.
 func (Adapter) InjectTool(req *api.Request, t catalog.Offered) ([]byte, error) {
-	obj, err := jsonx.ParseObject(req.Body)
-	if err != nil {
-		return nil, err
-	}
-	tools, err := jsonx.ParseArray(obj.Get("tools"))
-	if err != nil {
-		return nil, err
-	}
 	params := []byte(t.Parameters)
 	if len(params) == 0 {
 		params = []byte(`{"type":"object","properties":{}}`)
@@ -227,8 +219,7 @@ func (Adapter) InjectTool(req *api.Request, t catalog.Offered) ([]byte, error) {
 		// client's own tools get.
 		{Key: "strict", Value: []byte("false")},
 	}
-	tools = append(append([][]byte(nil), tools...), tool.Bytes())
-	return obj.Set("tools", jsonx.AppendArray(nil, tools)).Bytes(), nil
+	return jsonx.AppendToField(req.Body, "tools", tool.Bytes())
 }
 
 // CallJSON implements api.Adapter: a function_call item (custom_tool_call

@@ -62,28 +62,25 @@ type streamItem struct {
 	badShape bool
 }
 
-// pending is an event toolgate kept back before forwarding it.
-type pending struct {
-	raw, data []byte
-	event     string
-	created   bool
-	seq       int64
-	hasSeq    bool
+// opened is an opening event the pipeline may be holding: what the stream
+// must know of it once it learns whether it went out.
+type opened struct {
+	created bool
+	seq     int64
+	hasSeq  bool
 }
 
 // stream follows one Responses stream.
 //
 // The stream's first events, response.created and response.in_progress,
-// carry the response id and nothing for the user to see. They are kept back
-// until the first output event arrives: an item that is not a call (text,
-// reasoning, a hosted tool) releases them in front of itself, so text is
-// not delayed; a call makes them the first held events. So when an answer
-// starts with a call, the client has not been given the stored id yet, and
-// a chained request can still be repaired and answered with the
-// re-query's id instead of escalating stateful_unrecoverable. The held
-// events travel to the client through the raw bytes of the event that
-// releases them (Feed rewrites ev.Raw), since the pipeline writes exactly
-// the bytes of each event it forwards or holds.
+// carry the response id and nothing for the user to see: Feed calls them
+// opening, and the pipeline holds them until the first output event. An
+// item that is not a call (text, reasoning, a hosted tool) releases them
+// in front of itself, so text is not delayed; a call makes them the first
+// held events. So when an answer starts with a call, the client has not
+// been given the stored id yet, and a chained request can still be
+// repaired and answered with the re-query's id instead of escalating
+// stateful_unrecoverable.
 type stream struct {
 	info *requestInfo
 
@@ -97,10 +94,9 @@ type stream struct {
 	holding bool
 	// opening is true until the first event that is not a status event.
 	opening bool
-	kept    []pending
-	// heldPrefix are the kept events that went out inside the first held
-	// event's raw bytes.
-	heldPrefix []pending
+	// kept are the opening events, until the first event that is not one
+	// says whether they went out (in front of it) or are held (with it).
+	kept []opened
 	// createdSent is set once response.created reached the client.
 	createdSent bool
 	committed   bool
@@ -163,8 +159,8 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	if string(ev.Data) == "[DONE]" {
 		// Not part of the Responses grammar, but compatible servers that
 		// reuse their Chat Completions framing end with it.
-		if !s.holding && len(s.kept) > 0 {
-			s.release(ev)
+		if !s.holding {
+			s.release()
 		}
 		return api.Step{Done: true}, nil
 	}
@@ -187,9 +183,8 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 			return step, err
 		}
 		if s.opening && !s.holding {
-			s.kept = append(s.kept, pending{raw: bytes.Clone(ev.Raw), data: bytes.Clone(ev.Data), event: string(ev.Event),
-				created: typ == evCreated, seq: seq, hasSeq: hasSeq})
-			ev.Raw, ev.DataAt = nil, 0
+			s.kept = append(s.kept, opened{created: typ == evCreated, seq: seq, hasSeq: hasSeq})
+			step.Opening = true
 			return step, nil
 		}
 	case evItemAdded, evItemDone:
@@ -227,13 +222,10 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 		// Only a chained request needs the stored id to stay unseen: a
 		// stateless re-query leaves the client's id as it was.
 		s.committed = s.info.chain && s.createdSent
-		if len(s.kept) > 0 {
-			s.heldPrefix = s.kept
-			s.kept = nil
-			ev.Raw, ev.DataAt = s.prefixed(s.heldPrefix, ev.Raw), 0
-		}
+		// The opening events are the first held ones.
+		s.kept = nil
 	case !s.holding:
-		s.release(ev)
+		s.release()
 		if typ == evCreated {
 			s.createdSent = true
 		}
@@ -244,28 +236,16 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 	return step, nil
 }
 
-// release sends the kept events in front of ev, which is forwarded.
-func (s *stream) release(ev *sse.Event) {
-	if len(s.kept) == 0 {
-		return
-	}
+// release records that the opening events went out, in front of the
+// event being fed.
+func (s *stream) release() {
 	for _, p := range s.kept {
 		s.createdSent = s.createdSent || p.created
 		if p.hasSeq {
 			s.lastSent = p.seq
 		}
 	}
-	ev.Raw, ev.DataAt = s.prefixed(s.kept, ev.Raw), 0
 	s.kept = nil
-}
-
-// prefixed returns raw with the kept events in front of it.
-func (s *stream) prefixed(kept []pending, raw []byte) []byte {
-	var out []byte
-	for _, p := range kept {
-		out = append(out, p.raw...)
-	}
-	return append(out, raw...)
 }
 
 // readResponse records the id, status and usage of a status or terminal

@@ -394,21 +394,21 @@ func FuzzResponsesStream(f *testing.F) {
 		req := reqs[seed&1]
 		st := Adapter{}.NewStream(req)
 		rd := sse.NewReader(&choppy{data: data, state: uint64(seed) | 1}, 1<<16)
-		var held []api.HeldEvent
-		holding := false
+		var p pipelineRules
 		for rd.Next() {
 			ev := rd.Event()
 			step, err := st.Feed(&ev)
 			if err != nil {
 				break
 			}
-			holding = holding || step.Hold
-			if holding {
-				held = append(held, api.HeldEvent{Raw: append([]byte(nil), ev.Raw...), Event: string(ev.Event), Data: append([]byte(nil), ev.Data...)})
-			}
+			p.take(&ev, step)
 			if step.Done {
 				break
 			}
+		}
+		held := p.held
+		if !p.holding {
+			held = nil
 		}
 		turns := st.Turns()
 		_ = st.Usage()
@@ -469,7 +469,7 @@ func TestStreamOutputOnlyInTerminalEvent(t *testing.T) {
 		itemMessage + "," + itemBadCall + "]}}\n\n"
 	st := newStream(t, plainReq)
 	f, err := feed(t, st, []byte(data))
-	if err != nil || len(f.forwarded) != 0 || len(f.held) != 1 {
+	if err != nil || len(f.forwarded) != 0 || len(f.held) != 2 {
 		t.Fatalf("err %v forwarded %q held %d", err, f.forwarded, len(f.held))
 	}
 	turn := st.Turns()[0]

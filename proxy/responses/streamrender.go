@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -63,18 +62,8 @@ func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error
 	if len(finals) > 0 {
 		r.plan(finals[0])
 	}
-	prefix := s.prefixed(s.heldPrefix, nil)
-	for _, p := range s.heldPrefix {
-		if err := r.event(p.event, p.raw, p.data); err != nil {
-			return nil, err
-		}
-	}
-	for i, h := range held {
-		raw := h.Raw
-		if i == 0 && len(prefix) > 0 && bytes.HasPrefix(raw, prefix) {
-			raw = raw[len(prefix):]
-		}
-		if err := r.event(h.Event, raw, h.Data); err != nil {
+	for _, h := range held {
+		if err := r.event(h.Event, h.Raw, h.Data); err != nil {
 			return nil, err
 		}
 	}
