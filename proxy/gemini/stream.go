@@ -59,7 +59,7 @@ type stream struct {
 	// the first chunk the pipeline holds: holdAt, or 0 when every chunk
 	// before it only opened the answer (the pipeline holds those too).
 	holdAt, heldFrom int
-	feedback bool
+	feedback         bool
 	// content: a chunk carried something for the client (a part other than
 	// empty text, a finish reason, prompt feedback); before that, chunks
 	// only open the answer.
