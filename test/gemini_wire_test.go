@@ -368,6 +368,8 @@ func TestGeminiKeepaliveThroughTheGoSDK(t *testing.T) {
 	up := newGemUpstream(t, nil)
 	up.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
+		// Text first: keepalives only go out once the headers have.
+		_, _ = io.WriteString(w, "data: "+gemAnswer("", gemText("Checking."))+"\r\n\r\n")
 		_, _ = io.WriteString(w, "data: "+gemAnswer("", gemFC("get_current_weather", weatherOK, "c2ln"))+"\r\n\r\n")
 		w.(http.Flusher).Flush()
 		select {
@@ -383,7 +385,7 @@ func TestGeminiKeepaliveThroughTheGoSDK(t *testing.T) {
 		defer close(release)
 		for range 1000 {
 			rec.mu.Lock()
-			seen := bytes.Contains(rec.raw.Bytes(), []byte("\n"))
+			seen := bytes.Contains(rec.raw.Bytes(), []byte("\r\n\r\n\r\n\r\n"))
 			rec.mu.Unlock()
 			if seen {
 				return
@@ -405,8 +407,8 @@ func TestGeminiKeepaliveThroughTheGoSDK(t *testing.T) {
 		}
 		calls += len(chunk.FunctionCalls())
 	}
-	if !bytes.HasPrefix(rec.raw.Bytes(), []byte("\r\n\r\n")) || calls != 1 {
-		t.Errorf("calls %d; no blank-line keepalive before the held events in %q", calls, rec.raw.String())
+	if !bytes.Contains(rec.raw.Bytes(), []byte("\r\n\r\n\r\n\r\ndata: ")) || bytes.Contains(rec.raw.Bytes(), []byte(": keepalive")) || calls != 1 {
+		t.Errorf("calls %d; no empty-event keepalive before the held events in %q", calls, rec.raw.String())
 	}
 }
 
