@@ -336,10 +336,11 @@ func TestChatStreamTextIsNotBuffered(t *testing.T) {
 	}
 }
 
-// The role chunk carries nothing, so it is held, with keepalives, until
-// the first text, and then goes out in front of it: the upstream waits
-// until the client has seen a keepalive, so a toolgate that forwarded the
-// role chunk at once would show it before that keepalive.
+// The role chunk carries nothing, so it is held until the first text and
+// then goes out in front of it. Until then not even the headers go out,
+// however many keepalive intervals pass: the upstream waits until the
+// client has waited several of them, and a toolgate that forwarded the role
+// chunk, or a keepalive, would have answered the client by then.
 func TestChatStreamOpeningHeldUntilText(t *testing.T) {
 	role := chunk(roleChunk, "")
 	rest := textStream("Hello.")[len(role):] + chunk(`{}`, "stop") + doneEvent
@@ -357,33 +358,38 @@ func TestChatStreamOpeningHeldUntilText(t *testing.T) {
 	gate := startGate(t, gateConfig(up.srv.URL, "", ""), 20*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp := post(t, ctx, newClient(t), gate.URL, streamRequest(t))
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	const ka = ": keepalive\n\n"
-	first := readUntil(t, br, "keepalive", 2*time.Second)
-	close(seen)
-	if string(first) != ka {
-		t.Fatalf("before the first keepalive the client got %q", first)
+	answered := make(chan *http.Response, 1)
+	go func() { answered <- post(t, ctx, newClient(t), gate.URL, streamRequest(t)) }()
+	select {
+	case resp := <-answered:
+		resp.Body.Close()
+		t.Fatal("the client got headers while only the role chunk had arrived")
+	case <-time.After(200 * time.Millisecond):
 	}
-	tail, err := io.ReadAll(br)
+	close(seen)
+	resp := <-answered
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Without the keepalives, the client got the upstream's stream, the
-	// role chunk in front of the text.
-	if got := strings.ReplaceAll(string(tail), ka, ""); got != role+rest {
-		t.Fatalf("without keepalives got %q\nwant %q", got, role+rest)
+	if string(got) != role+rest {
+		t.Fatalf("got %q\nwant the upstream's stream %q", got, role+rest)
 	}
 }
 
+// Once text has gone out, a held call is kept alive with comments, and
+// removing them leaves the upstream's bytes.
 func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 	data := chatFixture(t, "parallel_tool_calls_stream.sse")
 	evs := events(t, data)
+	text := textStream("Checking both cities.")[len(evs[0]):]
 	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		// Role chunk and the start of the first call, then silence in the
-		// middle of the call's arguments.
-		for _, e := range evs[:3] {
+		// Role chunk, text, the start of the first call, then silence in
+		// the middle of the call's arguments.
+		writeChopped(w, evs[0])
+		writeEvents(w, []byte(text))
+		for _, e := range evs[1:3] {
 			writeChopped(w, e)
 		}
 		select {
@@ -401,18 +407,37 @@ func TestChatStreamKeepaliveWhileHolding(t *testing.T) {
 		t.Fatalf("status %d", status)
 	}
 	const ka = ": keepalive\n\n"
-	n := bytes.Count(got, []byte(ka))
-	if n < 2 {
+	if n := bytes.Count(got, []byte(ka)); n < 2 {
 		t.Fatalf("%d keepalive comments during a 300ms hold at 50ms, want several: %q", n, got)
 	}
-	// The role chunk opens an answer that begins with a call, so it is
-	// held with the call: the keepalives come first, and removing them
-	// leaves the upstream's bytes.
-	if !bytes.HasPrefix(got, []byte(ka)) {
-		t.Errorf("stream does not start with a keepalive: %q", got[:min(len(got), 400)])
+	want := append(append([]byte(string(evs[0])), text...), bytes.Join(evs[1:], nil)...)
+	if stripped := bytes.ReplaceAll(got, []byte(ka), nil); !bytes.Equal(stripped, want) {
+		t.Fatalf("without keepalives the stream differs from the upstream's:\n got %q\nwant %q", stripped, want)
 	}
-	if stripped := bytes.ReplaceAll(got, []byte(ka), nil); !bytes.Equal(stripped, data) {
-		t.Fatalf("without keepalives the stream differs from the upstream's:\n got %q\nwant %q", stripped, data)
+}
+
+// An answer that begins with a call and is held for many keepalive
+// intervals is still escalated as a plain 422: a comment would have sent
+// the headers, and SDKs retry an error that arrives inside a 200 stream.
+func TestChatStreamLongHoldStillPlain(t *testing.T) {
+	head := chunk(roleChunk, "") + chunk(`{"tool_calls":[{"index":0,"id":"call_s1","type":"function","function":{"name":"database_query","arguments":""}}]}`, "")
+	tail := chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`, "") + chunk(`{}`, "tool_calls") + doneEvent
+	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		writeEvents(w, []byte(head))
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		writeEvents(w, []byte(tail))
+	})
+	gate := startGate(t, gateConfig(up.srv.URL, "", "recovery:\n  max_attempts: 0\n"), 20*time.Millisecond)
+	status, h, got := fetch(t, gate.URL, streamRequest(t))
+	if status != http.StatusUnprocessableEntity || h.Get("X-Should-Retry") != "false" {
+		t.Fatalf("status %d, x-should-retry %q, body %q; want a plain 422 after a long hold", status, h.Get("X-Should-Retry"), got)
+	}
+	if bytes.Contains(got, []byte("keepalive")) || !bytes.Contains(got, []byte(`"tool_call_escalation"`)) {
+		t.Fatalf("body %q", got)
 	}
 }
 
