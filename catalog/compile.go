@@ -56,7 +56,7 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		schemas: requestSchemas,
 	}
 	for _, e := range entries {
-		if t := compileTool(ps, e); t != nil {
+		if t := compileTool(ps, e, c.Catalog.Context); t != nil {
 			s.Tools[t.Name] = t
 		}
 		s.Names = append(s.Names, e.cfg.Name)
@@ -67,6 +67,7 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 	}
 
 	s.Secrets = c.resolveSecrets(ps, lookupEnv)
+	s.Validators = c.compileValidators(ps, entries, lookupEnv)
 	if f := c.Recovery.PromptFile; f != "" {
 		data, err := readFile(resolvePath(baseDir, f))
 		switch {
@@ -138,8 +139,8 @@ func (c *Config) gatherTools(ps *problems, baseDir string) []catalogEntry {
 }
 
 // compileTool builds one Tool, adding a problem for a schema or rule that
-// does not compile.
-func compileTool(ps *problems, e catalogEntry) *Tool {
+// does not compile or for a rule reading an undeclared context value.
+func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource) *Tool {
 	tc := &e.cfg
 	t := &Tool{
 		Name:          tc.Name,
@@ -170,6 +171,12 @@ func compileTool(ps *problems, e catalogEntry) *Tool {
 			ps.add(where(indexPath(".rules", i)+".expr"), "tool %q: rule %q: %v", tc.Name, rc.Expr, err)
 			ok = false
 			continue
+		}
+		for _, k := range r.ContextKeys {
+			if _, known := declared[k]; !known {
+				ps.add(where(indexPath(".rules", i)+".expr"), "tool %q: rule %q reads context.%s, which catalog.context does not declare", tc.Name, rc.Expr, k)
+				ok = false
+			}
 		}
 		t.Rules = append(t.Rules, r)
 	}
@@ -229,6 +236,43 @@ func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bo
 		sec.WebhookSecret = v
 	}
 	return sec
+}
+
+// compileValidators resolves each validator's tools against the catalog and
+// its signing secret from the environment.
+func (c *Config) compileValidators(ps *problems, entries []catalogEntry, lookupEnv func(string) (string, bool)) []*ValidatorSpec {
+	known := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		known[e.cfg.Name] = true
+	}
+	var out []*ValidatorSpec
+	for i, v := range c.Validators {
+		at := indexPath("validators", i)
+		spec := &ValidatorSpec{Name: v.Name, URL: v.URL, Timeout: v.Timeout.D(), FailOpen: v.FailurePolicy == FailurePolicyIgnore}
+		for j, t := range v.Tools {
+			switch {
+			case t == "*":
+				spec.tools = nil
+				spec.all = true
+			case !known[t]:
+				ps.add(indexPath(at+".tools", j), "tool %q is not in the catalog", t)
+			default:
+				if spec.tools == nil {
+					spec.tools = map[string]bool{}
+				}
+				spec.tools[t] = true
+			}
+		}
+		if name := v.SecretEnv; name != "" {
+			sec, _ := lookupEnv(name)
+			if sec = strings.TrimSpace(sec); sec == "" {
+				ps.add(at+".secret_env", "environment variable %s is not set or empty", name)
+			}
+			spec.Secret = []byte(sec)
+		}
+		out = append(out, spec)
+	}
+	return out
 }
 
 func resolvePath(baseDir, p string) string {

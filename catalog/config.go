@@ -28,6 +28,7 @@ type Config struct {
 	InboundAuth InboundAuth `yaml:"inbound_auth"`
 	Upstreams   []Upstream  `yaml:"upstreams"`
 	Catalog     Catalog     `yaml:"catalog"`
+	Validators  []Validator `yaml:"validators"`
 	Recovery    Recovery    `yaml:"recovery"`
 	Reprompt    Reprompt    `yaml:"reprompt"`
 	Abstain     Abstain     `yaml:"abstain"`
@@ -100,6 +101,41 @@ type Catalog struct {
 	StripPrefixes []string     `yaml:"strip_prefixes"`
 	Tools         []ToolConfig `yaml:"tools"`
 	Files         []string     `yaml:"files"`
+	// Context declares the per-request values rules and validators may
+	// read, by name.
+	Context map[string]ContextSource `yaml:"context"`
+}
+
+// ContextSource says where a per-request context value comes from. The
+// header is removed before the request is forwarded and is never logged:
+// its values (a customer id, a tenant) may be personal data.
+type ContextSource struct {
+	Header string `yaml:"header"`
+}
+
+// Validator failure policies: what a call gets when its validator cannot
+// give an answer (timeout, non-2xx, unreadable body).
+const (
+	// FailurePolicyFail blocks the call, like a denial.
+	FailurePolicyFail = "fail"
+	// FailurePolicyIgnore counts the failure and lets the call pass.
+	FailurePolicyIgnore = "ignore"
+)
+
+// Validator is one operator webhook that judges calls after every local
+// check passed, like a Kubernetes validating admission webhook.
+type Validator struct {
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
+	// Tools are the tool names it judges, or ["*"] for every tool.
+	Tools         []string `yaml:"tools"`
+	Timeout       Duration `yaml:"timeout"`
+	FailurePolicy string   `yaml:"failure_policy"`
+	// SecretEnv names the variable holding the HMAC-SHA256 key that signs
+	// each request body (X-Toolgate-Signature).
+	SecretEnv string `yaml:"secret_env"`
+	// AllowInsecure permits plain http to a host that is not loopback.
+	AllowInsecure bool `yaml:"allow_insecure"`
 }
 
 // Tool policies.
@@ -123,7 +159,8 @@ type ToolConfig struct {
 	Origin string `yaml:"-"`
 }
 
-// RuleConfig is one CEL rule over a call's arguments.
+// RuleConfig is one CEL rule over a call, its answer and the conversation
+// (see NewRule for the variables it may read).
 type RuleConfig struct {
 	Expr    string `yaml:"expr"`
 	Message string `yaml:"message"`

@@ -26,6 +26,10 @@ const (
 	defaultUpstreamNamePrefix = "upstream"
 )
 
+// DefaultValidatorTimeout bounds one validator call: it runs on the agent's
+// clock, before any byte of the answer goes out.
+const DefaultValidatorTimeout = 300 * time.Millisecond
+
 // SetDefaults fills every field the operator left out. It is idempotent, and
 // it never overrides a value that was written: the pointer fields exist so
 // that an explicit 0 (no recovery attempts, say) survives. Durations and byte
@@ -48,6 +52,15 @@ func (c *Config) SetDefaults() {
 	setString(&c.Catalog.Unlisted, UnlistedAllow)
 	for i := range c.Catalog.Tools {
 		c.Catalog.Tools[i].setDefaults()
+	}
+
+	for i := range c.Validators {
+		v := &c.Validators[i]
+		setDuration(&v.Timeout, DefaultValidatorTimeout)
+		if v.Tools == nil {
+			v.Tools = []string{"*"}
+		}
+		setString(&v.FailurePolicy, FailurePolicyFail)
 	}
 
 	setString(&c.Recovery.Strategy, StrategyDecision)

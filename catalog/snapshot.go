@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync/atomic"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -34,13 +35,17 @@ type Tool struct {
 type Rule struct {
 	Expr    string
 	Message string
+	// ContextKeys are the context names the expression reads by name.
+	ContextKeys []string
+	// ArgKeys are the top-level argument names it reads by name.
+	ArgKeys []string
 	prog    ruleProgram
 }
 
 // ruleProgram is the compiled form of a rule expression. It takes a context
 // so that a cancelled request also stops its rule evaluation.
 type ruleProgram interface {
-	eval(ctx context.Context, tool string, args any) (bool, error)
+	eval(ctx context.Context, v *RuleVars) (bool, error)
 }
 
 // Snapshot is one immutable, fully compiled configuration. A request takes
@@ -59,6 +64,9 @@ type Snapshot struct {
 	Prompt string
 	// Secrets resolved from the environment at load time.
 	Secrets Secrets
+	// Validators are the operator's webhooks in config order. They belong
+	// to the snapshot, so a reload swaps them with everything else.
+	Validators []*ValidatorSpec
 
 	schemas *schemaCache
 	// all is the Effective of the whole catalog, built once and shared by
@@ -76,6 +84,24 @@ type Secrets struct {
 	// WebhookSecret signs webhook deliveries.
 	WebhookSecret string
 }
+
+// ValidatorSpec is one validator in compiled form.
+type ValidatorSpec struct {
+	Name    string
+	URL     string
+	Timeout time.Duration
+	// FailOpen is failure_policy: ignore, under which a validator that
+	// cannot answer lets the call pass.
+	FailOpen bool
+	// Secret is the HMAC key for X-Toolgate-Signature; nil signs nothing.
+	// It is kept out of the Config so a logged Config never shows it.
+	Secret []byte
+	tools  map[string]bool
+	all    bool
+}
+
+// Judges reports whether the validator is called for the tool.
+func (v *ValidatorSpec) Judges(tool string) bool { return v.all || v.tools[tool] }
 
 // Store holds the live Snapshot and swaps it atomically on reload.
 type Store struct {

@@ -36,6 +36,8 @@ func (c *Config) Validate() error {
 
 	c.validateUpstreams(ps)
 	c.validateCatalog(ps)
+	c.validateContext(ps)
+	c.validateValidators(ps)
 
 	oneOf(ps, "recovery.strategy", c.Recovery.Strategy, StrategyDecision, StrategyCorrection)
 	checkAttempts(ps, "recovery.max_attempts", c.Recovery.MaxAttempts)
@@ -111,6 +113,10 @@ func (c *Config) validateUpstreams(ps *problems) {
 			ps.add(at+".path_prefix", "%q must not end with \"/\" (use \"\" for the root)", p)
 		case strings.ContainsAny(p, "?#{}*"):
 			ps.add(at+".path_prefix", "%q must be a plain path", p)
+		default:
+			if msg := canonicalRouteProblem(p); msg != "" {
+				ps.add(at+".path_prefix", "%q %s", p, msg)
+			}
 		}
 		if j, dup := prefixes[u.PathPrefix]; dup {
 			ps.add(at+".path_prefix", "%q is also the path_prefix of upstreams[%d]; the prefix selects the upstream", u.PathPrefix, j)
@@ -164,6 +170,93 @@ func (c *Config) validateCatalog(ps *problems) {
 			seen[t.Name] = i
 		}
 	}
+}
+
+// contextName is what a context value may be called: a CEL identifier, so a
+// rule reads it as context.name.
+var contextName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// headerName is an HTTP header field name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
+
+// reservedHeaders carry the request's framing or its credentials, which the
+// upstream needs: declaring one as a context value would strip it.
+var reservedHeaders = []string{"authorization", "x-api-key", "api-key", "content-type", "content-length",
+	"content-encoding", "host", "accept", "accept-encoding", "connection", "transfer-encoding", "anthropic-version"}
+
+func (c *Config) validateContext(ps *problems) {
+	headers := map[string]string{}
+	for _, name := range sortedKeys(c.Catalog.Context) {
+		at := fieldPath("catalog.context", name)
+		if !contextName.MatchString(name) {
+			ps.add(at, "%q is not a valid context name (a letter or _, then letters, digits or _; a rule reads it as context.name)", name)
+		}
+		h := c.Catalog.Context[name].Header
+		lower := strings.ToLower(h)
+		switch {
+		case h == "":
+			ps.add(at+".header", "must be set, e.g. X-Customer-Id")
+		case !headerName.MatchString(h):
+			ps.add(at+".header", "%q is not a valid header name", h)
+		case slices.Contains(reservedHeaders, lower) || strings.HasPrefix(lower, "x-toolgate-"):
+			ps.add(at+".header", "%q is needed by the upstream or by toolgate and cannot carry a context value", h)
+		case headers[lower] != "":
+			ps.add(at+".header", "%q is also the header of catalog.context.%s", h, headers[lower])
+		default:
+			headers[lower] = name
+		}
+	}
+}
+
+// validatorName is what a validator may be called: it labels metrics and
+// findings (validator:<name>).
+var validatorName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+func (c *Config) validateValidators(ps *problems) {
+	names := map[string]int{}
+	for i, v := range c.Validators {
+		at := indexPath("validators", i)
+		switch j, dup := names[v.Name]; {
+		case !validatorName.MatchString(v.Name):
+			ps.add(at+".name", "%q is not a valid validator name (1 to 64 of a-z A-Z 0-9 _ . -)", v.Name)
+		case dup:
+			ps.add(at+".name", "%q is also the name of validators[%d]", v.Name, j)
+		default:
+			names[v.Name] = i
+		}
+		if msg := validatorURLProblem(v.URL, v.AllowInsecure); msg != "" {
+			ps.add(at+".url", "%s", msg)
+		}
+		if len(v.Tools) == 0 {
+			ps.add(at+".tools", `must list the tools it judges, or ["*"] for all (the default)`)
+		}
+		for j, t := range v.Tools {
+			if t == "*" && len(v.Tools) > 1 {
+				ps.add(indexPath(at+".tools", j), `"*" already names every tool; list it alone`)
+			} else if t != "*" && !toolName.MatchString(t) {
+				ps.add(indexPath(at+".tools", j), "%q is not a valid tool name", t)
+			}
+		}
+		positive(ps, at+".timeout", v.Timeout)
+		if v.Timeout > c.Recovery.Deadline && c.Recovery.Deadline > 0 {
+			ps.add(at+".timeout", "%s is longer than recovery.deadline (%s), inside which every validator call runs", v.Timeout, c.Recovery.Deadline)
+		}
+		oneOf(ps, at+".failure_policy", v.FailurePolicy, FailurePolicyFail, FailurePolicyIgnore)
+	}
+}
+
+// validatorURLProblem says what is wrong with a validator URL, or "". Plain
+// http is only for loopback (the same host or pod) unless allowed: the body
+// carries the call, the conversation's tool results and the context values.
+func validatorURLProblem(raw string, allowInsecure bool) string {
+	if msg := httpURLProblem(raw); msg != "" {
+		return msg
+	}
+	u, _ := url.Parse(raw)
+	if u.Scheme == "http" && !allowInsecure && !isLoopback(u.Hostname()) {
+		return strconv.Quote(raw) + " is plain http to a host that is not loopback; use https, or set allow_insecure: true"
+	}
+	return ""
 }
 
 // validate checks one tool, from config.yaml or from a tool file, at path at.
@@ -273,6 +366,9 @@ func routePatternProblem(p string) string {
 	if strings.ContainsAny(p, "?#") {
 		return "path must not contain a query or fragment"
 	}
+	if msg := canonicalRouteProblem(p); msg != "" {
+		return "path " + msg
+	}
 	for _, seg := range strings.Split(p[1:], "/") {
 		open := strings.Count(seg, "{")
 		if open != strings.Count(seg, "}") || open > 1 {
@@ -283,6 +379,26 @@ func routePatternProblem(p string) string {
 			if j < i || j == i+1 {
 				return "segment " + strconv.Quote(seg) + " needs a parameter name between the braces"
 			}
+		}
+	}
+	return ""
+}
+
+// canonicalRouteProblem checks that a configured route is spelled the one
+// way toolgate routes on: requests are matched on their canonical path,
+// and any other spelling of a judged route is refused, so a route written
+// with escapes, ";", dot or empty segments could never be reached.
+func canonicalRouteProblem(p string) string {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$&'()*+,=:@/{}", c) >= 0
+		if !ok {
+			return "must use only letters, digits and -._~!$&'()*+,=:@ (no escapes, spaces or \";\"); found " + strconv.Quote(string(c))
+		}
+	}
+	for _, seg := range strings.Split(p, "/")[1:] {
+		if seg == "" || strings.HasSuffix(seg, ".") {
+			return "must not have empty segments or segments ending in \".\""
 		}
 	}
 	return ""
@@ -308,7 +424,7 @@ func pointerProblem(p string) string {
 	return ""
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

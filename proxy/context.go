@@ -4,7 +4,10 @@ import "context"
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	contextValuesKey
+)
 
 func withRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey, id)
@@ -14,4 +17,15 @@ func withRequestID(ctx context.Context, id string) context.Context {
 func requestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
+}
+
+func withContextValues(ctx context.Context, v map[string]string) context.Context {
+	return context.WithValue(ctx, contextValuesKey, v)
+}
+
+// contextValues returns the request's catalog.context values by name, or
+// nil when the config declares none.
+func contextValues(ctx context.Context) map[string]string {
+	v, _ := ctx.Value(contextValuesKey).(map[string]string)
+	return v
 }

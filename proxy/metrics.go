@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -30,6 +32,9 @@ type Metrics struct {
 	SinkFailures      *prometheus.CounterVec
 	PanicsRecovered   prometheus.Counter
 	StreamsHeldEvents prometheus.Histogram
+	ValidatorRequests *prometheus.CounterVec
+	ValidatorDuration *prometheus.HistogramVec
+	RouteRefusals     *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -91,12 +96,42 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_stream_held_events", Help: "Events held back per stream while calls were validated.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 		}),
+		ValidatorRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_validator_requests_total", Help: "Calls to the operator's validators by result.",
+		}, []string{"validator", "result"}),
+		ValidatorDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "toolgate_validator_duration_seconds", Help: "Time of one validator call, until its answer is read or it fails.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		}, []string{"validator"}),
+		RouteRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_route_refusals_total", Help: "Requests the path guard refused, by reason.",
+		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
-		m.PanicsRecovered, m.StreamsHeldEvents)
+		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals)
+	for _, r := range refusalReasons {
+		m.RouteRefusals.WithLabelValues(string(r))
+	}
 	return m
+}
+
+// initValidators creates each validator's series at zero, so that rate()
+// sees its first call, as SetCatalog does for the tool series.
+func (m *Metrics) initValidators(names []string) {
+	for _, n := range names {
+		for _, r := range []string{judge.ResultAllowed, judge.ResultDenied, judge.ResultError, judge.ResultTimeout} {
+			m.ValidatorRequests.WithLabelValues(n, r)
+		}
+	}
+}
+
+// observeValidator records one validator call. The validator label is a
+// configured name, so it is bounded like the catalog's tool names.
+func (m *Metrics) observeValidator(validator, result string, d time.Duration) {
+	m.ValidatorRequests.WithLabelValues(validator, result).Inc()
+	m.ValidatorDuration.WithLabelValues(validator).Observe(d.Seconds())
 }
 
 // maxInitTools bounds the per-tool series created ahead of traffic.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
@@ -48,6 +49,7 @@ type exchange struct {
 	settings recovery.Settings
 	header   http.Header
 	vctx     validate.Context
+	jd       *judge.Judge
 	findings []string
 }
 
@@ -62,7 +64,7 @@ func (s *Server) validated(rt *runtime, u *upstream, ad api.Adapter, prefix stri
 	series := s.metrics.forAPI(ad.Name())
 	return func(w http.ResponseWriter, r *http.Request) {
 		x := &exchange{s: s, rt: rt, up: u, ad: ad, series: series, w: w, r: r, start: time.Now(),
-			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.Path, prefix)}
+			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
 		x.serve()
 	}
 }
@@ -180,7 +182,7 @@ func (x *exchange) judge(turns []*recovery.Turn, ask recovery.Asker, committed b
 	for i, turn := range turns {
 		res, err := recovery.Run(x.r.Context(), &recovery.Input{
 			Turn:     turn,
-			Check:    x.check,
+			Judge:    x.jd.Batch,
 			Eff:      x.eff,
 			Settings: &x.settings,
 			Ask:      ask,
@@ -314,10 +316,6 @@ func (x *exchange) offerAbstain(body []byte) []byte {
 	x.req.Body = nb
 	x.settings.AbstainTool = cfg.ToolName
 	return nb
-}
-
-func (x *exchange) check(c validate.ToolCall) validate.Verdict {
-	return validate.Check(c, &x.vctx)
 }
 
 // verdict is the pipeline's decision on a whole answer, before any byte of
@@ -463,7 +461,9 @@ func (x *exchange) parseRequest(body []byte) {
 	}
 	x.req = req
 	x.eff = snap.Effective(req.Offered, req.Choice, parsed)
-	x.vctx = validate.Context{Eff: x.eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
+	x.vctx = validate.Context{Eff: x.eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream,
+		History: req.History, Values: contextValues(x.r.Context())}
+	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.rt.validators, RequestID: x.rid, CatalogVersion: snap.Version}
 }
 
 // send makes one upstream call and times it.
@@ -610,8 +610,8 @@ func (x *exchange) writeFinalError(status int, typ, msg string) {
 // writeOwnError writes one of toolgate's own errors in the route's
 // envelope where the adapter has one, else the OpenAI-style one.
 func (x *exchange) writeOwnError(w http.ResponseWriter, status int, typ, msg string) {
-	if e, ok := x.ad.(api.ErrorEnveloper); ok {
-		writeErrorBody(w, status, e.ErrorJSON(status, typ, msg))
+	if e, ok := x.ad.(api.PlainErrorer); ok {
+		writeErrorBody(w, status, e.PlainError(status, typ, msg))
 		return
 	}
 	writeError(w, status, typ, msg)

@@ -18,12 +18,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/gemini"
@@ -69,8 +69,13 @@ func (s *Server) keepaliveInterval() time.Duration {
 // clients. A request keeps the runtime it started with.
 type runtime struct {
 	snap   *catalog.Snapshot
-	router http.Handler
+	routes *routeTable
 	ups    []*upstream
+	// validators call the snapshot's validators; swapped with it.
+	validators *judge.Validators
+	// contextHeaders maps each catalog.context header (canonical) to its
+	// context name.
+	contextHeaders map[string]string
 }
 
 // adapters maps api_paths values and built-in routes to adapters.
@@ -137,13 +142,20 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 		for _, u := range old.ups {
 			u.close()
 		}
+		old.validators.Close()
 	}
 	return nil
 }
 
 func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 	rt := &runtime{snap: snap}
-	r := chi.NewRouter()
+	for name, src := range snap.Config.Catalog.Context {
+		if rt.contextHeaders == nil {
+			rt.contextHeaders = map[string]string{}
+		}
+		rt.contextHeaders[http.CanonicalHeaderKey(src.Header)] = name
+	}
+	routes := newRouteTable()
 	for _, uc := range snap.Config.Upstreams {
 		u, err := newUpstream(uc, snap.Secrets.UpstreamKeys[uc.Name])
 		if err != nil {
@@ -152,22 +164,25 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		rt.ups = append(rt.ups, u)
 		prefix := uc.PathPrefix
 		for path, name := range builtinRoutes {
-			r.Post(prefix+path, s.validated(rt, u, adapters[name], prefix))
+			ad := adapters[name]
+			routes.judge(name, prefix, path, envelopeOf(ad), s.validated(rt, u, ad, prefix), http.MethodPost)
 		}
 		for path, name := range uc.APIPaths {
 			a, ok := adapters[name]
 			if !ok {
 				return nil, fmt.Errorf("upstream %s: api_paths %s: unknown API %q", uc.Name, path, name)
 			}
-			r.Post(prefix+path, s.validated(rt, u, a, prefix))
+			routes.judge(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
 		}
-		pt := s.passthrough(rt, u, prefix)
-		r.Handle(prefix+"/*", pt)
-		if prefix != "" {
-			r.Handle(prefix, pt)
-		}
+		routes.passThrough(prefix, s.passthrough(rt, u, prefix))
 	}
-	rt.router = r
+	rt.routes = routes
+	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
+	names := make([]string, len(snap.Validators))
+	for i, v := range snap.Validators {
+		names[i] = v.Name
+	}
+	s.metrics.initValidators(names)
 	return rt, nil
 }
 
@@ -200,8 +215,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "authentication_error", "a valid toolgate token is required")
 		return
 	}
-	r = r.WithContext(withRequestID(r.Context(), rid))
-	rt.router.ServeHTTP(w, r)
+	ctx := withRequestID(r.Context(), rid)
+	if rt.contextHeaders != nil {
+		ctx = withContextValues(ctx, takeContext(r.Header, rt.contextHeaders))
+	}
+	s.route(w, r.WithContext(ctx), rt)
+}
+
+// takeContext reads the catalog.context values from the request's headers
+// and removes those headers, so they reach no upstream on any route. A
+// header sent empty, or more than once, counts as not sent: a rule reading
+// it fails closed rather than pick one of two customers.
+func takeContext(h http.Header, headers map[string]string) map[string]string {
+	vals := make(map[string]string, len(headers))
+	for k, name := range headers {
+		if vs := h.Values(k); len(vs) == 1 {
+			if v := strings.TrimSpace(vs[0]); v != "" {
+				vals[name] = v
+			}
+		}
+		h.Del(k)
+	}
+	return vals
 }
 
 // beganWriter notes when the response has begun, so that a recovered
@@ -231,12 +266,16 @@ func (b *beganWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 // transport lets the server close it under the transport's feet and truncate
 // answers (golang/go#40747).
 func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handler {
+	segments := strings.Count(prefix, "/")
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			path := strings.TrimPrefix(pr.In.URL.Path, prefix)
+			// The client's own bytes after the prefix: the guard has
+			// checked that no reading of them is a judged route, and
+			// canonical routing never moves a "/", so the prefix is the
+			// path's first segments.
 			dropToolgateHeaders(pr.Out.Header)
 			query := u.applyKey(pr.Out.Header, pr.In.URL.RawQuery, "")
-			pr.Out.URL = u.target(path, query)
+			pr.Out.URL = u.target(afterSegments(rawPath(pr.In.URL), segments), query)
 			pr.Out.Host = ""
 		},
 		ModifyResponse: func(resp *http.Response) error {

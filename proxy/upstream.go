@@ -69,12 +69,23 @@ func (u *upstream) close() {
 	}
 }
 
-// target builds the upstream URL for a client path (prefix removed) and query.
-func (u *upstream) target(path, rawQuery string) *url.URL {
+// target builds the upstream URL for an escaped client path (prefix
+// removed) and query, keeping the path's bytes: decoding it would turn a
+// "%2F" the client sent into a "/" the upstream routes on.
+func (u *upstream) target(escaped, rawQuery string) *url.URL {
 	t := *u.base
-	t.Path = strings.TrimSuffix(u.base.Path, "/") + path
-	t.RawPath = ""
+	t.RawPath = strings.TrimSuffix(u.base.EscapedPath(), "/") + escaped
+	t.Path = t.RawPath
+	if p, err := url.PathUnescape(t.RawPath); err == nil {
+		t.Path = p
+	}
 	t.RawQuery = rawQuery
+	if t.EscapedPath() != t.RawPath {
+		// Bytes url.URL would escape again ("{", raw UTF-8): the request
+		// line carries them as the client sent them, in absolute form,
+		// which every HTTP/1.1 server accepts (RFC 9112 §3.2.2).
+		t.Opaque = "//" + t.Host + t.RawPath
+	}
 	return &t
 }
 

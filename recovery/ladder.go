@@ -65,8 +65,12 @@ func derefF(p *float64) float64 {
 // Input is one answer to judge and everything needed to repair it.
 type Input struct {
 	Turn *Turn
-	// Check judges a call in this request's context.
-	Check    func(validate.ToolCall) validate.Verdict
+	// Judge judges the calls at positions at of one answer's calls, in
+	// this request's context, returning a verdict per position. It is
+	// called for the original answer and for every repaired call, so each
+	// call that goes out passed every check. It may do I/O (validators),
+	// bounded by ctx, which carries recovery.deadline.
+	Judge    JudgeFunc
 	Eff      *catalog.Effective
 	Settings *Settings
 	Ask      Asker
@@ -77,6 +81,10 @@ type Input struct {
 	// UserText is the last user message, used to rank a shortlist.
 	UserText string
 }
+
+// JudgeFunc judges calls[at[k]] for each k, each call seeing the other
+// calls of the batch as its siblings. judge.Judge.Batch is one.
+type JudgeFunc func(ctx context.Context, calls []validate.ToolCall, at []int) []validate.Verdict
 
 // Result is the ladder's verdict on one answer.
 type Result struct {
@@ -120,10 +128,18 @@ func Run(ctx context.Context, in *Input) (*Result, error) {
 	l.res.Original = in.Turn.Calls
 	l.res.Calls = append([]validate.ToolCall(nil), in.Turn.Calls...)
 	l.res.Changed = make([]bool, len(in.Turn.Calls))
-	l.res.Verdicts = make([]validate.Verdict, len(in.Turn.Calls))
-	for i, c := range in.Turn.Calls {
-		l.res.Verdicts[i] = in.Check(c)
+	if l.s.Deadline > 0 {
+		// The deadline covers the checks too: a validator is a call out
+		// like a re-query.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.s.Deadline)
+		defer cancel()
 	}
+	all := make([]int, len(in.Turn.Calls))
+	for i := range all {
+		all[i] = i
+	}
+	l.res.Verdicts = in.Judge(ctx, in.Turn.Calls, all)
 	l.verdicts = append([]validate.Verdict(nil), l.res.Verdicts...)
 	if !l.s.Shadow {
 		for i := range l.res.Calls {
@@ -191,11 +207,6 @@ func (l *ladder) run(ctx context.Context) error {
 	}
 	if l.in.Stateful {
 		return l.escalate("stateful_unrecoverable", "the conversation is stored upstream, so the call cannot be repaired", -1)
-	}
-	if l.s.Deadline > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.s.Deadline)
-		defer cancel()
 	}
 	outcome := Pass
 	if names := l.badPositions(validate.ClassName); len(names) > 0 {
@@ -380,7 +391,9 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 	}
 	// Checked before the confirm rung too: the escalation hands the call to a
 	// person to approve, and it must be one that could run as it stands.
-	v := l.in.Check(sub)
+	batch := append([]validate.ToolCall(nil), l.res.Calls...)
+	batch[i] = sub
+	v := l.in.Judge(ctx, batch, []int{i})[0]
 	if !v.Valid() {
 		ev.Result = "invalid_decision"
 		l.res.Events = append(l.res.Events, ev)
@@ -499,20 +512,28 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 			l.attempts = append(l.attempts, Attempt{Kind: string(qkind), Decision: "unmatched"})
 			return "", l.escalate(l.primaryCode(pending), "the model's new answer did not replace every rejected call", -1)
 		}
-		var still []int
+		// Every repaired call is placed first and then judged with the
+		// others, so its siblings are the answer as it now stands and its
+		// validators run side by side.
+		var fixedAt []int
 		for j, c := range next.Calls {
 			p := nextAt[j]
 			if p < 0 {
 				continue
 			}
-			fixed := validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind, BadShape: c.BadShape}
-			v := l.in.Check(fixed)
-			l.res.Calls[p], l.res.Changed[p], l.verdicts[p] = fixed, true, v
+			l.res.Calls[p] = validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind, BadShape: c.BadShape}
+			l.res.Changed[p] = true
+			fixedAt = append(fixedAt, p)
+			ev.Suggested = c.Name
+		}
+		var still []int
+		for k, v := range l.in.Judge(ctx, l.res.Calls, fixedAt) {
+			p := fixedAt[k]
+			l.verdicts[p] = v
 			l.unprefix(p)
 			if !v.Valid() {
 				still = append(still, p)
 			}
-			ev.Suggested = c.Name
 		}
 		if len(still) == 0 {
 			if qkind == KindRecovery {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -167,7 +168,7 @@ func runLadderCtx(t *testing.T, ctx context.Context, turn *Turn, eff *catalog.Ef
 	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus([]string{"weather in Paris please"})}
 	res, err := Run(ctx, &Input{
 		Turn:     turn,
-		Check:    func(c validate.ToolCall) validate.Verdict { return validate.Check(c, vcx) },
+		Judge:    localJudge(vcx),
 		Eff:      eff,
 		Settings: &s,
 		Ask:      a,
@@ -1027,7 +1028,7 @@ func TestRunClientCancels(t *testing.T) {
 		}()
 		vcx := &validate.Context{Eff: eff}
 		res, err := Run(ctx, &Input{Turn: turnOf(badArgs), Eff: eff, Settings: &s, Ask: a,
-			Check: func(c validate.ToolCall) validate.Verdict { return validate.Check(c, vcx) }})
+			Judge: localJudge(vcx)})
 		if !errors.Is(err, ErrCanceled) {
 			t.Errorf("err = %v, want ErrCanceled", err)
 		}
@@ -1165,11 +1166,11 @@ func FuzzRunDecision(f *testing.F) {
 	f.Add("no")
 	eff := ladderEffective(f, catalog.ToolChoice{})
 	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
-	check := func(c validate.ToolCall) validate.Verdict { return validate.Check(c, vcx) }
+	check := localJudge(vcx)
 	f.Fuzz(func(t *testing.T, text string) {
 		s := baseSettings()
 		a := &fakeAsker{steps: []askStep{{turn: textTurn(text)}}}
-		res, err := Run(context.Background(), &Input{Turn: turnOf(invented), Check: check, Eff: eff, Settings: &s, Ask: a})
+		res, err := Run(context.Background(), &Input{Turn: turnOf(invented), Judge: check, Eff: eff, Settings: &s, Ask: a})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -1186,7 +1187,7 @@ func FuzzRunDecision(f *testing.F) {
 			if st != catalog.Found || !tool.Substitutable || tool.Policy == catalog.PolicyConfirm {
 				t.Fatalf("substituted onto %q", got.Name)
 			}
-			if v := check(got); !v.Valid() {
+			if v := validate.Check(got, vcx); !v.Valid() {
 				t.Fatalf("substituted an invalid call: %+v", v.Findings)
 			}
 		case res.Escalation != nil:
@@ -1194,7 +1195,7 @@ func FuzzRunDecision(f *testing.F) {
 				t.Fatalf("Outcome %q with an escalation", res.Outcome)
 			}
 			if res.Escalation.Label == string(validate.ConfirmationRequired) {
-				if v := check(got); !v.Valid() || got.Name != "issue_refund" || res.Escalation.CallIndex != 0 {
+				if v := validate.Check(got, vcx); !v.Valid() || got.Name != "issue_refund" || res.Escalation.CallIndex != 0 {
 					t.Fatalf("a call to confirm that is not valid: %+v %+v", got, v.Findings)
 				}
 			} else if res.Changed[0] {
@@ -1204,4 +1205,47 @@ func FuzzRunDecision(f *testing.F) {
 			t.Fatalf("neither substituted nor escalated: %+v", res)
 		}
 	})
+}
+
+// localJudge judges with the local checks alone, as a request without
+// validators does.
+func localJudge(vcx *validate.Context) JudgeFunc { return (&judge.Judge{Local: vcx}).Batch }
+
+// judgeCall is one call of a recording JudgeFunc.
+type judgeCall struct {
+	names []string
+	at    []int
+	ctxOK bool
+}
+
+// The ladder judges the original answer as one batch, and the repaired
+// calls of a re-query together, each seeing the answer as it now stands;
+// every judgement runs under the recovery deadline.
+func TestLadderJudgesBatches(t *testing.T) {
+	eff := ladderEffective(t, catalog.ToolChoice{})
+	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
+	var got []judgeCall
+	judgeFn := func(ctx context.Context, calls []validate.ToolCall, at []int) []validate.Verdict {
+		_, hasDeadline := ctx.Deadline()
+		jc := judgeCall{at: append([]int(nil), at...), ctxOK: hasDeadline}
+		for _, c := range calls {
+			jc.names = append(jc.names, c.Name+string(c.Args))
+		}
+		got = append(got, jc)
+		return localJudge(vcx)(ctx, calls, at)
+	}
+	bad2 := mkCall("call_b2", "get_weather", `{"city":13}`)
+	s := baseSettings()
+	a := &fakeAsker{steps: []askStep{{turn: turnOf(mkCall("n1", "get_weather", `{"city":"Oslo"}`), mkCall("n2", "get_weather", `{"city":"Rome"}`))}}}
+	res, err := Run(context.Background(), &Input{Turn: turnOf(badArgs, validSearch, bad2), Judge: judgeFn, Eff: eff, Settings: &s, Ask: a})
+	if err != nil || res.Outcome != Reprompted {
+		t.Fatalf("outcome %q err %v", res.Outcome, err)
+	}
+	want := []judgeCall{
+		{names: []string{`get_weather{"city":12}`, `search_docs{"query":"refund policy"}`, `get_weather{"city":13}`}, at: []int{0, 1, 2}, ctxOK: true},
+		{names: []string{`get_weather{"city":"Oslo"}`, `search_docs{"query":"refund policy"}`, `get_weather{"city":"Rome"}`}, at: []int{0, 2}, ctxOK: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("judged\n %+v\nwant\n %+v", got, want)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
 )
 
 // queueSize bounds the records waiting for each sink.
@@ -127,18 +128,21 @@ func (s *Set) Close() {
 }
 
 // Encode turns a record into one JSON line with the redacted pointers
-// blanked in every set of arguments it carries.
+// blanked in every set of arguments it carries. Validators' own words
+// (Finding.Reason) are dropped: they may quote the operator's data, and a
+// record outlives the request.
 func Encode(rec *proxy.EscalationRecord, redact []string) ([]byte, error) {
-	if len(redact) > 0 {
+	if len(redact) > 0 || hasReasons(rec.Escalation) {
 		e := *rec.Escalation
 		e.Attempts = make([]recovery.Attempt, len(rec.Escalation.Attempts))
 		for i, a := range rec.Escalation.Attempts {
-			if a.Arguments != nil || a.ArgumentsRaw != nil {
+			if len(redact) > 0 && (a.Arguments != nil || a.ArgumentsRaw != nil) {
 				a.Arguments, a.ArgumentsRaw = redactArgs(a.Arguments, a.ArgumentsRaw, redact)
 			}
+			a.Findings = withoutReasons(a.Findings)
 			e.Attempts[i] = a
 		}
-		if e.Call != nil {
+		if e.Call != nil && len(redact) > 0 {
 			e.Call = redactCall(e.Call, redact)
 		}
 		r := *rec
@@ -146,6 +150,33 @@ func Encode(rec *proxy.EscalationRecord, redact []string) ([]byte, error) {
 		rec = &r
 	}
 	return jsonx.Marshal(rec)
+}
+
+func hasReasons(e *recovery.Escalation) bool {
+	if e == nil {
+		return false
+	}
+	for _, a := range e.Attempts {
+		for _, f := range a.Findings {
+			if f.Reason != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withoutReasons copies fs with every Reason cleared.
+func withoutReasons(fs []validate.Finding) []validate.Finding {
+	if fs == nil {
+		return nil
+	}
+	out := make([]validate.Finding, len(fs))
+	for i, f := range fs {
+		f.Reason = ""
+		out[i] = f
+	}
+	return out
 }
 
 const redacted = "[redacted]"

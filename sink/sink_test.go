@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
 )
 
 func counters() Counters {
@@ -196,5 +197,26 @@ func TestRedactCallShapes(t *testing.T) {
 				t.Fatalf("value survived: %s", out)
 			}
 		})
+	}
+}
+
+// A validator's own words never reach a sink record, with or without
+// redaction, and the record the proxy holds is left as it was.
+func TestEncodeDropsValidatorReasons(t *testing.T) {
+	for _, redact := range [][]string{nil, {"/order_id"}} {
+		rec := record("esc_1")
+		f := validate.Finding{Code: validate.RuleViolation, Pointer: "/amount_cents", Keyword: "validator:orders",
+			Message: "arguments/amount_cents: denied by validator orders", Reason: "account 4411 is frozen"}
+		rec.Escalation.Attempts[0].Findings = []validate.Finding{f}
+		line, err := Encode(rec, redact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(line), "4411") || !strings.Contains(string(line), `"keyword":"validator:orders"`) {
+			t.Fatalf("redact %v: %s", redact, line)
+		}
+		if rec.Escalation.Attempts[0].Findings[0].Reason == "" {
+			t.Fatal("Encode changed the proxy's record")
+		}
 	}
 }

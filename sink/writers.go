@@ -3,15 +3,14 @@ package sink
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/signature"
 )
 
 // fileSink appends records to a JSONL file. Each record is one write() of a
@@ -81,11 +80,7 @@ func newWebhook(url, secret string) *webhookSink {
 func (s *webhookSink) name() string { return "webhook" }
 
 // Sign returns the X-Toolgate-Signature value for body.
-func Sign(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
+func Sign(secret, body []byte) string { return signature.Sign(secret, body) }
 
 func (s *webhookSink) write(line []byte) error {
 	var last error

@@ -50,8 +50,10 @@ type faultRequest struct {
 	N      int
 	Method string
 	Path   string
-	Header http.Header
-	Body   []byte
+	// RequestURI is the request line's target, byte for byte.
+	RequestURI string
+	Header     http.Header
+	Body       []byte
 	// Stream is the request body's "stream" field.
 	Stream bool
 }
@@ -102,7 +104,8 @@ func (u *faultUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &s)
 	u.mu.Lock()
-	req := faultRequest{N: len(u.reqs) + 1, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Stream: s.Stream}
+	req := faultRequest{N: len(u.reqs) + 1, Method: r.Method, Path: r.URL.Path, RequestURI: r.RequestURI,
+		Header: r.Header.Clone(), Body: body, Stream: s.Stream}
 	u.reqs = append(u.reqs, req)
 	script := u.script
 	u.mu.Unlock()
@@ -465,7 +468,14 @@ func startGateWith(t *testing.T, configYAML string, o app.Options) (*gate, func(
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, configYAML)
 	}
-	snap, err := catalog.Compile(cfg, t.TempDir())
+	return startGateConfig(t, cfg, t.TempDir(), o)
+}
+
+// startGateConfig is startGateWith for a Config already read, whose
+// relative paths are taken from dir.
+func startGateConfig(t *testing.T, cfg *catalog.Config, dir string, o app.Options) (*gate, func()) {
+	t.Helper()
+	snap, err := catalog.Compile(cfg, dir)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,9 +59,20 @@ type Context struct {
 	// unverifiable.
 	Evidence Evidence
 	// HistoryUpstream is set when earlier turns live at the provider
-	// (previous_response_id, conversation), so provenance is unverifiable.
+	// (previous_response_id, conversation), so provenance is unverifiable
+	// and rules read history_complete as false.
 	HistoryUpstream bool
+	// History is the conversation's earlier calls, for rules; nil reads
+	// as an empty history.
+	History *History
+	// Values are the request's context values by their catalog.context
+	// name. A name the request did not send is absent, never "".
+	Values map[string]string
 }
+
+// HistoryComplete reports whether the request carries the whole
+// conversation: it was read, and no earlier turn lives upstream.
+func (cx *Context) HistoryComplete() bool { return !cx.HistoryUpstream && cx.Evidence != nil }
 
 // Verdict is the judgement of one call.
 type Verdict struct {
@@ -120,9 +132,18 @@ func (v *Verdict) Codes() []Code {
 // maxArgBytes bounds the arguments of one call; larger ones are malformed.
 const maxArgBytes = 8 << 20
 
-// Check judges one call against cx. Every problem is reported, not only the
-// first, so a reprompt can name them all at once.
+// Check judges one call alone against cx: its rules see no other calls of
+// its answer. Every problem is reported, not only the first, so a reprompt
+// can name them all at once.
 func Check(c ToolCall, cx *Context) Verdict {
+	return CheckIn([]ToolCall{c}, 0, cx)
+}
+
+// CheckIn judges calls[i] against cx, the other calls of the same answer
+// being what its rules read as `calls`. It is the local half of judging a
+// call; the operator's validators (package judge) are the other.
+func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
+	c := calls[i]
 	var v Verdict
 	if c.Kind == Other {
 		return v
@@ -177,7 +198,7 @@ func Check(c ToolCall, cx *Context) Verdict {
 	}
 	if len(v.Findings) == 0 {
 		v.Findings = checkProvenance(v.Findings, tool, args, cx)
-		v.Findings = checkRules(v.Findings, tool, args)
+		v.Findings = checkRules(v.Findings, tool, args, calls, i, cx)
 	}
 	return v
 }
@@ -318,11 +339,28 @@ func pointer(tokens []string) string {
 }
 
 // checkRules runs the tool's CEL rules. A rule that cannot be evaluated
-// (missing key, cost limit) is a violation: an unchecked rule must not pass.
-func checkRules(dst []Finding, tool *catalog.Tool, args any) []Finding {
+// (missing key, missing context value, cost limit) is a violation: an
+// unchecked rule must not pass. Messages name the rule's own message and
+// context names, never values.
+func checkRules(dst []Finding, tool *catalog.Tool, args any, calls []ToolCall, self int, cx *Context) []Finding {
+	if len(tool.Rules) == 0 {
+		return dst
+	}
+	vars := &catalog.RuleVars{
+		Tool:            tool.Name,
+		Args:            catalog.CELValue(args),
+		Calls:           siblingValues(calls, self),
+		History:         cx.History.celEntries(),
+		HistoryComplete: cx.HistoryComplete(),
+		Context:         cx.Values,
+	}
 	for _, r := range tool.Rules {
-		ok, err := r.Eval(tool.Name, args)
+		ok, err := r.EvalVars(context.Background(), vars)
+		var missing *catalog.MissingContextError
 		switch {
+		case errors.As(err, &missing):
+			msg := fmt.Sprintf("context value %q is missing, so the rule cannot hold: %s", missing.Key, r.Message)
+			dst = append(dst, Finding{Code: RuleViolation, Keyword: "rule", Message: msg, Detail: msg})
 		case err != nil:
 			msg := fmt.Sprintf("rule could not be evaluated: %s", r.Message)
 			dst = append(dst, Finding{Code: RuleViolation, Keyword: "rule", Message: msg, Detail: msg})
@@ -331,4 +369,17 @@ func checkRules(dst []Finding, tool *catalog.Tool, args any) []Finding {
 		}
 	}
 	return dst
+}
+
+// siblingValues are the other judged calls of an answer as rules read
+// them: {id, tool, args}, args parsed when they are JSON.
+func siblingValues(calls []ToolCall, self int) []any {
+	out := make([]any, 0, len(calls))
+	for j, c := range calls {
+		if j == self || c.Kind == Other {
+			continue
+		}
+		out = append(out, map[string]any{"id": c.ID, "tool": c.Name, "args": catalog.CELValue(parseLoose(c.Args))})
+	}
+	return out
 }

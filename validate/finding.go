@@ -81,6 +81,11 @@ type Finding struct {
 	// Detail is the full reason for the model, which may quote values. It is
 	// sent upstream in a reprompt and never logged.
 	Detail string `json:"-"`
+	// Reason is an operator validator's own words for a refusal. The model
+	// reads them (they are the Detail too) and the client's escalation
+	// carries them; sinks and logs drop them, since they may quote the
+	// operator's data.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Blocking reports whether f makes its call invalid.

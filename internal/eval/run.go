@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/openaichat"
@@ -352,7 +353,7 @@ func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.Up
 	vctx := &validate.Context{Eff: p.eff, Evidence: p.req.Evidence}
 	res, err := recovery.Run(ctx, &recovery.Input{
 		Turn:     p.resp.Choices[0],
-		Check:    func(c validate.ToolCall) validate.Verdict { return validate.Check(c, vctx) },
+		Judge:    (&judge.Judge{Local: vctx}).Batch,
 		Eff:      p.eff,
 		Settings: &s,
 		Ask:      a,

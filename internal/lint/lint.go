@@ -35,7 +35,7 @@ func Catalog(s *catalog.Snapshot) []string {
 			}
 		}
 		for _, r := range t.Rules {
-			for _, ref := range ruleArgs(r.Expr) {
+			for _, ref := range r.ArgKeys {
 				if props != nil && !props[ref] {
 					out = append(out, fmt.Sprintf("tool %s: rule %q reads args.%s, which its schema does not define", n, r.Expr, ref))
 				}
@@ -134,15 +134,4 @@ func isIndex(s string) bool {
 		}
 	}
 	return true
-}
-
-var argRefRE = regexp.MustCompile(`\bargs\.([A-Za-z_][A-Za-z0-9_]*)`)
-
-// ruleArgs lists the top-level argument names a rule reads as args.NAME.
-func ruleArgs(expr string) []string {
-	var out []string
-	for _, m := range argRefRE.FindAllStringSubmatch(expr, -1) {
-		out = append(out, m[1])
-	}
-	return out
 }

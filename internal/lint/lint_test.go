@@ -77,6 +77,18 @@ func TestCatalogWarnings(t *testing.T) {
 `,
 			want: []string{`reads args.amount, which its schema does not define`},
 		},
+		{
+			name: "arguments of earlier calls are not the call's own",
+			tools: `
+    - name: refund
+      description: Refund an order.
+      parameters: {type: object, properties: {order_id: {type: string}}}
+      rules:
+        - expr: "history.exists(h, h.args.query == args.order_id) && calls.all(c, c.args.note != '') && args['reason'] != ''"
+          message: looked up
+`,
+			want: []string{`reads args.reason, which its schema does not define`},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -117,7 +118,9 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 	}
 	req.Choice = choice
 	var evidence []string
+	req.History = &validate.History{}
 	for _, m := range w.Messages {
+		recordHistory(req.History, m.Role, m.Content)
 		if m.Role != "user" {
 			// Assistant text is the model's own and never vouches for a value.
 			continue
@@ -133,6 +136,41 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 	}
 	req.Evidence = validate.NewCorpus(evidence)
 	return req, nil
+}
+
+// historyPart is what the history reads of a content block: the calls of
+// assistant turns and the results of user turns.
+type historyPart struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// recordHistory adds an assistant message's tool_use blocks, or a user
+// message's tool_result blocks, to h; the API accepts them nowhere else.
+// Content that is a plain string carries neither.
+func recordHistory(h *validate.History, role string, content json.RawMessage) {
+	var parts []historyPart
+	if json.Unmarshal(content, &parts) != nil {
+		return
+	}
+	for _, p := range parts {
+		switch {
+		case p.Type == "tool_use" && role == "assistant":
+			h.AddCall(p.ID, p.Name, p.Input)
+		case p.Type == "tool_result" && role == "user":
+			text := nestedText(p.Content, 0)
+			if _, isString := jsonx.Unquote(p.Content); !isString {
+				// Blocks are joined by newlines; the last one ends none.
+				text = strings.TrimSuffix(text, "\n")
+			}
+			h.AddResult(p.ToolUseID, text, p.IsError)
+		}
+	}
 }
 
 // userText splits a user message's content into the text the user wrote
@@ -289,6 +327,8 @@ func (Adapter) ParseResponseFor(req *api.Request, body []byte) (*api.Response, e
 }
 
 var _ api.ResponseParser = Adapter{}
+
+var _ api.PlainErrorer = Adapter{}
 
 func parseResponse(body []byte, typed map[string]bool) (*api.Response, error) {
 	var w wireResponse
@@ -449,6 +489,19 @@ func errorEnvelope(e *api.Escalated) []byte {
 		{Key: "code", Value: jsonx.String(e.Escalation.Code())},
 		{Key: "message", Value: jsonx.String(e.Text)},
 		{Key: "escalation", Value: e.Body},
+	}
+	return jsonx.Object{
+		{Key: "type", Value: []byte(`"error"`)},
+		{Key: "error", Value: inner.Bytes()},
+	}.Bytes()
+}
+
+// PlainError implements api.PlainErrorer with Anthropic's error envelope.
+func (Adapter) PlainError(_ int, code, msg string) []byte {
+	inner := jsonx.Object{
+		{Key: "type", Value: []byte(`"invalid_request_error"`)},
+		{Key: "code", Value: jsonx.String(code)},
+		{Key: "message", Value: jsonx.String(msg)},
 	}
 	return jsonx.Object{
 		{Key: "type", Value: []byte(`"error"`)},

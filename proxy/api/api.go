@@ -30,6 +30,10 @@ type Request struct {
 	Stateful bool
 	// Evidence vouches for provenance from user content and tool results.
 	Evidence validate.Evidence
+	// History is the conversation's earlier tool calls paired with their
+	// results, for rules and validators. Adapters only record what the
+	// wire carries; pairing and parsing are validate's.
+	History *validate.History
 	// UserText is the last user message, for shortlist ranking.
 	UserText string
 	// Private is the adapter's own parsed form of the request.
@@ -96,6 +100,18 @@ type ResponseParser interface {
 	ParseResponseFor(req *Request, body []byte) (*Response, error)
 }
 
+// PlainErrorer is implemented by adapters whose API wraps errors in an
+// envelope other than OpenAI's. toolgate's own refusals on the route (a
+// misspelt path, a method or body encoding it cannot judge) are written in
+// it, and where the SDKs need it (Gemini's read error fields by type) its
+// own errors too: upstream down, timeouts, too large; without it they take
+// OpenAI's shape.
+type PlainErrorer interface {
+	// PlainError is an error body for status with a machine-readable code
+	// and a message for people.
+	PlainError(status int, code, msg string) []byte
+}
+
 // ToolInjector is implemented by adapters that can offer the model an extra
 // tool, used for the abstain exit. It returns the new request body with the
 // tool appended last to the request's tools.
@@ -116,12 +132,6 @@ type RouteReader interface {
 // Gemini asks for a stream by the path's verb and alt=sse, not in the body.
 type FollowUpRouter interface {
 	FollowUpRoute(path, rawQuery string) (string, string)
-}
-
-// ErrorEnveloper is implemented by adapters whose SDKs need toolgate's own
-// errors (upstream down, timeouts, too large) in the API's own envelope.
-type ErrorEnveloper interface {
-	ErrorJSON(status int, code, message string) []byte
 }
 
 // Noter is implemented by adapters whose answers can carry facts the

@@ -353,7 +353,7 @@ func TestErrorBodies(t *testing.T) {
 	if w.Error.Code != 422 || w.Error.Status != "FAILED_PRECONDITION" || d["@type"] != escalationType || d["id"] != "esc_1" {
 		t.Errorf("%+v", w)
 	}
-	if err := json.Unmarshal(Adapter{}.ErrorJSON(504, "upstream_timeout", "slow"), &w); err != nil {
+	if err := json.Unmarshal(Adapter{}.PlainError(504, "upstream_timeout", "slow"), &w); err != nil {
 		t.Fatal(err)
 	}
 	if w.Error.Code != 504 || w.Error.Status != "DEADLINE_EXCEEDED" || w.Error.Details[0]["reason"] != "upstream_timeout" {

@@ -238,9 +238,9 @@ func envelope(code int, status, message string, details ...[]byte) []byte {
 	return jsonx.Object{{Key: "error", Value: inner.Bytes()}}.Bytes()
 }
 
-// ErrorJSON implements api.ErrorEnveloper: toolgate's own errors in
+// PlainError implements api.PlainErrorer: toolgate's own errors in
 // Google's envelope, the reason in a google.rpc.ErrorInfo detail.
-func (Adapter) ErrorJSON(status int, code, message string) []byte {
+func (Adapter) PlainError(status int, code, message string) []byte {
 	info := jsonx.Object{
 		{Key: "@type", Value: []byte(`"type.googleapis.com/google.rpc.ErrorInfo"`)},
 		{Key: "reason", Value: jsonx.String(code)},
@@ -249,7 +249,7 @@ func (Adapter) ErrorJSON(status int, code, message string) []byte {
 	return envelope(status, rpcStatus(status), message, info.Bytes())
 }
 
-var _ api.ErrorEnveloper = Adapter{}
+var _ api.PlainErrorer = Adapter{}
 
 // rpcStatus is the google.rpc.Code name Google's APIs send with an HTTP
 // status.

@@ -317,7 +317,7 @@ func (s *stream) ErrorEvent(code, message string, esc *api.Escalated) []byte {
 		if code == "upstream_timeout" {
 			status = 504
 		}
-		body = Adapter{}.ErrorJSON(status, code, message)
+		body = Adapter{}.PlainError(status, code, message)
 	}
 	if s.arr == nil {
 		return s.appendEvent(nil, "", body)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -71,6 +72,7 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 		return nil, err
 	}
 	var texts []string
+	req.History = &validate.History{}
 	if raw := top.Get("messages"); !jsonx.IsNull(raw) {
 		msgs, err := jsonx.SplitArray(raw)
 		if err != nil {
@@ -85,6 +87,9 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := recordHistory(req.History, role, obj); err != nil {
+				return nil, err
+			}
 			if role != "user" && role != "tool" && role != "function" {
 				continue
 			}
@@ -97,6 +102,48 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 	}
 	req.Evidence = validate.NewCorpus(texts)
 	return req, nil
+}
+
+// recordHistory adds an assistant message's tool calls, or a tool
+// message's result, to h. Chat results carry no error flag.
+func recordHistory(h *validate.History, role string, msg jsonx.Object) error {
+	switch role {
+	case "assistant":
+		raw := msg.Get("tool_calls")
+		if jsonx.IsNull(raw) {
+			return nil
+		}
+		calls, err := jsonx.SplitArray(raw)
+		if err != nil {
+			return errField("tool_calls")
+		}
+		for _, rc := range calls {
+			wc, err := readCall(rc)
+			if err != nil {
+				return errField("tool_calls")
+			}
+			if c := neutralCall(wc); !c.BadShape {
+				h.AddCall(c.ID, c.Name, c.Args)
+			}
+		}
+	case "tool":
+		id, err := optString(msg.Get("tool_call_id"))
+		if err != nil {
+			return err
+		}
+		h.AddResult(id, ResultText(msg.Get("content")), false)
+	}
+	return nil
+}
+
+// ResultText is a tool result's text: the string itself, or the text
+// parts joined by newlines. The Responses adapter shares it.
+func ResultText(raw json.RawMessage) string {
+	t := ContentText(raw)
+	if _, isString := jsonx.Unquote(raw); !isString {
+		t = strings.TrimSuffix(t, "\n")
+	}
+	return t
 }
 
 // offered reads the request's function and custom tools.

@@ -62,6 +62,12 @@ type inputItem struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Output  json.RawMessage `json:"output"`
+	// The fields below are read for the history: calls and their outputs,
+	// paired by call_id.
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Input     json.RawMessage `json:"input"`
 }
 
 // requestInfo is the adapter's private view of a request.
@@ -107,7 +113,8 @@ func (Adapter) ParseRequest(body []byte) (*api.Request, error) {
 		return nil, err
 	}
 	req.Choice = choice
-	texts, last, err := evidenceTexts(w.Input)
+	req.History = &validate.History{}
+	texts, last, err := evidenceTexts(w.Input, req.History)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +138,9 @@ func structuredFormat(text json.RawMessage) bool {
 
 // evidenceTexts collects the texts that vouch for provenance: what the user
 // wrote and what tools returned, never assistant or instructions text. last
-// is the last user text, for shortlist ranking.
-func evidenceTexts(input json.RawMessage) (texts []string, last string, err error) {
+// is the last user text, for shortlist ranking. The items' calls and
+// outputs go into h.
+func evidenceTexts(input json.RawMessage, h *validate.History) (texts []string, last string, err error) {
 	if jsonx.IsNull(input) {
 		return nil, "", nil
 	}
@@ -151,6 +159,14 @@ func evidenceTexts(input json.RawMessage) (texts []string, last string, err erro
 			last = t
 		case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
 			texts = append(texts, openaichat.ContentText(it.Output))
+			h.AddResult(it.CallID, openaichat.ResultText(it.Output), false)
+		case it.Type == "function_call":
+			// arguments is a JSON string holding the argument JSON.
+			args, _ := jsonx.Unquote(it.Arguments)
+			h.AddCall(it.CallID, it.Name, []byte(args))
+		case it.Type == "custom_tool_call":
+			text, _ := jsonx.Unquote(it.Input)
+			h.AddCall(it.CallID, it.Name, []byte(text))
 		}
 	}
 	return texts, last, nil
