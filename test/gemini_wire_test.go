@@ -222,6 +222,19 @@ func TestGeminiRoutes(t *testing.T) {
 			t.Errorf("%s: status %d outcome %q", path, r.Status, r.Header.Get("X-Toolgate-Outcome"))
 		}
 	}
+	// A spelling of a Gemini route the path guard refuses is refused in
+	// Google's envelope and never forwarded.
+	n := len(up.requests())
+	ref := gemPost(t, g.URL, "/v1beta/models/gemini-2.0-flash%3AgenerateContent", gemRequestBody(t))
+	var env struct {
+		Error struct {
+			Code   int    `json:"code"`
+			Status string `json:"status"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(ref.Body, &env); err != nil || ref.Status != 400 || env.Error.Code != 400 || env.Error.Status != "INVALID_ARGUMENT" || len(up.requests()) != n {
+		t.Errorf("escaped colon: status %d body %s", ref.Status, ref.Body)
+	}
 	r := gemPost(t, g.URL, "/v1beta/models/gemini-2.0-flash:countTokens", []byte(`{}`))
 	if r.Status != 200 || r.Header.Get("X-Toolgate-Outcome") != "" {
 		t.Errorf("countTokens: status %d outcome %q", r.Status, r.Header.Get("X-Toolgate-Outcome"))
