@@ -40,8 +40,9 @@ lint:
 	gofmt -l . | (! grep .)
 	$(GO) vet ./...
 
-# load compares toolgate with a bare reverse proxy and with the mock upstream
-# alone, interleaved in one run on loopback (about 6 minutes on 2 cores).
+# load compares toolgate with a bare reverse proxy, nginx (when installed) and
+# the mock upstream alone, on the small and the fixture workload, interleaved
+# in one run on loopback (about 12.5 minutes of load, 9.5 without nginx).
 # Pass flags in LOADFLAGS, e.g. make load LOADFLAGS='-json load.json'.
 load:
 	$(GO) run ./test/load $(LOADFLAGS)

@@ -53,10 +53,22 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		Config:  c,
 		Tools:   make(map[string]*Tool, len(entries)),
 		Names:   make([]string, 0, len(entries)),
-		schemas: requestSchemas,
+		schemas: requestSchemaCache(c.Catalog.Formats),
 	}
 	for _, e := range entries {
-		if t := compileTool(ps, e, c.Catalog.Context); t != nil {
+		t := compileTool(ps, e, c.Catalog.Context, schemaOptions{formats: c.Catalog.Formats})
+		if strings.Contains(e.cfg.Name, "/") {
+			// server/tool entries refine an MCP server's own tools; a
+			// model API never offers a name with a slash.
+			if t != nil {
+				if s.MCPTools == nil {
+					s.MCPTools = map[string]*Tool{}
+				}
+				s.MCPTools[t.Name] = t
+			}
+			continue
+		}
+		if t != nil {
 			s.Tools[t.Name] = t
 		}
 		s.Names = append(s.Names, e.cfg.Name)
@@ -140,7 +152,7 @@ func (c *Config) gatherTools(ps *problems, baseDir string) []catalogEntry {
 
 // compileTool builds one Tool, adding a problem for a schema or rule that
 // does not compile or for a rule reading an undeclared context value.
-func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource) *Tool {
+func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource, opt schemaOptions) *Tool {
 	tc := &e.cfg
 	t := &Tool{
 		Name:          tc.Name,
@@ -158,7 +170,7 @@ func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource
 	}
 	if params := compactJSON(tc.Parameters); params != nil {
 		t.Parameters = params
-		sch, err := compileSchema("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params)
+		sch, err := compileSchema("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params, opt)
 		if err != nil {
 			ps.add(where(".parameters"), "tool %q (%s): schema does not compile: %v", tc.Name, tc.Origin, err)
 			ok = false
@@ -203,18 +215,31 @@ func compactJSON(v []byte) []byte {
 
 func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bool)) Secrets {
 	sec := Secrets{UpstreamKeys: map[string]string{}}
-	for i, u := range c.Upstreams {
-		if u.APIKeyEnv == "" {
-			continue
-		}
-		// Keys mounted from secret files often end in a newline, and no
-		// real key contains whitespace.
-		v, _ := lookupEnv(u.APIKeyEnv)
+	// Keys mounted from secret files often end in a newline, and no real
+	// key contains whitespace.
+	key := func(at, name string) string {
+		v, _ := lookupEnv(name)
 		if v = strings.TrimSpace(v); v == "" {
-			ps.add(indexPath("upstreams", i)+".api_key_env", "environment variable %s is not set or empty", u.APIKeyEnv)
-			continue
+			ps.add(at+".api_key_env", "environment variable %s is not set or empty", name)
 		}
-		sec.UpstreamKeys[u.Name] = v
+		return v
+	}
+	for i, u := range c.Upstreams {
+		if u.APIKeyEnv != "" {
+			if v := key(indexPath("upstreams", i), u.APIKeyEnv); v != "" {
+				sec.UpstreamKeys[u.Name] = v
+			}
+		}
+	}
+	for i, m := range c.MCPServers {
+		if m.APIKeyEnv != "" {
+			if v := key(indexPath("mcp_servers", i), m.APIKeyEnv); v != "" {
+				if sec.MCPKeys == nil {
+					sec.MCPKeys = map[string]string{}
+				}
+				sec.MCPKeys[m.Name] = v
+			}
+		}
 	}
 	if name := c.InboundAuth.TokensEnv; name != "" {
 		v, _ := lookupEnv(name)

@@ -35,6 +35,7 @@ type Config struct {
 	Truncated   string      `yaml:"truncated"`
 	Escalation  Escalation  `yaml:"escalation"`
 	Limits      Limits      `yaml:"limits"`
+	MCPServers  []MCPServer `yaml:"mcp_servers"`
 	Log         Log         `yaml:"log"`
 	Shutdown    Shutdown    `yaml:"shutdown"`
 
@@ -101,6 +102,10 @@ type Catalog struct {
 	StripPrefixes []string     `yaml:"strip_prefixes"`
 	Tools         []ToolConfig `yaml:"tools"`
 	Files         []string     `yaml:"files"`
+	// Formats says whether JSON Schema "format" is checked (assert) or is a
+	// description only (annotate).
+	Formats string    `yaml:"formats"`
+	MCP     MCPPolicy `yaml:"mcp"`
 	// Context declares the per-request values rules and validators may
 	// read, by name.
 	Context map[string]ContextSource `yaml:"context"`
@@ -137,6 +142,12 @@ type Validator struct {
 	// AllowInsecure permits plain http to a host that is not loopback.
 	AllowInsecure bool `yaml:"allow_insecure"`
 }
+
+// catalog.formats values.
+const (
+	FormatsAssert   = "assert"
+	FormatsAnnotate = "annotate"
+)
 
 // Tool policies.
 const (
@@ -234,6 +245,42 @@ type Log struct {
 // Shutdown configures the drain on SIGTERM.
 type Shutdown struct {
 	Grace Duration `yaml:"grace"`
+}
+
+// MCPServer is one MCP server toolgate stands in front of (SPEC §3a). A
+// client points its Streamable HTTP URL at PathPrefix on the proxy listener.
+type MCPServer struct {
+	Name       string `yaml:"name"`
+	URL        string `yaml:"url"`
+	PathPrefix string `yaml:"path_prefix"`
+	// APIKeyEnv names a variable holding a bearer token toolgate sends when
+	// the client sent no Authorization of its own.
+	APIKeyEnv      string   `yaml:"api_key_env"`
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// IdleTimeout is the longest silence inside the answer to a POST.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxStreams caps the requests of one session that are open at once
+	// (each may hold an SSE stream).
+	MaxStreams int `yaml:"max_streams"`
+}
+
+// What MCP tools the catalog lacks are (SPEC §2 catalog.mcp.expose).
+const (
+	// ExposeAll lists and judges every tool a server lists.
+	ExposeAll = "all"
+	// ExposeCatalog hides, and refuses calls to, tools without a
+	// catalog.tools entry named server/tool.
+	ExposeCatalog = "catalog"
+)
+
+// MCPPolicy is how the catalog treats tools learned from MCP servers.
+type MCPPolicy struct {
+	Expose string `yaml:"expose"`
+	// ConfirmDestructive treats tools annotated destructiveHint: true as
+	// policy: confirm.
+	ConfirmDestructive bool `yaml:"confirm_destructive"`
+	// ConfirmTimeout is how long a person has to answer an elicitation.
+	ConfirmTimeout Duration `yaml:"confirm_timeout"`
 }
 
 // JSONValue is a YAML value kept as the equivalent JSON text, so JSON Schemas

@@ -24,6 +24,11 @@ const (
 	DefaultLogFormat          = "json"
 	DefaultShutdownGrace      = 25 * time.Second
 	defaultUpstreamNamePrefix = "upstream"
+	// DefaultMCPIdleTimeout is longer than a model upstream's: a tool call
+	// may work quietly for minutes before it answers.
+	DefaultMCPIdleTimeout    = 300 * time.Second
+	DefaultMCPMaxStreams     = 16
+	DefaultMCPConfirmTimeout = 120 * time.Second
 )
 
 // DefaultValidatorTimeout bounds one validator call: it runs on the agent's
@@ -48,8 +53,20 @@ func (c *Config) SetDefaults() {
 		setDuration(&u.IdleTimeout, DefaultIdleTimeout)
 	}
 
+	for i := range c.MCPServers {
+		m := &c.MCPServers[i]
+		setDuration(&m.ConnectTimeout, DefaultConnectTimeout)
+		setDuration(&m.IdleTimeout, DefaultMCPIdleTimeout)
+		if m.MaxStreams == 0 {
+			m.MaxStreams = DefaultMCPMaxStreams
+		}
+	}
+	setString(&c.Catalog.MCP.Expose, ExposeAll)
+	setDuration(&c.Catalog.MCP.ConfirmTimeout, DefaultMCPConfirmTimeout)
+
 	setString(&c.Catalog.Mode, CatalogIntersect)
 	setString(&c.Catalog.Unlisted, UnlistedAllow)
+	setString(&c.Catalog.Formats, FormatsAssert)
 	for i := range c.Catalog.Tools {
 		c.Catalog.Tools[i].setDefaults()
 	}

@@ -83,7 +83,8 @@ func (s *Snapshot) catalogOnly() *Effective {
 
 // requestTool fills t as the tool a request declared, judged by its own
 // schema. A schema that does not compile leaves Schema nil and says why in
-// SchemaError, so the validator can report it instead of passing anything.
+// SchemaError: the tool stays real, and its calls pass with only their
+// object shape checked (see validate.Check).
 func (s *Snapshot) requestTool(t *Tool, o Offered) *Tool {
 	*t = Tool{
 		Name:          o.Name,
@@ -99,9 +100,13 @@ func (s *Snapshot) requestTool(t *Tool, o Offered) *Tool {
 	}
 	cache := s.schemas
 	if cache == nil {
-		cache = requestSchemas
+		cache = requestSchemaCache(FormatsAssert)
 	}
-	t.Schema, t.SchemaError = cache.get(params)
+	e := cache.entry(params)
+	t.Schema, t.SchemaError = e.sch, e.err
+	if e.err != nil {
+		t.uncompiled = e
+	}
 	return t
 }
 

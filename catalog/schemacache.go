@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,9 +22,21 @@ const (
 	schemaCacheMaxKey = 1 << 20
 )
 
-// requestSchemas is shared by every Snapshot: entries are keyed by the
-// schema's exact text, which compiles the same under any config.
-var requestSchemas = newSchemaCache(schemaCacheEntries, schemaCacheBytes)
+// requestSchemas are shared by every Snapshot: entries are keyed by the
+// schema's exact text, which compiles the same under any config with the
+// same catalog.formats, so there is one cache per setting.
+var requestSchemas = map[string]*schemaCache{
+	FormatsAssert:   newSchemaCache(schemaCacheEntries, schemaCacheBytes, schemaOptions{formats: FormatsAssert}),
+	FormatsAnnotate: newSchemaCache(schemaCacheEntries, schemaCacheBytes, schemaOptions{formats: FormatsAnnotate}),
+}
+
+// requestSchemaCache returns the shared cache for a catalog.formats value.
+func requestSchemaCache(formats string) *schemaCache {
+	if c := requestSchemas[formats]; c != nil {
+		return c
+	}
+	return requestSchemas[FormatsAssert]
+}
 
 // schemaCache maps schema JSON text to its compiled form (or compile error)
 // so that the schema of a tool offered in requests is compiled once, not on
@@ -33,6 +47,7 @@ type schemaCache struct {
 	size     int
 	entries  int
 	maxBytes int
+	opt      schemaOptions
 }
 
 // schemaEntry compiles once even when many requests miss on it together.
@@ -40,10 +55,34 @@ type schemaEntry struct {
 	once sync.Once
 	sch  *jsonschema.Schema
 	err  error
+	// hash names a schema that did not compile, in logs.
+	hash string
 }
 
-func newSchemaCache(entries, maxBytes int) *schemaCache {
-	return &schemaCache{m: make(map[string]*schemaEntry, entries), entries: entries, maxBytes: maxBytes}
+// reportedSchemas holds the hashes of uncompilable request schemas already
+// logged, so each is logged once rather than on every request offering it,
+// however the cache churns. It is emptied when full, like the cache.
+var reportedSchemas = struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}{m: map[string]struct{}{}}
+
+// firstReport reports whether hash is reported for the first time.
+func firstReport(hash string) bool {
+	reportedSchemas.mu.Lock()
+	defer reportedSchemas.mu.Unlock()
+	if _, seen := reportedSchemas.m[hash]; seen {
+		return false
+	}
+	if len(reportedSchemas.m) >= schemaCacheEntries {
+		reportedSchemas.m = map[string]struct{}{}
+	}
+	reportedSchemas.m[hash] = struct{}{}
+	return true
+}
+
+func newSchemaCache(entries, maxBytes int, opt schemaOptions) *schemaCache {
+	return &schemaCache{m: make(map[string]*schemaEntry, entries), entries: entries, maxBytes: maxBytes, opt: opt}
 }
 
 // get returns the compiled schema for text. When the cache is full it is
@@ -51,8 +90,16 @@ func newSchemaCache(entries, maxBytes int) *schemaCache {
 // and lock hold times tiny, and a working set that fits is back after one
 // round of misses.
 func (c *schemaCache) get(text []byte) (*jsonschema.Schema, error) {
+	e := c.entry(text)
+	return e.sch, e.err
+}
+
+// entry returns the cache entry of text, compiled.
+func (c *schemaCache) entry(text []byte) *schemaEntry {
 	if len(text) > schemaCacheMaxKey {
-		return compileRequestSchema(text)
+		e := &schemaEntry{}
+		e.compile(text, c.opt)
+		return e
 	}
 	c.mu.RLock()
 	e := c.m[string(text)]
@@ -70,8 +117,16 @@ func (c *schemaCache) get(text []byte) (*jsonschema.Schema, error) {
 		}
 		c.mu.Unlock()
 	}
-	e.once.Do(func() { e.sch, e.err = compileRequestSchema(text) })
-	return e.sch, e.err
+	e.once.Do(func() { e.compile(text, c.opt) })
+	return e
+}
+
+func (e *schemaEntry) compile(text []byte, opt schemaOptions) {
+	e.sch, e.err = compileRequestSchema(text, opt)
+	if e.err != nil {
+		sum := sha256.Sum256(text)
+		e.hash = hex.EncodeToString(sum[:])[:12]
+	}
 }
 
 func (c *schemaCache) len() int {
@@ -83,20 +138,27 @@ func (c *schemaCache) len() int {
 // compileRequestSchema compiles a schema a client sent. The resource URL is
 // the same for all: each compile uses its own compiler, so nothing is shared
 // between schemas.
-func compileRequestSchema(text []byte) (*jsonschema.Schema, error) {
-	return compileSchema("https://toolgate.invalid/request/schema.json", text)
+func compileRequestSchema(text []byte, opt schemaOptions) (*jsonschema.Schema, error) {
+	return compileSchema("https://toolgate.invalid/request/schema.json", text, opt)
+}
+
+// schemaOptions are the config settings that change how a schema compiles.
+type schemaOptions struct {
+	// formats is catalog.formats.
+	formats string
 }
 
 // compileSchema compiles one tool's parameters schema on its own compiler.
 //
-// Format assertions stay off (2020-12's default): OpenAI and Anthropic treat
-// "format" as a hint and never reject a call for it, so enforcing it here
-// would turn calls the provider considers valid into findings and re-queries.
+// Patterns are ECMA-262, as JSON Schema defines them (see pattern.go).
+// Formats are asserted or only annotated as catalog.formats says, whatever
+// the draft: draft-07 asserts by default and 2020-12 annotates, but an
+// operator wants one rule for the whole catalog.
 //
 // No loader is installed. The library's default would follow a "$ref" to a
 // file:// URL, letting a request schema read the proxy's disk; every real
 // tool schema is self-contained, so any external reference is refused.
-func compileSchema(url string, text []byte) (sch *jsonschema.Schema, err error) {
+func compileSchema(url string, text []byte, opt schemaOptions) (sch *jsonschema.Schema, err error) {
 	defer func() {
 		// The compiler runs on client-supplied input; a bug in it must cost
 		// one tool its schema, not the process.
@@ -111,6 +173,14 @@ func compileSchema(url string, text []byte) (sch *jsonschema.Schema, err error) 
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(refuseLoader{})
+	c.UseRegexpEngine(compilePattern)
+	if opt.formats == FormatsAnnotate {
+		for _, name := range AssertedFormats {
+			c.RegisterFormat(&jsonschema.Format{Name: name, Validate: annotateOnly})
+		}
+	} else {
+		c.AssertFormat()
+	}
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}
@@ -120,6 +190,19 @@ func compileSchema(url string, text []byte) (sch *jsonschema.Schema, err error) 
 	}
 	return sch, nil
 }
+
+// AssertedFormats are the "format" values checked under catalog.formats:
+// assert (every format jsonschema v6 implements, plus "regex"). Other
+// formats are annotations whatever the setting.
+var AssertedFormats = []string{
+	"date-time", "date", "time", "duration", "period",
+	"email", "hostname", "ipv4", "ipv6",
+	"uri", "uri-reference", "iri", "iri-reference", "uri-template",
+	"uuid", "json-pointer", "relative-json-pointer", "semver", "regex",
+}
+
+// annotateOnly accepts every value: the format is a description only.
+func annotateOnly(any) error { return nil }
 
 // refuseLoader declines every external schema reference.
 type refuseLoader struct{}

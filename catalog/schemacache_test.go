@@ -28,7 +28,7 @@ func TestSchemaCache(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newSchemaCache(8, 1<<20)
+			c := newSchemaCache(8, 1<<20, schemaOptions{})
 			s1, err1 := c.get([]byte(tt.text))
 			s2, err2 := c.get([]byte(tt.text))
 			if tt.wantErr != "" {
@@ -52,7 +52,7 @@ func TestSchemaCache(t *testing.T) {
 
 func TestSchemaCacheIsBounded(t *testing.T) {
 	t.Run("entries", func(t *testing.T) {
-		c := newSchemaCache(4, 1<<20)
+		c := newSchemaCache(4, 1<<20, schemaOptions{})
 		for i := 0; i < 10; i++ {
 			if _, err := c.get([]byte(fmt.Sprintf(`{"maxLength":%d}`, i))); err != nil {
 				t.Fatal(err)
@@ -63,7 +63,7 @@ func TestSchemaCacheIsBounded(t *testing.T) {
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
-		c := newSchemaCache(100, 64)
+		c := newSchemaCache(100, 64, schemaOptions{})
 		for i := 0; i < 10; i++ {
 			text := fmt.Sprintf(`{"description":"%030d"}`, i)
 			if _, err := c.get([]byte(text)); err != nil {
@@ -75,7 +75,7 @@ func TestSchemaCacheIsBounded(t *testing.T) {
 		}
 	})
 	t.Run("huge schema not kept", func(t *testing.T) {
-		c := newSchemaCache(4, 1<<30)
+		c := newSchemaCache(4, 1<<30, schemaOptions{})
 		text := `{"description":"` + strings.Repeat("x", schemaCacheMaxKey) + `"}`
 		if _, err := c.get([]byte(text)); err != nil {
 			t.Fatal(err)
@@ -87,7 +87,7 @@ func TestSchemaCacheIsBounded(t *testing.T) {
 }
 
 func TestSchemaCacheConcurrent(t *testing.T) {
-	c := newSchemaCache(8, 1<<20)
+	c := newSchemaCache(8, 1<<20, schemaOptions{})
 	text := []byte(`{"type":"object","required":["x"]}`)
 	var wg sync.WaitGroup
 	got := make([]*jsonschema.Schema, 32)
@@ -106,15 +106,34 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 	}
 }
 
-func TestSchemaFormatIsNotAsserted(t *testing.T) {
-	s, err := compileRequestSchema([]byte(`{"type":"object","properties":{"email":{"type":"string","format":"email"}}}`))
-	if err != nil {
-		t.Fatal(err)
+// TestReportSchemaErrorOnce: an uncompilable request schema is reported
+// once per text, across requests and even when the cache does not keep
+// it (a schema over the cache's key limit); a compiled one never.
+func TestReportSchemaErrorOnce(t *testing.T) {
+	snap := &Snapshot{schemas: newSchemaCache(8, 1<<20, schemaOptions{formats: FormatsAssert})}
+	huge := `{"description":"` + strings.Repeat("x", schemaCacheMaxKey) + `","$ref":"https://example.com/x.json"}`
+	for _, text := range []string{`{"$ref":"https://example.com/once.json"}`, huge} {
+		var firsts int
+		var hash string
+		for range 3 {
+			var tool Tool
+			snap.requestTool(&tool, Offered{Name: "t", Parameters: []byte(text)})
+			h, first := tool.ReportSchemaError()
+			if h == "" || (hash != "" && h != hash) {
+				t.Fatalf("hash %q, then %q", hash, h)
+			}
+			hash = h
+			if first {
+				firsts++
+			}
+		}
+		if firsts != 1 {
+			t.Errorf("reported %d times, want once", firsts)
+		}
 	}
-	if err := s.Validate(map[string]any{"email": "not an email"}); err != nil {
-		t.Errorf("format asserted: %v", err)
-	}
-	if err := s.Validate(map[string]any{"email": 5}); err == nil {
-		t.Error("type not asserted")
+	var ok Tool
+	snap.requestTool(&ok, Offered{Name: "t", Parameters: []byte(`{"type":"object"}`)})
+	if h, first := ok.ReportSchemaError(); h != "" || first {
+		t.Errorf("a compiled schema reports %q, %v", h, first)
 	}
 }

@@ -18,7 +18,8 @@ type Tool struct {
 	Parameters json.RawMessage
 	// Schema is nil when the tool declares no parameters or its schema could
 	// not be compiled (request tools only); then arguments must only be a JSON
-	// object.
+	// object. Validate through ValidateArgs, never Schema.Validate: see
+	// ValidateSchema.
 	Schema        *jsonschema.Schema
 	Policy        string
 	Substitutable bool
@@ -28,6 +29,20 @@ type Tool struct {
 	FromRequest bool
 	// SchemaError is set when a request tool's schema did not compile.
 	SchemaError error
+
+	// uncompiled is the shared cache entry of a schema that did not compile.
+	uncompiled *schemaEntry
+}
+
+// ReportSchemaError returns the short hash of the tool's uncompilable
+// schema, and first=true for exactly one caller per schema text, so that
+// the proxy logs such a schema once instead of on every request that
+// offers it. For a tool whose schema compiled it returns "", false.
+func (t *Tool) ReportSchemaError() (hash string, first bool) {
+	if t.uncompiled == nil {
+		return "", false
+	}
+	return t.uncompiled.hash, firstReport(t.uncompiled.hash)
 }
 
 // Rule is a compiled semantic rule; its program is filled by the rules
@@ -60,6 +75,9 @@ type Snapshot struct {
 	Tools map[string]*Tool
 	// Names are the catalog's tool names, sorted.
 	Names []string
+	// MCPTools are the catalog's server/tool entries by that name: rules,
+	// provenance, policy and a stricter schema for an MCP server's tools.
+	MCPTools map[string]*Tool
 	// Prompt is the recovery prompt template (default or prompt_file).
 	Prompt string
 	// Secrets resolved from the environment at load time.
@@ -83,6 +101,8 @@ type Secrets struct {
 	InboundTokens []string
 	// WebhookSecret signs webhook deliveries.
 	WebhookSecret string
+	// MCPKeys by mcp_servers name.
+	MCPKeys map[string]string
 }
 
 // ValidatorSpec is one validator in compiled form.

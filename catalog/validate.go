@@ -16,6 +16,10 @@ import (
 // "." and ":") because MCP-style names use them and Anthropic accepts them.
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,128}$`)
 
+// mcpToolName is a catalog entry for a tool of an MCP server: the server's
+// name, a slash, and the tool's name as the server lists it.
+var mcpToolName = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,128}/[a-zA-Z0-9_.:-]{1,128}$`)
+
 // maxAttemptsLimit caps re-queries per answer: each is a paid upstream call
 // on the client's clock, and ten failed repairs in a row mean the eleventh
 // will fail too.
@@ -38,6 +42,7 @@ func (c *Config) Validate() error {
 	c.validateCatalog(ps)
 	c.validateContext(ps)
 	c.validateValidators(ps)
+	c.validateMCP(ps)
 
 	oneOf(ps, "recovery.strategy", c.Recovery.Strategy, StrategyDecision, StrategyCorrection)
 	checkAttempts(ps, "recovery.max_attempts", c.Recovery.MaxAttempts)
@@ -143,6 +148,7 @@ func (c *Config) validateCatalog(ps *problems) {
 	cat := &c.Catalog
 	oneOf(ps, "catalog.mode", cat.Mode, CatalogIntersect, CatalogConfig, CatalogRequest)
 	oneOf(ps, "catalog.unlisted", cat.Unlisted, UnlistedAllow, UnlistedReject)
+	oneOf(ps, "catalog.formats", cat.Formats, FormatsAssert, FormatsAnnotate)
 	if cat.Mode == CatalogConfig && len(cat.Tools) == 0 && len(cat.Files) == 0 {
 		ps.add("catalog.mode", "mode config needs a catalog: add catalog.tools or catalog.files")
 	}
@@ -264,8 +270,8 @@ func (t *ToolConfig) validate(ps *problems, at string) {
 	switch {
 	case t.Name == "":
 		ps.add(at+".name", "must not be empty")
-	case !toolName.MatchString(t.Name):
-		ps.add(at+".name", "%q is not a valid tool name (1 to 128 of a-z A-Z 0-9 _ . : -)", t.Name)
+	case !toolName.MatchString(t.Name) && !mcpToolName.MatchString(t.Name):
+		ps.add(at+".name", "%q is not a valid tool name (1 to 128 of a-z A-Z 0-9 _ . : -, or mcp_server/tool)", t.Name)
 	}
 	if len(t.Parameters) > 0 {
 		if v := bytes.TrimSpace(t.Parameters); !bytes.Equal(v, []byte("null")) && (len(v) == 0 || v[0] != '{' || !json.Valid(v)) {
@@ -293,13 +299,21 @@ func (c *Config) validateExposure(ps *problems) {
 	if err != nil || isLoopback(host) {
 		return
 	}
+	var keyed []string
 	for i, u := range c.Upstreams {
 		if u.APIKeyEnv != "" {
-			ps.add("inbound_auth.tokens_env",
-				"required because listen %q is not a loopback address and upstreams[%d].api_key_env is set: anyone who can reach toolgate could spend that key",
-				c.Listen, i)
-			return
+			keyed = append(keyed, indexPath("upstreams", i))
 		}
+	}
+	for i, m := range c.MCPServers {
+		if m.APIKeyEnv != "" {
+			keyed = append(keyed, indexPath("mcp_servers", i))
+		}
+	}
+	if len(keyed) > 0 {
+		ps.add("inbound_auth.tokens_env",
+			"required because listen %q is not a loopback address and %s.api_key_env is set: anyone who can reach toolgate could spend that key",
+			c.Listen, keyed[0])
 	}
 }
 

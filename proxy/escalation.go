@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -20,6 +21,15 @@ type EscalationRecord struct {
 	API        string               `json:"api"`
 	Model      string               `json:"model"`
 	Escalation *recovery.Escalation `json:"escalation"`
+	// Server and Session say where an MCP call was refused; the session
+	// is a hash of its id.
+	Server  string `json:"server,omitempty"`
+	Session string `json:"session,omitempty"`
+}
+
+// mcpEscalation hands an MCP refusal to the sinks like any other.
+func (s *Server) mcpEscalation(e *mcp.Escalation) {
+	s.sink.Record(&EscalationRecord{Time: e.Escalation.Time, API: "mcp", Escalation: e.Escalation, Server: e.Server, Session: e.Session})
 }
 
 // escalated completes the ladder's escalation with request facts, counts
@@ -123,6 +133,7 @@ func (x *exchange) account(results []*recovery.Result) {
 				}
 			}
 			m.ToolCalls.WithLabelValues(api, version, x.toolLabel(orig.Name, v), result).Inc()
+			x.accountUnvalidated(v)
 			if result == string(validate.UnknownTool) {
 				m.Hallucinations.WithLabelValues(api, version).Inc()
 			}
@@ -161,6 +172,26 @@ func (x *exchange) toolLabel(name string, v validate.Verdict) string {
 		return "_request"
 	}
 	return v.Tool.Name
+}
+
+// accountUnvalidated counts a call whose arguments were not judged in full.
+// An uncompilable request schema is logged once per schema, not on every
+// request that offers it: agents resend the same tools with every turn.
+func (x *exchange) accountUnvalidated(v validate.Verdict) {
+	if v.Unvalidated == "" {
+		return
+	}
+	x.s.metrics.unvalidated(string(v.Unvalidated))
+	if v.Unvalidated != validate.SchemaUncompilable || v.Tool == nil {
+		return
+	}
+	if hash, first := v.Tool.ReportSchemaError(); first {
+		x.s.log.Warn("request tool schema does not compile; its calls pass with only their object shape checked",
+			zap.String("request_id", x.rid),
+			zap.String("tool", v.Tool.Name),
+			zap.String("schema_sha256", hash),
+			zap.Error(v.Tool.SchemaError))
+	}
 }
 
 func (m *Metrics) unvalidated(reason string) {

@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/judge"
+	"github.com/toolgate/toolgate/proxy/mcp"
+
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -35,6 +37,7 @@ type Metrics struct {
 	ValidatorRequests *prometheus.CounterVec
 	ValidatorDuration *prometheus.HistogramVec
 	RouteRefusals     *prometheus.CounterVec
+	MCPOutput         *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -72,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 18),
 		}, []string{"api"}),
 		Unvalidated: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_unvalidated_total", Help: "Requests or answers toolgate could not read.",
+			Name: "toolgate_unvalidated_total", Help: "Requests, answers or tool calls toolgate could not judge in full, by reason.",
 		}, []string{"reason"}),
 		CatalogInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolgate_catalog_info", Help: "The live catalog version (value 1).",
@@ -106,11 +109,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		RouteRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_route_refusals_total", Help: "Requests the path guard refused, by reason.",
 		}, []string{"reason"}),
+		MCPOutput: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_mcp_output_violations_total", Help: "MCP tool results whose structuredContent failed the outputSchema, replaced by error results.",
+		}, []string{"catalog_version", "tool"}),
 	}
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
-		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals)
+		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput)
 	for _, r := range refusalReasons {
 		m.RouteRefusals.WithLabelValues(string(r))
 	}
@@ -132,6 +138,12 @@ func (m *Metrics) initValidators(names []string) {
 func (m *Metrics) observeValidator(validator, result string, d time.Duration) {
 	m.ValidatorRequests.WithLabelValues(validator, result).Inc()
 	m.ValidatorDuration.WithLabelValues(validator).Observe(d.Seconds())
+}
+
+// mcp is the collectors the MCP routes count in.
+func (m *Metrics) mcp() *mcp.Metrics {
+	return &mcp.Metrics{Requests: m.Requests, ToolCalls: m.ToolCalls, Hallucinations: m.Hallucinations,
+		Escalations: m.Escalations, UpstreamDuration: m.UpstreamDuration, OutputViolations: m.MCPOutput}
 }
 
 // maxInitTools bounds the per-tool series created ahead of traffic.

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/gemini"
+	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/responses"
 )
@@ -54,6 +55,9 @@ type Server struct {
 	metrics *Metrics
 	sink    Sink
 	rt      atomic.Pointer[runtime]
+	// mcp keeps MCP sessions and the tool lists learned in them across
+	// reloads.
+	mcp *mcp.Gateway
 
 	keepalive time.Duration
 }
@@ -76,6 +80,7 @@ type runtime struct {
 	// contextHeaders maps each catalog.context header (canonical) to its
 	// context name.
 	contextHeaders map[string]string
+	mcps           []*mcp.Route
 }
 
 // adapters maps api_paths values and built-in routes to adapters.
@@ -114,6 +119,7 @@ func New(o Options) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err
@@ -143,6 +149,9 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 			u.close()
 		}
 		old.validators.Close()
+		for _, m := range old.mcps {
+			m.Close()
+		}
 	}
 	return nil
 }
@@ -176,6 +185,9 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		}
 		routes.passThrough(prefix, s.passthrough(rt, u, prefix))
 	}
+	if err := s.mcpRoutes(rt, routes); err != nil {
+		return nil, err
+	}
 	rt.routes = routes
 	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
 	names := make([]string, len(snap.Validators))
@@ -184,6 +196,42 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 	}
 	s.metrics.initValidators(names)
 	return rt, nil
+}
+
+// mcpMethods are every method an MCP route answers itself.
+var mcpMethods = []string{http.MethodPost, http.MethodGet, http.MethodDelete, http.MethodPut,
+	http.MethodPatch, http.MethodHead, http.MethodOptions}
+
+// jsonRPCPlainError is toolgate's own refusal on an MCP route: a JSON-RPC
+// error with no id, which MCP clients raise as a transport error.
+func jsonRPCPlainError(_ int, _, msg string) []byte {
+	type rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	b, _ := jsonx.Marshal(struct {
+		JSONRPC string   `json:"jsonrpc"`
+		ID      any      `json:"id"`
+		Error   rpcError `json:"error"`
+	}{JSONRPC: "2.0", Error: rpcError{Code: -32600, Message: msg}})
+	return b
+}
+
+// mcpRoutes mounts each MCP server at its path_prefix, through the route
+// table like every judged route, so the path guard refuses every other
+// spelling of it. The route owns the path for every method (the MCP
+// handler answers 405 to any but POST, GET and DELETE), so no method falls
+// through to a model API's pass-through.
+func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
+	for _, mc := range rt.snap.Config.MCPServers {
+		h, err := s.mcp.Route(rt.snap, mc)
+		if err != nil {
+			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
+		}
+		rt.mcps = append(rt.mcps, h)
+		routes.judge("mcp", "", mc.PathPrefix, jsonRPCPlainError, h, mcpMethods...)
+	}
+	return nil
 }
 
 // ServeHTTP implements http.Handler.

@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/httpx"
 )
 
 // upstream is one configured model API with its own connection pool.
@@ -27,7 +23,7 @@ type upstream struct {
 }
 
 // errIdle is the cause recorded when an upstream body goes silent.
-var errIdle = errors.New("upstream went silent for longer than idle_timeout")
+var errIdle = httpx.ErrIdle
 
 func newUpstream(cfg catalog.Upstream, key string) (*upstream, error) {
 	base, err := url.Parse(cfg.URL)
@@ -42,24 +38,9 @@ func newUpstream(cfg catalog.Upstream, key string) (*upstream, error) {
 // sidecar, and no redirects. toolgate eval uses it too, so it measures the
 // upstream as serve reaches it.
 func NewUpstreamClient(cfg catalog.Upstream) *http.Client {
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
-	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		TLSHandshakeTimeout:   cfg.ConnectTimeout.D(),
-		ResponseHeaderTimeout: cfg.FirstByteTimeout.D(),
-		ExpectContinueTimeout: time.Second,
-		ForceAttemptHTTP2:     true,
-		// A sidecar talks to one host at high concurrency; keep enough idle
-		// connections that a burst does not pay new handshakes.
-		MaxIdleConns:        512,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
-	}
 	return &http.Client{
-		Transport: tr,
-		// The upstream is fixed by config; a redirect must not move it.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport:     httpx.NewTransport(cfg.ConnectTimeout.D(), cfg.FirstByteTimeout.D()),
+		CheckRedirect: httpx.NoRedirects,
 	}
 }
 
@@ -124,55 +105,8 @@ func (u *upstream) do(ctx context.Context, method, path, rawQuery string, header
 	return c, nil
 }
 
-// idleBody cancels the upstream request when reads stall for longer than d.
-// A read only records the time; the timer, when it fires, checks that time
-// and re-arms for the rest of the window. Resetting a timer on every read
-// of every event cost more than the read.
-type idleBody struct {
-	rc     io.ReadCloser
-	d      time.Duration
-	last   atomic.Int64 // unix nanoseconds of the last byte
-	timer  *time.Timer
-	cancel context.CancelCauseFunc
-	once   sync.Once
-}
-
 func newIdleBody(rc io.ReadCloser, d time.Duration, cancel context.CancelCauseFunc) io.ReadCloser {
-	if d <= 0 {
-		return rc
-	}
-	b := &idleBody{rc: rc, d: d, cancel: cancel}
-	b.last.Store(time.Now().UnixNano())
-	b.timer = time.AfterFunc(d, b.check)
-	return b
-}
-
-func (b *idleBody) check() {
-	silent := time.Duration(time.Now().UnixNano() - b.last.Load())
-	if silent >= b.d {
-		b.cancel(errIdle)
-		return
-	}
-	b.timer.Reset(b.d - silent)
-}
-
-func (b *idleBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.last.Store(time.Now().UnixNano())
-	}
-	return n, err
-}
-
-func (b *idleBody) Close() error {
-	b.once.Do(func() { b.timer.Stop() })
-	return b.rc.Close()
-}
-
-// hopHeaders are connection-level headers never forwarded (RFC 9110 §7.6.1).
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	return httpx.NewIdleBody(rc, d, cancel)
 }
 
 // outboundHeader copies the client's headers for the upstream: everything but
@@ -195,44 +129,13 @@ func outboundHeader(in http.Header, keepEncoding bool) http.Header {
 	return out
 }
 
-// isToolgateHeader reports a header in toolgate's own namespace.
-func isToolgateHeader(k string) bool {
-	return len(k) >= len("x-toolgate-") && strings.EqualFold(k[:len("x-toolgate-")], "x-toolgate-")
-}
+func isToolgateHeader(k string) bool { return httpx.IsToolgateHeader(k) }
 
-// dropToolgateHeaders removes toolgate's namespace from headers crossing a
-// trust boundary: inbound ones must not reach the upstream, and an
-// upstream's must not reach the client as if toolgate had set them.
-func dropToolgateHeaders(h http.Header) {
-	for k := range h {
-		if isToolgateHeader(k) {
-			delete(h, k)
-		}
-	}
-}
+func dropToolgateHeaders(h http.Header) { httpx.DropToolgateHeaders(h) }
 
-// withoutURL drops the request URL that net/http quotes in its errors: a
-// client may carry a key in the query string, and logs never hold one.
-func withoutURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
-	}
-	return err
-}
+func withoutURL(err error) error { return httpx.WithoutURL(err) }
 
-func removeHop(h http.Header) {
-	for _, f := range h.Values("Connection") {
-		for _, name := range strings.Split(f, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				h.Del(name)
-			}
-		}
-	}
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
-}
+func removeHop(h http.Header) { httpx.RemoveHop(h) }
 
 // credentialHeaders are where SDKs put API keys.
 var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}

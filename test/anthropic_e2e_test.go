@@ -21,6 +21,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	anthoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -403,12 +404,6 @@ func anthSSE(t *testing.T, message string) string {
 	start["content"] = json.RawMessage("[]")
 	start["stop_reason"] = json.RawMessage("null")
 	ev(map[string]any{"type": "message_start", "message": start})
-	split := func(s string) []string {
-		if len(s) < 3 {
-			return []string{s}
-		}
-		return []string{s[:len(s)/3], s[len(s)/3 : 2*len(s)/3], s[2*len(s)/3:]}
-	}
 	for i, raw := range blocks {
 		var blk map[string]json.RawMessage
 		_ = json.Unmarshal(raw, &blk)
@@ -418,14 +413,14 @@ func anthSSE(t *testing.T, message string) string {
 		case "text":
 			_ = json.Unmarshal(blk["text"], &text)
 			ev(map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-			for _, part := range split(text) {
+			for _, part := range thirds(text) {
 				ev(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": part}})
 			}
 		case "thinking":
 			_ = json.Unmarshal(blk["thinking"], &thinking)
 			_ = json.Unmarshal(blk["signature"], &sig)
 			ev(map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			for _, part := range split(thinking) {
+			for _, part := range thirds(thinking) {
 				ev(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": part}})
 			}
 			ev(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": sig}})
@@ -439,7 +434,7 @@ func anthSSE(t *testing.T, message string) string {
 			var in bytes.Buffer
 			_ = json.Compact(&in, blk["input"])
 			ev(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": ""}})
-			for _, part := range split(in.String()) {
+			for _, part := range thirds(in.String()) {
 				ev(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
 			}
 		default:
@@ -454,6 +449,22 @@ func anthSSE(t *testing.T, message string) string {
 		"usage": map[string]any{"output_tokens": 20}})
 	ev(map[string]any{"type": "message_stop"})
 	return b.String()
+}
+
+// thirds cuts s in three at character boundaries, as the API does: a
+// fragment never ends inside a UTF-8 sequence.
+func thirds(s string) []string {
+	if len(s) < 3 {
+		return []string{s}
+	}
+	cut := func(i int) int {
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++
+		}
+		return i
+	}
+	a, b := cut(len(s)/3), cut(2*len(s)/3)
+	return []string{s[:a], s[a:b], s[b:]}
 }
 
 // anthAnswer answers in the shape the request asked for: a stream when it

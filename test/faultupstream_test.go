@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/app"
@@ -371,8 +372,12 @@ func fuTextEvents(parts ...string) []string {
 // fuCallEvents stream one call: its head, its arguments in two fragments,
 // the finish chunk, a usage chunk and [DONE].
 func fuCallEvents(id, name, args string) []string {
-	a1, _ := json.Marshal(args[:len(args)/2])
-	a2, _ := json.Marshal(args[len(args)/2:])
+	half := len(args) / 2
+	for half < len(args) && !utf8.RuneStart(args[half]) {
+		half++ // a fragment never ends inside a UTF-8 sequence
+	}
+	a1, _ := json.Marshal(args[:half])
+	a2, _ := json.Marshal(args[half:])
 	return []string{
 		fuChunk(`{"tool_calls":[{"index":0,"id":"`+id+`","type":"function","function":{"name":"`+name+`","arguments":""}}]}`, ""),
 		fuChunk(`{"tool_calls":[{"index":0,"function":{"arguments":`+string(a1)+`}}]}`, ""),

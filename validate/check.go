@@ -82,7 +82,26 @@ type Verdict struct {
 	// provider prefix.
 	Stripped bool
 	Findings []Finding
+	// Unvalidated says why part of the arguments was not judged: "" when
+	// all of it was.
+	Unvalidated Unvalidated
 }
+
+// Unvalidated is the reason a call's arguments were not judged in full,
+// spelled as the toolgate_unvalidated_total reason label.
+type Unvalidated string
+
+// Reasons a call is not judged in full.
+const (
+	// SchemaUncompilable: a request tool's schema does not compile (a remote
+	// $ref, an invalid pattern); the call passes with only its object shape
+	// checked.
+	SchemaUncompilable Unvalidated = "schema_uncompilable"
+	// PatternTimeout: a pattern could not be evaluated against a value
+	// within its budget; the call gets a blocking schema finding, since
+	// passing would let a long enough value skip the pattern.
+	PatternTimeout Unvalidated = "pattern_timeout"
+)
 
 // Valid reports whether no finding blocks the call.
 func (v *Verdict) Valid() bool {
@@ -185,16 +204,21 @@ func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
 		v.Findings = append(v.Findings, *f)
 		return v
 	}
-	if tool.Schema != nil {
-		if err := tool.Schema.Validate(args); err != nil {
+	if err := tool.ValidateArgs(args); err != nil {
+		var pe *catalog.PatternError
+		if errors.As(err, &pe) {
+			v.Unvalidated = PatternTimeout
+			v.Findings = append(v.Findings, patternFinding(pe, args))
+		} else {
 			v.Findings = appendSchemaFindings(v.Findings, err)
 		}
 	} else if tool.SchemaError != nil {
-		// A request tool whose schema did not compile has nothing to check
-		// the arguments against; passing them unchecked would let anything
-		// through.
-		msg := "the tool's parameters schema could not be compiled, so the arguments cannot be checked"
-		v.Findings = append(v.Findings, Finding{Code: SchemaViolation, Message: msg, Detail: msg + ": " + tool.SchemaError.Error()})
+		// Only a request tool gets here (a catalog schema that does not
+		// compile is a config error). Its author's client and model judge
+		// it by a schema toolgate cannot read, and no re-ask can make the
+		// model satisfy a schema nobody here can check: the call passes
+		// with its object shape checked, counted as unvalidated.
+		v.Unvalidated = SchemaUncompilable
 	}
 	if len(v.Findings) == 0 {
 		v.Findings = checkProvenance(v.Findings, tool, args, cx)
@@ -264,7 +288,7 @@ func appendSchemaFindings(dst []Finding, err error) []Finding {
 		ptr := pointer(e.InstanceLocation)
 		kw := strings.Join(e.ErrorKind.KeywordPath(), "/")
 		if kw == "" {
-			kw = unnamedKeyword(e.ErrorKind)
+			kw = unnamedKeyword(e)
 		}
 		dst = append(dst, Finding{
 			Code:    SchemaViolation,
@@ -279,12 +303,19 @@ func appendSchemaFindings(dst []Finding, err error) []Finding {
 }
 
 // unnamedKeyword names the keyword of the few error kinds whose keyword path
-// is empty, so every schema finding says which rule failed.
-func unnamedKeyword(ek jsonschema.ErrorKind) string {
-	switch ek.(type) {
+// is empty, so every schema finding says which rule failed. A false schema
+// is named by the keyword that holds it where one does
+// (unevaluatedProperties: false, items: false), else "false".
+func unnamedKeyword(e *jsonschema.ValidationError) string {
+	switch e.ErrorKind.(type) {
 	case *kind.Not:
 		return "not"
 	case *kind.FalseSchema:
+		at := e.SchemaURL[strings.LastIndexByte(e.SchemaURL, '/')+1:]
+		switch at {
+		case "unevaluatedProperties", "unevaluatedItems", "additionalProperties", "items", "additionalItems", "propertyNames", "contains":
+			return at
+		}
 		return "false"
 	}
 	return ""
@@ -382,4 +413,50 @@ func siblingValues(calls []ToolCall, self int) []any {
 		out = append(out, map[string]any{"id": c.ID, "tool": c.Name, "args": catalog.CELValue(parseLoose(c.Args))})
 	}
 	return out
+}
+
+// patternFinding reports a pattern that ran out of time. The pointer is
+// where the value (or, for patternProperties, the key) occurs in args.
+func patternFinding(pe *catalog.PatternError, args any) Finding {
+	ptr, _, isKey := locateString(args, pe.Input, nil)
+	kw := "pattern"
+	if isKey {
+		kw = "patternProperties"
+	}
+	p := pointer(ptr)
+	msg := displayPointer(p) + ": the value could not be checked against the pattern in time"
+	return Finding{Code: SchemaViolation, Pointer: p, Keyword: kw, Message: msg,
+		Detail: msg + "; use a shorter, simpler value that matches " + strconv.Quote(pe.Pattern)}
+}
+
+// locateString returns the path of the first string value equal to s in
+// v, or else of the first object key equal to s (isKey true).
+func locateString(v any, s string, path []string) (at []string, found, isKey bool) {
+	switch x := v.(type) {
+	case string:
+		return path, x == s, false
+	case []any:
+		for i, e := range x {
+			if p, ok, k := locateString(e, s, append(path, strconv.Itoa(i))); ok {
+				return p, true, k
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if p, ok, kk := locateString(x[k], s, append(path, k)); ok {
+				return p, true, kk
+			}
+		}
+		for _, k := range keys {
+			if k == s {
+				return append(path, k), true, true
+			}
+		}
+	}
+	return nil, false, false
 }

@@ -564,33 +564,44 @@ func TestCheckRules(t *testing.T) {
 }
 
 // TestCheckRequestSchemaThatDoesNotCompile: a request tool whose schema
-// cannot be compiled has no validator, so nothing can vouch for its
-// arguments. Letting any object through would break "nothing invalid
-// reaches the agent".
+// toolgate cannot compile stays a real tool. Its calls are checked as far as
+// they can be (a JSON object) and pass marked unvalidated: re-asking the
+// model about a schema nobody here can check would only end in an
+// escalation of every call.
 func TestCheckRequestSchemaThatDoesNotCompile(t *testing.T) {
 	snap := compileTestSnapshot(t, "upstreams:\n  - url: https://api.example.com\n")
 	eff := snap.Effective([]catalog.Offered{
 		{Name: "broken", Parameters: []byte(`{"type":"object","properties":{"a":{"pattern":"(unclosed"}}}`)},
+		{Name: "remote", Parameters: []byte(`{"$ref":"https://schemas.example.com/order.json"}`)},
 		{Name: "fine", Parameters: []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)},
 		{Name: "none"},
 	}, catalog.ToolChoice{}, true)
 	cx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
 	tests := []struct {
-		name string
-		call validate.ToolCall
-		want []validate.Code
+		name        string
+		call        validate.ToolCall
+		want        []validate.Code
+		unvalidated validate.Unvalidated
 	}{
-		{"broken schema", fnCall("broken", `{"a":"x"}`), []validate.Code{validate.SchemaViolation}},
-		{"broken schema, malformed args", fnCall("broken", `nope`), []validate.Code{validate.MalformedArguments}},
-		{"working request schema", fnCall("fine", `{"a":"x"}`), nil},
-		{"working request schema, bad value", fnCall("fine", `{"a":1}`), []validate.Code{validate.SchemaViolation}},
-		{"no schema at all", fnCall("none", `{"anything":1}`), nil},
+		{"broken schema", fnCall("broken", `{"a":"x"}`), nil, validate.SchemaUncompilable},
+		{"remote ref", fnCall("remote", `{"order":1}`), nil, validate.SchemaUncompilable},
+		{"broken schema, malformed args", fnCall("broken", `nope`), []validate.Code{validate.MalformedArguments}, ""},
+		{"broken schema, array args", fnCall("broken", `[1]`), []validate.Code{validate.MalformedArguments}, ""},
+		{"working request schema", fnCall("fine", `{"a":"x"}`), nil, ""},
+		{"working request schema, bad value", fnCall("fine", `{"a":1}`), []validate.Code{validate.SchemaViolation}, ""},
+		{"no schema at all", fnCall("none", `{"anything":1}`), nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := validate.Check(tc.call, cx)
 			if got := findingCodes(v); !equalCodes(got, tc.want) {
 				t.Fatalf("codes = %v, want %v (findings %+v)", got, tc.want, v.Findings)
+			}
+			if v.Unvalidated != tc.unvalidated {
+				t.Errorf("unvalidated = %q, want %q", v.Unvalidated, tc.unvalidated)
+			}
+			if v.Tool == nil {
+				t.Error("the tool is not resolved")
 			}
 			for _, f := range v.Findings {
 				if f.Message == "" {

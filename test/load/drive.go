@@ -34,14 +34,9 @@ type sample struct {
 
 // driver sends requests and judges answers.
 type driver struct {
-	client     *http.Client
-	plainReq   []byte
-	streamReq  []byte
-	answer     []byte
-	stream     []byte
-	wantStream assembled
-	timeout    time.Duration
-	statsURL   string
+	client   *http.Client
+	timeout  time.Duration
+	statsURL string
 }
 
 func newDriver(timeout time.Duration) *driver {
@@ -55,16 +50,15 @@ func newDriver(timeout time.Duration) *driver {
 		WriteBufferSize:     16 << 10,
 		ReadBufferSize:      16 << 10,
 	}
-	d := &driver{
-		client:    &http.Client{Transport: tr},
-		plainReq:  requestBody(false),
-		streamReq: requestBody(true),
-		answer:    []byte(answerJSON),
-		stream:    bytes.Join(streamEvents(), nil),
-		timeout:   timeout,
+	return &driver{client: &http.Client{Transport: tr}, timeout: timeout}
+}
+
+// workload is the scenario's exchange; the zero value is the small one.
+func (sc scenario) workload() *workload {
+	if sc.Workload == "" {
+		return workloads[smallWorkload]
 	}
-	d.wantStream = assemble(d.stream)
-	return d
+	return workloads[sc.Workload]
 }
 
 // one sends one request to base and measures it from start.
@@ -72,9 +66,10 @@ func (d *driver) one(ctx context.Context, base string, sc scenario, start time.T
 	stream := sc.Stream
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	body := d.plainReq
+	w := sc.workload()
+	body := w.plainReq
 	if stream {
-		body = d.streamReq
+		body = w.streamReq
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+chatPath, bytes.NewReader(body))
 	if err != nil {
@@ -82,6 +77,7 @@ func (d *driver) one(ctx context.Context, base string, sc scenario, start time.T
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer sk-load-test")
+	req.Header.Set(workloadHeader, w.name)
 	if sc.Gap > 0 {
 		req.Header.Set(gapHeader, sc.Gap.String())
 	}
@@ -100,7 +96,7 @@ func (d *driver) one(ctx context.Context, base string, sc scenario, start time.T
 		switch {
 		case err != nil:
 			s.out = truncated
-		case bytes.Equal(got, d.answer):
+		case bytes.Equal(got, w.answer):
 			s.out = okExact
 		default:
 			s.out = corrupted
@@ -108,15 +104,15 @@ func (d *driver) one(ctx context.Context, base string, sc scenario, start time.T
 		return s
 	}
 	// Read as the bytes come, noting when the first text delta arrives.
-	got := make([]byte, 0, len(d.stream)+512)
+	got := make([]byte, 0, len(w.stream)+512)
 	buf := make([]byte, 32<<10)
 	var s sample
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			from := max(0, len(got)-len(textMarker)+1)
+			from := textSearchFrom(len(got))
 			got = append(got, buf[:n]...)
-			if s.ttfb == 0 && bytes.Contains(got[from:], textMarker) {
+			if s.ttfb == 0 && firstText(got, from) {
 				s.ttfb = time.Since(start)
 			}
 		}
@@ -129,24 +125,24 @@ func (d *driver) one(ctx context.Context, base string, sc scenario, start time.T
 		}
 	}
 	s.lat = time.Since(start)
-	s.out = d.judgeStream(got)
+	s.out = w.judgeStream(got)
 	return s
 }
 
 // judgeStream checks a whole stream. Identical bytes prove everything the
 // checks below ask for (40 events, [DONE] last, the expected text and
 // calls); anything else is read as an SDK would and classified.
-func (d *driver) judgeStream(got []byte) outcome {
-	if bytes.Equal(got, d.stream) {
+func (w *workload) judgeStream(got []byte) outcome {
+	if bytes.Equal(got, w.stream) {
 		return okExact
 	}
 	a := assemble(got)
 	switch {
 	case a.Error:
 		return failed
-	case !a.Done || a.Events < d.wantStream.Events:
+	case !a.Done || a.Events < w.want.Events:
 		return truncated
-	case a.equal(d.wantStream):
+	case a.equal(w.want):
 		return okReframed
 	default:
 		return corrupted
@@ -194,6 +190,8 @@ type scenario struct {
 	// Span multiplies the run length, for a scenario that completes few
 	// requests per second and would otherwise give a thin median.
 	Span int `json:"span,omitempty"`
+	// Workload names the exchange (workloads); empty is the small one.
+	Workload string `json:"workload,omitempty"`
 }
 
 // runLength is how long one run of the scenario lasts.

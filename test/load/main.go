@@ -1,41 +1,57 @@
-// Command load compares toolgate with a bare reverse proxy and with no
-// proxy at all, under the same load in the same run, on loopback only.
+// Command load compares toolgate with a bare reverse proxy, with nginx
+// when it is installed, and with no proxy at all, under the same load in
+// the same run, on loopback only.
 //
-//	go run ./test/load                      # full run, about 6 minutes
+//	go run ./test/load                      # full run, about 12.5 minutes of load
 //	go run ./test/load -json load.json      # also write every number as JSON
 //	go run ./test/load -duration 2s -reps 1 # quick look
+//	go run ./test/load -scenarios fixture-plain-c32,fixture-stream-c32,fixture-stream-c1
 //
-// It builds toolgate from this checkout, then starts three servers as
+// It builds toolgate from this checkout, then starts the servers as
 // separate processes: a mock Chat Completions upstream (this program with
-// -mock), a bare httputil.ReverseProxy to it (-bare), and toolgate with a
-// generated config whose catalog holds the mock's two tools. Six
-// scenarios are driven against each of the three targets — direct to the
-// mock, the bare proxy, toolgate — interleaved (each repetition runs every
+// -mock), a bare httputil.ReverseProxy to it (-bare), toolgate with a
+// generated config whose catalog holds both workloads' tools, and nginx
+// (when `nginx` is on PATH, or -nginx names it; see nginx.go). Every
+// scenario is driven against each target — direct to the mock, the bare
+// proxy, toolgate, nginx — interleaved (each repetition runs every
 // scenario on every target, in a rotated order) so a machine that gets
-// busier or quieter during the run skews all targets alike:
+// busier or quieter during the run skews all targets alike.
 //
-//	plain-c1         plain answers (2 tool calls), 1 request in flight
-//	plain-c32        plain answers, 32 in flight (closed loop)
-//	open-500         plain answers sent at a fixed 500/s; latency from the scheduled time
-//	stream-c1        40-event streams sent as fast as possible, 1 in flight
-//	stream-c1-paced  the same with 1 ms between events, as a model writes:
-//	                 time to first text byte without the rest of the stream
-//	                 competing for the 2 cores
-//	stream-c32       40-event streams, 32 in flight
+// Two workloads: "small" (payload.go: two short calls, 40 events) and
+// "fixture" (testdata/bench: a 2,405-byte answer with calls of 710 and
+// 289 bytes of arguments judged against schemas with format, pattern, enum,
+// nested required and additionalProperties false; a 13,604-byte stream of
+// 40 events). The mock answers with the one the request's X-Mock-Workload
+// header names.
 //
-// With the defaults (3 repetitions of 4 s) the whole run takes about 6
-// minutes. The mock also counts the connections it accepts, which shows
-// whether a proxy reuses its upstream connections.
+//	plain-c1            small plain answers (2 tool calls), 1 request in flight
+//	plain-c32           small plain answers, 32 in flight (closed loop)
+//	open-500            small plain answers sent at a fixed 500/s; latency from the scheduled time
+//	stream-c1           small 40-event streams sent as fast as possible, 1 in flight
+//	stream-c1-paced     the same with 1 ms between events, as a model writes:
+//	                    time to first text byte without the rest of the stream
+//	                    competing for the 2 cores
+//	stream-c32          small 40-event streams, 32 in flight
+//	fixture-plain-c32   fixture plain answers, 32 in flight
+//	fixture-stream-c32  fixture streams, 32 in flight
+//	fixture-stream-c1   fixture streams paced 1 ms per event, 1 in flight:
+//	                    time to the first text byte
+//
+// The small scenarios run 3 repetitions and the fixture ones 5 unless -reps
+// sets one count for all. The mock also counts the connections it accepts,
+// which shows whether a proxy reuses its upstream connections.
 //
 // Every answer is checked: plain answers and streams must be the bytes the
 // mock sent (toolgate forwards valid answers unchanged); a stream that
 // differs is read as an SDK would (events, [DONE], text, assembled tool
 // calls) and counted as truncated or corrupted unless it is equivalent.
-// CPU per request comes from each server's /proc/<pid>/stat. Medians over
-// the repetitions are reported, with the ratios the performance targets
-// are stated in. Everything is bounded: each scenario runs for -duration,
-// each request has -timeout, the whole run has -max-runtime, and the child
-// servers stop when this program ends, however it ends.
+// CPU per request comes from each server's /proc/<pid>/stat (nginx's
+// master and workers summed). Medians over the repetitions are reported,
+// with the ratios the performance targets are stated in, and for the
+// fixture a table of throughput and CPU against the bare proxy's.
+// Everything is bounded: each scenario runs for -duration, each request has
+// -timeout, the whole run has -max-runtime, and the child servers stop when
+// this program ends, however it ends.
 package main
 
 import (
@@ -70,6 +86,7 @@ type options struct {
 	timeout    time.Duration
 	maxRuntime time.Duration
 	keep       bool
+	nginx      string
 }
 
 func run() int {
@@ -79,13 +96,14 @@ func run() int {
 	lifetime := flag.Duration("lifetime", 15*time.Minute, "internal: longest a -mock or -bare child runs")
 	flag.DurationVar(&o.duration, "duration", 4*time.Second, "length of each scenario run")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "warm-up per target before measuring")
-	flag.IntVar(&o.reps, "reps", 3, "repetitions of every scenario on every target")
-	flag.StringVar(&o.scenarios, "scenarios", "plain-c1,plain-c32,open-500,stream-c1,stream-c1-paced,stream-c32", "scenarios to run, comma separated")
+	flag.IntVar(&o.reps, "reps", 0, "repetitions of every scenario on every target (0: 3 for the small workload, 5 for the fixture)")
+	flag.StringVar(&o.scenarios, "scenarios", strings.Join(scenarioOrder, ","), "scenarios to run, comma separated")
 	flag.StringVar(&o.jsonOut, "json", "", "write all results as JSON to this file")
 	flag.StringVar(&o.toolgate, "toolgate", "", "use this toolgate binary instead of building one")
 	flag.StringVar(&o.logLevel, "log-level", "info", "toolgate's log.level (info is what deployments run: one line per request)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "per-request timeout")
-	flag.DurationVar(&o.maxRuntime, "max-runtime", 10*time.Minute, "hard limit on the whole run")
+	flag.DurationVar(&o.maxRuntime, "max-runtime", 25*time.Minute, "hard limit on the whole run")
+	flag.StringVar(&o.nginx, "nginx", "auto", `nginx binary for the nginx target ("auto": nginx on PATH if any; "off": no nginx target)`)
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder (config, logs, binary)")
 	flag.Parse()
 
@@ -107,8 +125,8 @@ func run() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	if o.reps < 1 || o.duration <= 0 {
-		fmt.Fprintln(os.Stderr, "-reps must be ≥ 1 and -duration > 0")
+	if o.reps < 0 || o.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "-reps must be ≥ 0 and -duration > 0")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.maxRuntime)
@@ -135,6 +153,30 @@ var allScenarios = map[string]scenario{
 	// others, for some 800 samples per target.
 	"stream-c1-paced": {Name: "stream-c1-paced", Stream: true, Conc: 1, Gap: pacedGap, Span: 3},
 	"stream-c32":      {Name: "stream-c32", Stream: true, Conc: 32},
+
+	"fixture-plain-c32":  {Name: "fixture-plain-c32", Conc: 32, Workload: fixtureWorkload},
+	"fixture-stream-c32": {Name: "fixture-stream-c32", Stream: true, Conc: 32, Workload: fixtureWorkload},
+	// Paced like stream-c1-paced, for the same reason; twice the run length
+	// for some 400 samples per target and repetition.
+	"fixture-stream-c1": {Name: "fixture-stream-c1", Stream: true, Conc: 1, Gap: pacedGap, Span: 2, Workload: fixtureWorkload},
+}
+
+// scenarioOrder is the default run, and the order errors list them in.
+var scenarioOrder = []string{"plain-c1", "plain-c32", "open-500", "stream-c1", "stream-c1-paced", "stream-c32",
+	"fixture-plain-c32", "fixture-stream-c32", "fixture-stream-c1"}
+
+// repsFor is how many repetitions a scenario gets: -reps if set, else 5
+// for the fixture (the count its targets are stated for) and 3 for the
+// small workload.
+func repsFor(o options, sc scenario) int {
+	switch {
+	case o.reps > 0:
+		return o.reps
+	case sc.Workload == fixtureWorkload:
+		return 5
+	default:
+		return 3
+	}
 }
 
 // pacedGap spaces the paced stream's events: 40 events take about 40 ms.
@@ -146,7 +188,7 @@ func parseScenarios(s string) ([]scenario, error) {
 		n = strings.TrimSpace(n)
 		sc, ok := allScenarios[n]
 		if !ok {
-			return nil, fmt.Errorf("unknown scenario %q (have plain-c1, plain-c32, open-500, stream-c1, stream-c1-paced, stream-c32)", n)
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(scenarioOrder, ", "))
 		}
 		out = append(out, sc)
 	}
@@ -163,13 +205,15 @@ type target struct {
 
 // report is the JSON output.
 type report struct {
-	Started  time.Time      `json:"started"`
-	Machine  machineInfo    `json:"machine"`
-	Options  map[string]any `json:"options"`
-	Runs     []runResult    `json:"runs"`
-	Summary  []summaryRow   `json:"summary"`
-	Targets  []targetCheck  `json:"targets"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Started time.Time      `json:"started"`
+	Machine machineInfo    `json:"machine"`
+	Options map[string]any `json:"options"`
+	Runs    []runResult    `json:"runs"`
+	Summary []summaryRow   `json:"summary"`
+	Targets []targetCheck  `json:"targets"`
+	// Fixture is the fixture workload's comparison with the bare proxy.
+	Fixture  []fixtureRow `json:"fixture_table,omitempty"`
+	Warnings []string     `json:"warnings,omitempty"`
 }
 
 type machineInfo struct {
@@ -183,83 +227,58 @@ type machineInfo struct {
 func orchestrate(ctx context.Context, o options, scs []scenario) error {
 	rep := report{Started: time.Now(), Machine: machineInfo{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 		LoadAvgStart: loadAvg(), ClockTicks: clockTicks}}
-	rep.Options = map[string]any{"duration": o.duration.String(), "reps": o.reps, "warmup": o.warmup.String(),
-		"scenarios": o.scenarios, "log_level": o.logLevel, "paced_gap": pacedGap.String()}
+	nginxBin, err := findNginx(o.nginx)
+	if err != nil {
+		return err
+	}
+	nTargets := 3
+	if nginxBin != "" {
+		nTargets = 4
+	}
+	reps := map[string]int{}
+	maxReps := 0
 	var planned time.Duration
 	for _, sc := range scs {
-		planned += time.Duration(3*o.reps) * (sc.runLength(o.duration) + 200*time.Millisecond)
+		reps[sc.Name] = repsFor(o, sc)
+		maxReps = max(maxReps, reps[sc.Name])
+		planned += time.Duration(nTargets*reps[sc.Name]) * (sc.runLength(o.duration) + 200*time.Millisecond)
 	}
-	planned += 3 * 2 * o.warmup
-	fmt.Printf("toolgate load comparison: %d scenarios × 3 targets × %d reps × %s ≈ %s of load (+ build and start)\n",
-		len(scs), o.reps, o.duration, planned.Round(time.Second))
+	planned += time.Duration(nTargets*4) * o.warmup
+	rep.Options = map[string]any{"duration": o.duration.String(), "reps": reps, "warmup": o.warmup.String(),
+		"scenarios": o.scenarios, "log_level": o.logLevel, "paced_gap": pacedGap.String(), "nginx": nginxBin}
+	fmt.Printf("toolgate load comparison: %d scenarios × %d targets × up to %d reps × %s ≈ %s of load (+ build and start)\n",
+		len(scs), nTargets, maxReps, o.duration, planned.Round(time.Second))
 	fmt.Printf("machine: %d CPUs, 1-min load average %.2f at start (other work on the machine skews all targets alike, not their ratios)\n",
 		rep.Machine.CPUs, rep.Machine.LoadAvgStart)
+	if nginxBin == "" {
+		fmt.Println("nginx: not on PATH, so no nginx target (Debian package nginx; or -nginx /path/to/nginx)")
+	}
 
 	tmp, bin, cleanup, err := proc.Workdir(ctx, "toolgate-load-", o.keep, o.toolgate)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	life := (o.maxRuntime + time.Minute).String()
-
-	var children []*child
+	targets, children, err := startTargets(ctx, o, tmp, bin, nginxBin)
 	defer func() {
 		for _, c := range children {
 			c.stop()
 		}
 	}()
-	mock, err := startChild("mock", filepath.Join(tmp, "mock.log"), true, self, "-mock", "-lifetime", life)
 	if err != nil {
 		return err
-	}
-	children = append(children, mock)
-	mockURL := "http://" + mock.addr
-	bare, err := startChild("bare", filepath.Join(tmp, "bare.log"), true, self, "-bare", mockURL, "-lifetime", life)
-	if err != nil {
-		return err
-	}
-	children = append(children, bare)
-	gate, gateAddr, err := startToolgate(ctx, bin, tmp, mockURL, o.logLevel)
-	if gate != nil {
-		children = append(children, gate)
-	}
-	if err != nil {
-		return err
-	}
-
-	targets := []target{
-		{Name: "direct", URL: mockURL, procs: map[string]*child{"mock": mock}},
-		{Name: "bare", URL: "http://" + bare.addr, procs: map[string]*child{"proxy": bare, "mock": mock}},
-		{Name: "toolgate", URL: "http://" + gateAddr, procs: map[string]*child{"proxy": gate, "mock": mock}},
 	}
 	d := newDriver(o.timeout)
-	d.statsURL = mockURL + "/_stats"
-
-	// Every target must answer correctly once before any timing.
-	for _, t := range targets {
-		for _, stream := range []bool{false, true} {
-			if s := d.one(ctx, t.URL, scenario{Stream: stream}, time.Now()); s.out != okExact {
-				return fmt.Errorf("%s: a single %s request failed its check (outcome %d); logs in %s", t.Name,
-					map[bool]string{false: "plain", true: "stream"}[stream], s.out, tmp)
-			}
-		}
-	}
-	if o.warmup > 0 {
-		fmt.Print("warming up")
-		for _, t := range targets {
-			d.closedLoop(ctx, t.URL, scenario{Conc: 32}, o.warmup)
-			d.closedLoop(ctx, t.URL, scenario{Conc: 32, Stream: true}, o.warmup)
-			fmt.Print(".")
-		}
-		fmt.Println()
+	d.statsURL = targets[0].URL + "/_stats"
+	if err := checkAndWarm(ctx, d, targets, scs, o.warmup, tmp); err != nil {
+		return err
 	}
 
-	for r := range o.reps {
+	for r := range maxReps {
 		for k, sc := range scs {
+			if r >= reps[sc.Name] {
+				continue
+			}
 			for i := range targets {
 				// Rotate the order every repetition and scenario so no
 				// target always runs first or right after another.
@@ -270,7 +289,7 @@ func orchestrate(ctx context.Context, o options, scs []scenario) error {
 				res := measure(ctx, d, t, sc, sc.runLength(o.duration))
 				res.Rep = r + 1
 				rep.Runs = append(rep.Runs, res)
-				fmt.Printf("  rep %d  %-10s %-8s %8.0f req/s  p50 %8.0f µs  ok %d  err %d  trunc %d  corrupt %d  load %.1f\n",
+				fmt.Printf("  rep %d  %-18s %-8s %8.0f req/s  p50 %8.0f µs  ok %d  err %d  trunc %d  corrupt %d  load %.1f\n",
 					res.Rep, res.Scenario, res.Target, res.RPS, res.P50us, res.OK, res.Errors, res.Truncated, res.Corrupted, res.LoadAvg)
 				for _, c := range children {
 					if c.exited() {
@@ -285,6 +304,7 @@ func orchestrate(ctx context.Context, o options, scs []scenario) error {
 	rep.Machine.LoadAvgEnd = loadAvg()
 	rep.Summary = summarizeRuns(rep.Runs, scs)
 	rep.Targets, rep.Warnings = checkTargets(rep.Summary, rep.Runs)
+	rep.Fixture = fixtureTable(rep.Summary)
 	printReport(os.Stdout, &rep)
 	if o.jsonOut != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -299,13 +319,96 @@ func orchestrate(ctx context.Context, o options, scs []scenario) error {
 	return nil
 }
 
+// startTargets starts the mock, the bare proxy, toolgate and (when
+// nginxBin is set) nginx, and returns the targets in their base order with
+// every child started so far, for the caller to stop, even on error.
+func startTargets(ctx context.Context, o options, tmp, bin, nginxBin string) ([]target, []*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	life := (o.maxRuntime + time.Minute).String()
+	var children []*child
+	mock, err := startChild("mock", filepath.Join(tmp, "mock.log"), true, self, "-mock", "-lifetime", life)
+	if err != nil {
+		return nil, children, err
+	}
+	children = append(children, mock)
+	mockURL := "http://" + mock.addr
+	bare, err := startChild("bare", filepath.Join(tmp, "bare.log"), true, self, "-bare", mockURL, "-lifetime", life)
+	if err != nil {
+		return nil, children, err
+	}
+	children = append(children, bare)
+	gate, gateAddr, err := startToolgate(ctx, bin, tmp, mockURL, o.logLevel)
+	if gate != nil {
+		children = append(children, gate)
+	}
+	if err != nil {
+		return nil, children, err
+	}
+	targets := []target{
+		{Name: "direct", URL: mockURL, procs: map[string]*child{"mock": mock}},
+		{Name: "bare", URL: "http://" + bare.addr, procs: map[string]*child{"proxy": bare, "mock": mock}},
+		{Name: "toolgate", URL: "http://" + gateAddr, procs: map[string]*child{"proxy": gate, "mock": mock}},
+	}
+	if nginxBin != "" {
+		ng, addr, err := startNginx(ctx, nginxBin, tmp, mock.addr)
+		if ng != nil {
+			children = append(children, ng)
+		}
+		if err != nil {
+			return nil, children, err
+		}
+		targets = append(targets, target{Name: "nginx", URL: "http://" + addr, procs: map[string]*child{"proxy": ng, "mock": mock}})
+	}
+	return targets, children, nil
+}
+
+// checkAndWarm makes every target answer each workload the scenarios use
+// correctly once, plain and streamed, before any timing, then warms each
+// target up at c=32.
+func checkAndWarm(ctx context.Context, d *driver, targets []target, scs []scenario, warmup time.Duration, tmp string) error {
+	used := map[string]bool{}
+	var wls []string
+	for _, sc := range scs {
+		if w := sc.workload().name; !used[w] {
+			used[w] = true
+			wls = append(wls, w)
+		}
+	}
+	for _, t := range targets {
+		for _, wl := range wls {
+			for _, stream := range []bool{false, true} {
+				if s := d.one(ctx, t.URL, scenario{Stream: stream, Workload: wl}, time.Now()); s.out != okExact {
+					return fmt.Errorf("%s: a single %s %s request failed its check (outcome %d); logs in %s", t.Name, wl,
+						map[bool]string{false: "plain", true: "stream"}[stream], s.out, tmp)
+				}
+			}
+		}
+	}
+	if warmup <= 0 {
+		return nil
+	}
+	fmt.Print("warming up")
+	for _, t := range targets {
+		for _, wl := range wls {
+			d.closedLoop(ctx, t.URL, scenario{Conc: 32, Workload: wl}, warmup)
+			d.closedLoop(ctx, t.URL, scenario{Conc: 32, Stream: true, Workload: wl}, warmup)
+		}
+		fmt.Print(".")
+	}
+	fmt.Println()
+	return nil
+}
+
 // measure runs one scenario on one target and reads the servers' CPU time
 // around it.
 func measure(ctx context.Context, d *driver, t target, sc scenario, dur time.Duration) runResult {
 	res := runResult{Target: t.Name, Scenario: sc.Name, LoadAvg: loadAvg(), CPUus: map[string]float64{}}
 	before := map[string]float64{}
 	for role, c := range t.procs {
-		before[role], _ = cpuMicros(c.pid())
+		before[role], _ = c.cpu()
 	}
 	selfBefore, _ := cpuMicros(os.Getpid())
 	connsBefore, _ := d.mockConns(ctx)
@@ -319,7 +422,7 @@ func measure(ctx context.Context, d *driver, t target, sc scenario, dur time.Dur
 	summarize(&res, ss, elapsed)
 	n := float64(max(res.Requests, 1))
 	for role, c := range t.procs {
-		after, _ := cpuMicros(c.pid())
+		after, _ := c.cpu()
 		res.CPUus[role] = (after - before[role]) / n
 	}
 	selfAfter, _ := cpuMicros(os.Getpid())
@@ -341,8 +444,10 @@ func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*ch
 	if err != nil {
 		return nil, "", err
 	}
-	cfg := fmt.Sprintf("listen: %s\nadmin_listen: %s\nupstreams:\n  - name: mock\n    url: %s\n%slog:\n  level: %s\n  format: json\n",
-		listen, admin, mockURL, catalogYAML, logLevel)
+	cfg, err := toolgateConfig(listen, admin, mockURL, logLevel)
+	if err != nil {
+		return nil, "", err
+	}
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, "", err
@@ -355,4 +460,15 @@ func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*ch
 		return c, "", fmt.Errorf("toolgate %w (log %s)\n%s", err, c.log, tail(c.log, 2000))
 	}
 	return c, listen, nil
+}
+
+// toolgateConfig is toolgate's config for the run: the mock as upstream and
+// a catalog holding both workloads' tools.
+func toolgateConfig(listen, admin, mockURL, logLevel string) (string, error) {
+	fixtureTools, err := fixtureCatalog()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("listen: %s\nadmin_listen: %s\nupstreams:\n  - name: mock\n    url: %s\n%s%slog:\n  level: %s\n  format: json\n",
+		listen, admin, mockURL, catalogYAML, fixtureTools, logLevel), nil
 }

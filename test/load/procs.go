@@ -23,6 +23,17 @@ type child struct {
 	log   string
 	addr  string
 	done  chan struct{}
+	// tree counts the CPU time of the process's children too (nginx's
+	// workers).
+	tree bool
+}
+
+// cpu is the CPU time the child has used so far, in µs.
+func (c *child) cpu() (float64, error) {
+	if c.tree {
+		return cpuTree(c.pid())
+	}
+	return cpuMicros(c.pid())
 }
 
 // startChild starts a server process with stderr going to a log file.

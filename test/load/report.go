@@ -43,6 +43,9 @@ type summaryRow struct {
 	Dropped            int     `json:"dropped"`
 }
 
+// targetNames are the targets in report order.
+var targetNames = []string{"direct", "bare", "toolgate", "nginx"}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -64,7 +67,7 @@ func summarizeRuns(runs []runResult, scs []scenario) []summaryRow {
 	var out []summaryRow
 	for _, sc := range scs {
 		rows := map[string]*summaryRow{}
-		for _, tn := range []string{"direct", "bare", "toolgate"} {
+		for _, tn := range targetNames {
 			rs := by[[2]string{sc.Name, tn}]
 			if len(rs) == 0 {
 				continue
@@ -104,7 +107,7 @@ func summarizeRuns(runs []runResult, scs []scenario) []summaryRow {
 		for _, r := range by[[2]string{sc.Name, "bare"}] {
 			bareByRep[r.Rep] = r.RPS
 		}
-		for _, tn := range []string{"direct", "bare", "toolgate"} {
+		for _, tn := range targetNames {
 			row := rows[tn]
 			if row == nil {
 				continue
@@ -190,9 +193,10 @@ func checkTargets(rows []summaryRow, runs []runResult) ([]targetCheck, []string)
 			notRun(name)
 		}
 	}
+	out = append(out, fixtureTargets(rows)...)
 	streams, bad := 0, 0
 	for _, r := range runs {
-		if r.Target == "toolgate" && strings.HasPrefix(r.Scenario, "stream-") {
+		if r.Target == "toolgate" && strings.Contains(r.Scenario, "stream-") {
 			streams += r.Requests
 			bad += r.Truncated + r.Corrupted
 		}
@@ -223,11 +227,10 @@ func checkTargets(rows []summaryRow, runs []runResult) ([]targetCheck, []string)
 }
 
 func printReport(w io.Writer, rep *report) {
-	fmt.Fprintf(w, "\nMedians of %v repetitions; counts are totals. Latencies in µs; CPU in µs of each server process per request.\n",
-		rep.Options["reps"])
+	fmt.Fprintf(w, "\nMedians over each scenario's repetitions (the reps column); counts are totals. Latencies in µs; CPU in µs of each server process per request.\n")
 	fmt.Fprintf(w, "Load average (1 min): %.2f at start, %.2f at end, on %d CPUs.\n\n", rep.Machine.LoadAvgStart, rep.Machine.LoadAvgEnd, rep.Machine.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\ttarget\treq/s\t×bare\t×bare range\tp50\tp90\tp99\t+p50 vs direct\tttfb p50\t+ttfb vs direct\tcpu proxy\tcpu mock\tcpu client\tup conns/1k\trequests\terrors\ttrunc\tcorrupt\t")
+	fmt.Fprintln(tw, "scenario\ttarget\treps\treq/s\t×bare\t×bare range\tp50\tp90\tp99\t+p50 vs direct\tttfb p50\t+ttfb vs direct\tcpu proxy\tcpu mock\tcpu client\tup conns/1k\trequests\terrors\ttrunc\tcorrupt\t")
 	for _, r := range rep.Summary {
 		ttfb, addTTFB := "-", "-"
 		if r.TTFBp50us > 0 {
@@ -237,8 +240,8 @@ func printReport(w io.Writer, rep *report) {
 		if v, ok := r.CPUus["proxy"]; ok {
 			proxyCPU = fmt.Sprintf("%.0f", v)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.2f–%.2f\t%.0f\t%.0f\t%.0f\t%+.0f\t%s\t%s\t%s\t%.0f\t%.0f\t%.1f\t%d\t%d\t%d\t%d\t\n",
-			r.Scenario, r.Target, r.RPS, r.RatioBare, r.RatioRange[0], r.RatioRange[1], r.P50us, r.P90us, r.P99us, r.AddedP50us,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f–%.2f\t%.0f\t%.0f\t%.0f\t%+.0f\t%s\t%s\t%s\t%.0f\t%.0f\t%.1f\t%d\t%d\t%d\t%d\t\n",
+			r.Scenario, r.Target, r.Reps, r.RPS, r.RatioBare, r.RatioRange[0], r.RatioRange[1], r.P50us, r.P90us, r.P99us, r.AddedP50us,
 			ttfb, addTTFB, proxyCPU, r.CPUus["mock"], r.ClientCPU, r.UpstreamConnsPer1k, r.Requests, r.Errors, r.Truncated, r.Corrupted)
 	}
 	_ = tw.Flush()
@@ -248,6 +251,7 @@ func printReport(w io.Writer, rep *report) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Status, t.Target, t.Value)
 	}
 	_ = tw.Flush()
+	printFixtureTable(w, rep)
 	for _, s := range rep.Warnings {
 		fmt.Fprintln(w, "warning:", s)
 	}

@@ -71,8 +71,6 @@ func (m *mockStats) connState(_ net.Conn, s http.ConnState) {
 // by one (spaced by the request's X-Mock-Event-Gap, if any). GET /_stats
 // reports the counters as "conns requests".
 func mockHandler(stats *mockStats) http.Handler {
-	answer := []byte(answerJSON)
-	events := streamEvents()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/_stats" {
 			fmt.Fprintf(w, "%d %d\n", stats.Conns.Load(), stats.Requests.Load())
@@ -89,6 +87,11 @@ func mockHandler(stats *mockStats) http.Handler {
 		if err != nil {
 			return
 		}
+		wl, ok := workloads[r.Header.Get(workloadHeader)]
+		if !ok {
+			wl = workloads[smallWorkload]
+		}
+		answer, events := wl.answer, wl.events
 		h := w.Header()
 		h.Set("X-Request-Id", "req_load")
 		if !bytes.Contains(body, []byte(`"stream":true`)) {

@@ -4,7 +4,13 @@
 // Run it from anywhere inside the module:
 //
 //	go run ./test/rss                     # 1,000 concurrent streams
-//	go run ./test/rss -streams 2000       # more
+//	go run ./test/rss -streams 10000      # the 10,000-stream check (opt-in)
+//
+// Each stream needs a descriptor in this program for its client and its
+// upstream side, and two in toolgate, so the soft RLIMIT_NOFILE is raised
+// here (setrlimit) to what -streams needs, and toolgate inherits it; when
+// the hard limit is lower and cannot be raised, the run stops at once and
+// says so. -max-rss-mib fails the run when toolgate's peak RSS is above it.
 //
 // It builds cmd/toolgate into a temporary folder and runs it as its own
 // process, so the numbers are toolgate's alone (read from
@@ -42,9 +48,21 @@ import (
 
 func main() {
 	streams := flag.Int("streams", 1000, "concurrent streaming requests")
-	timeout := flag.Duration("timeout", 60*time.Second, "bound on the whole run")
+	timeout := flag.Duration("timeout", 0, "bound on the whole run (0: 60 s, plus 30 s per 1,000 streams over 1,000)")
+	maxRSS := flag.Float64("max-rss-mib", 0, "fail when toolgate's peak RSS (VmHWM) is above this many MiB (0: report only)")
 	flag.Parse()
-	if err := run(*streams, *timeout); err != nil {
+	if *streams < 1 {
+		fmt.Fprintln(os.Stderr, "rss: -streams must be ≥ 1")
+		os.Exit(2)
+	}
+	if *timeout <= 0 {
+		*timeout = 60*time.Second + time.Duration(max(*streams-1000, 0))*30*time.Millisecond
+	}
+	if err := raiseFileLimit(*streams); err != nil {
+		fmt.Fprintln(os.Stderr, "rss:", err)
+		os.Exit(1)
+	}
+	if err := run(*streams, *timeout, *maxRSS); err != nil {
 		fmt.Fprintln(os.Stderr, "rss:", err)
 		os.Exit(1)
 	}
@@ -112,7 +130,37 @@ func goroutines(admin string) string {
 
 func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 
-func run(n int, timeout time.Duration) error {
+// fdsPerStream is how many descriptors one held stream costs the process
+// that holds the most of them: this program has the client's connection
+// and the upstream's accepted one, toolgate its inbound and outbound ones.
+const fdsPerStream = 2
+
+// fdSpare covers everything else: listeners, the runtime, files, logs.
+const fdSpare = 512
+
+// raiseFileLimit sets the soft RLIMIT_NOFILE to what n streams need, and
+// the hard one too when it is lower and this process may raise it (root,
+// or CAP_SYS_RESOURCE). Setting it explicitly also makes os/exec hand the
+// raised limit to toolgate instead of the limit this program started with.
+func raiseFileLimit(n int) error {
+	need := uint64(n*fdsPerStream + fdSpare)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("reading RLIMIT_NOFILE: %w", err)
+	}
+	if lim.Cur >= need {
+		return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	want := syscall.Rlimit{Cur: need, Max: max(lim.Max, need)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+		return fmt.Errorf("%d streams need %d open files in this program and in toolgate, but the hard RLIMIT_NOFILE is %d "+
+			"and raising it failed (%v): raise it (ulimit -Hn %d as root, LimitNOFILE= in a systemd unit, --ulimit nofile=%d:%d "+
+			"for a container) or ask for fewer -streams", n, need, lim.Max, err, need, need, need)
+	}
+	return nil
+}
+
+func run(n int, timeout time.Duration, maxRSS float64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	dir, bin, cleanup, err := proc.Workdir(ctx, "toolgate-rss-", false, "")
@@ -200,7 +248,9 @@ func run(n int, timeout time.Duration) error {
 	// call start, so toolgate holds n calls.
 	for opened.Load() < int64(n) || up.held.Load() < int64(n) {
 		if failed.Load() > 0 {
-			return fmt.Errorf("%d streams failed while opening; first: %v", failed.Load(), firstErr.Load())
+			release()
+			wg.Wait()
+			return fmt.Errorf("%d of %d streams failed while opening (%d opened); first error: %v", failed.Load(), n, opened.Load(), firstErr.Load())
 		}
 		select {
 		case <-ctx.Done():
@@ -222,17 +272,23 @@ func run(n int, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
+	var lim syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	fmt.Printf("toolgate (pid %d), %d concurrent streaming chat requests, each holding a tool call (RLIMIT_NOFILE %d)\n", pid, n, lim.Cur)
+	fmt.Printf("  errors: %d of %d streams\n", failed.Load(), n)
 	if failed.Load() > 0 || finished.Load() != int64(n) {
 		return fmt.Errorf("%d of %d streams did not end with the valid call and [DONE]; first: %v", failed.Load(), n, firstErr.Load())
 	}
 
-	fmt.Printf("toolgate (pid %d), %d concurrent streaming chat requests, each holding a tool call\n", pid, n)
 	fmt.Printf("  idle before streams:  VmRSS %s, VmHWM %s, threads %d\n", mib(idle["VmRSS"]), mib(idle["VmHWM"]), idle["Threads"])
 	fmt.Printf("  all %d held (open in %v): VmRSS %s, VmHWM %s, threads %d, goroutines %s\n",
 		n, openedIn.Round(time.Millisecond), mib(held["VmRSS"]), mib(held["VmHWM"]), held["Threads"], g)
 	fmt.Printf("  after all completed:  VmRSS %s, peak VmHWM %s\n", mib(after["VmRSS"]), mib(after["VmHWM"]))
 	fmt.Printf("  per held stream (VmHWM - idle VmRSS) / n: %.1f KiB\n", float64(after["VmHWM"]-idle["VmRSS"])/float64(n))
 	fmt.Printf("  all %d streams ended with the valid call and [DONE]\n", n)
+	if peak := float64(after["VmHWM"]) / 1024; maxRSS > 0 && peak > maxRSS {
+		return fmt.Errorf("peak RSS %.1f MiB is above -max-rss-mib %.0f", peak, maxRSS)
+	}
 	return nil
 }
 

@@ -1,0 +1,139 @@
+package catalog
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// MCPTool is one tool as an MCP server's tools/list answer describes it.
+type MCPTool struct {
+	Name         string
+	Description  string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	// Destructive is the destructiveHint annotation.
+	Destructive bool
+	// Raw is the tool object as the server sent it; it feeds the version.
+	Raw json.RawMessage
+}
+
+// MCPSet is what one MCP server's tool list means under one Snapshot: the
+// tools a client may see and call, judged as the catalog says.
+type MCPSet struct {
+	// Version labels metrics and escalations. It covers the snapshot's
+	// catalog and the server's whole tool list, so a server that changes
+	// its tools is a new version.
+	Version string
+	// Eff resolves called names; hidden tools are not in it.
+	Eff *Effective
+	// Visible are the callable tool names, sorted.
+	Visible []string
+	// Hidden are listed tools expose: catalog keeps from the client.
+	Hidden map[string]bool
+	// Input holds the server's own compiled inputSchema of a tool whose
+	// catalog entry brings a stricter schema: both must pass.
+	Input map[string]*MCPSchema
+	// Output holds each tool's compiled outputSchema.
+	Output map[string]*MCPSchema
+	// Labels are the metric tool labels by name ("server/tool").
+	Labels map[string]string
+}
+
+// MCPSchema is a server-declared schema, compiled, or why it did not.
+type MCPSchema struct {
+	Schema *jsonschema.Schema
+	Err    error
+}
+
+// MCPSet builds the judged catalog of server's listed tools. A server/tool
+// catalog entry adds its rules, provenance, policy and schema; with
+// catalog.mcp.expose: catalog, a tool without an entry is hidden.
+func (s *Snapshot) MCPSet(server string, listed []MCPTool) *MCPSet {
+	set := &MCPSet{Hidden: map[string]bool{}, Input: map[string]*MCPSchema{}, Output: map[string]*MCPSchema{}, Labels: map[string]string{}}
+	pol := MCPPolicy{Expose: ExposeAll}
+	if s.Config != nil {
+		pol = s.Config.Catalog.MCP
+	}
+	tools := make(map[string]*Tool, len(listed))
+	for _, lt := range listed {
+		if _, dup := tools[lt.Name]; dup || set.Hidden[lt.Name] {
+			continue
+		}
+		cfg := s.MCPTools[server+"/"+lt.Name]
+		if cfg == nil && pol.Expose == ExposeCatalog {
+			set.Hidden[lt.Name] = true
+			continue
+		}
+		t := &Tool{Name: lt.Name, Description: lt.Description, Parameters: compactJSON(lt.InputSchema), Policy: PolicyExecute}
+		own := &MCPSchema{}
+		if t.Parameters != nil {
+			own.Schema, own.Err = s.schemaCache().get(t.Parameters)
+		}
+		t.Schema, t.SchemaError = own.Schema, own.Err
+		if cfg != nil {
+			t.Description = firstNonEmpty(cfg.Description, lt.Description)
+			t.Policy, t.Provenance, t.Rules = cfg.Policy, cfg.Provenance, cfg.Rules
+			if cfg.Schema != nil {
+				t.Schema, t.SchemaError, t.Parameters = cfg.Schema, nil, cfg.Parameters
+				if own.Schema != nil || own.Err != nil {
+					set.Input[lt.Name] = own
+				}
+			}
+		}
+		if pol.ConfirmDestructive && lt.Destructive {
+			t.Policy = PolicyConfirm
+		}
+		if out := compactJSON(lt.OutputSchema); out != nil {
+			o := &MCPSchema{}
+			o.Schema, o.Err = s.schemaCache().get(out)
+			set.Output[lt.Name] = o
+		}
+		tools[lt.Name] = t
+		set.Labels[lt.Name] = server + "/" + lt.Name
+		set.Visible = append(set.Visible, lt.Name)
+	}
+	sort.Strings(set.Visible)
+	set.Version = mcpVersion(s.Version, server, listed)
+	set.Eff = &Effective{Version: set.Version, tools: tools}
+	set.Eff.Tools()
+	return set
+}
+
+func (s *Snapshot) schemaCache() *schemaCache {
+	if s.schemas == nil {
+		return requestSchemaCache(FormatsAssert)
+	}
+	return s.schemas
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// mcpVersion hashes the snapshot's version, the server and its tools in
+// name order, each as the server described it.
+func mcpVersion(base, server string, listed []MCPTool) string {
+	sorted := append([]MCPTool(nil), listed...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	h := sha256.New()
+	h.Write([]byte(base))
+	h.Write([]byte{0})
+	h.Write([]byte(server))
+	for _, t := range sorted {
+		h.Write([]byte{0})
+		raw := compactJSON(t.Raw)
+		if raw == nil {
+			raw = []byte(t.Name)
+		}
+		h.Write(bytes.TrimSpace(raw))
+	}
+	return "mcp-" + hex.EncodeToString(h.Sum(nil))[:12]
+}

@@ -1,0 +1,260 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2/v2"
+)
+
+// dialectCase is one ECMA-262 behaviour with a string that must match and
+// one that must not.
+type dialectCase struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	Valid   string `json:"valid"`
+	Invalid string `json:"invalid"`
+}
+
+func dialectCases(t testing.TB) []dialectCase {
+	t.Helper()
+	data, err := os.ReadFile("testdata/ecma262-patterns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []dialectCase
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	return cases
+}
+
+// engineName names a benchmark or subtest by the engines it allows.
+func engineName(fast bool) string {
+	if fast {
+		return "fast_path"
+	}
+	return "regexp2"
+}
+
+// setFastPath turns the RE2 fast path on or off until tb ends.
+func setFastPath(tb testing.TB, on bool) {
+	prev := patternFastPath
+	patternFastPath = on
+	tb.Cleanup(func() { patternFastPath = prev })
+}
+
+// withFastPath runs f with the RE2 fast path allowed and with regexp2 alone.
+func withFastPath(t *testing.T, f func(t *testing.T)) {
+	for _, on := range []bool{true, false} {
+		t.Run(engineName(on), func(t *testing.T) {
+			setFastPath(t, on)
+			f(t)
+		})
+	}
+}
+
+// TestPatternECMA262Dialect: every case of the dialect table compiles as
+// a schema pattern and as a patternProperties key, and judges its two
+// strings as ECMA-262 does, whichever engine runs it.
+func TestPatternECMA262Dialect(t *testing.T) {
+	for _, c := range dialectCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			withFastPath(t, func(t *testing.T) {
+				props, _ := json.Marshal(map[string]any{
+					"type":       "object",
+					"properties": map[string]any{"v": map[string]any{"type": "string", "pattern": c.Pattern}},
+				})
+				keys, _ := json.Marshal(map[string]any{
+					"type":              "object",
+					"patternProperties": map[string]any{c.Pattern: map[string]any{"type": "integer"}},
+				})
+				opt := schemaOptions{formats: FormatsAssert}
+				sch, err := compileSchema("https://toolgate.invalid/p.json", props, opt)
+				if err != nil {
+					t.Fatalf("does not compile: %v", err)
+				}
+				ksch, err := compileSchema("https://toolgate.invalid/k.json", keys, opt)
+				if err != nil {
+					t.Fatalf("does not compile as a patternProperties key: %v", err)
+				}
+				if err := sch.Validate(map[string]any{"v": c.Valid}); err != nil {
+					t.Errorf("pattern: %q must match: %v", c.Valid, err)
+				}
+				if err := sch.Validate(map[string]any{"v": c.Invalid}); err == nil {
+					t.Errorf("pattern: %q must not match", c.Invalid)
+				}
+				if err := ksch.Validate(map[string]any{c.Valid: "not an integer"}); err == nil {
+					t.Errorf("patternProperties: key %q must match and so be checked", c.Valid)
+				}
+				if err := ksch.Validate(map[string]any{c.Invalid: "not an integer"}); err != nil {
+					t.Errorf("patternProperties: key %q must not match: %v", c.Invalid, err)
+				}
+			})
+		})
+	}
+}
+
+// TestPatternRefusesOtherDialects: group syntax regexp2 takes from .NET or
+// Perl is not ECMA-262 and does not compile; ECMA-262 errors do not either.
+func TestPatternRefusesOtherDialects(t *testing.T) {
+	for _, p := range []string{`(?i)abc`, `(?x) a b`, `(?#note)a`, `(?>a+)b`, `(?'n'a)`, `(?(1)a|b)`, `(?P<n>a)`, `(?n:a)`, `(unclosed`, `a**`, `[z-a]`, `\1(a`} {
+		t.Run(p, func(t *testing.T) {
+			if _, err := compilePattern(p); err == nil {
+				t.Errorf("%q compiled", p)
+			}
+		})
+	}
+	for _, p := range []string{`(?i:a)`, `(?-i:a)`, `(?i-s:a)`, `(?<n>a)\k<n>`, `(?<=a)b`, `(?<!a)b`, `(?=a)`, `(?!a)`} {
+		t.Run(p, func(t *testing.T) {
+			if _, err := compilePattern(p); err != nil {
+				t.Errorf("%q: %v", p, err)
+			}
+		})
+	}
+}
+
+// TestPatternFastPathOnlyWhenSafe: constructs whose meaning differs in RE2
+// never take the fast path; plain ones do.
+func TestPatternFastPathOnlyWhenSafe(t *testing.T) {
+	fast := []string{`^[A-Z]{3}$`, `^[A-Za-z_]+/[A-Za-z_]+$`, `^rec_[0-9a-z]+$`, `^\d{4}-\d{2}$`, `\s+`, `^a.b$`, `^(?:x|y)*?$`, `^\w+@\w+\.\w{2,}$`, `a\-b\/c`, ``}
+	slow := []string{`(?=a)`, `(?<=a)b`, `\1(a)`, `\cJ`, `\u00e9`, `\p{L}`, `[]`, `[^]`, `x{`, `a}`, `]`, `[\S]`, `[\b]`, `[[:alpha:]]`, `(?<n>a)`, `(?i:a)`, `[a-\x7a]`}
+	for _, p := range fast {
+		re, err := compilePattern(p)
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		if _, ok := re.(*fastPattern); !ok {
+			t.Errorf("%q does not take the fast path", p)
+		}
+	}
+	for _, p := range slow {
+		re, err := compilePattern(p)
+		if err != nil {
+			continue // refused by regexp2: fine, it is not fast either
+		}
+		if _, ok := re.(*fastPattern); ok {
+			t.Errorf("%q takes the fast path", p)
+		}
+	}
+}
+
+// TestPatternTimeout: a catastrophically backtracking pattern on a hostile
+// value stops at the match budget with a *PatternError instead of running
+// for ever. No timing is asserted: without the budget the match below
+// needs about 2^40 steps and the test would not end. (The lookahead keeps
+// the pattern off the RE2 fast path, which would never backtrack.)
+func TestPatternTimeout(t *testing.T) {
+	schema := []byte(`{"type":"object","properties":{"v":{"type":"array","items":{"type":"string","pattern":"^(?=a)(a+)+$"}}}}`)
+	sch, err := compileSchema("https://toolgate.invalid/t.json", schema, schemaOptions{formats: FormatsAssert})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := &Tool{Name: "t", Schema: sch}
+	hostile := strings.Repeat("a", 40) + "!"
+	err = tool.ValidateArgs(map[string]any{"v": []any{"aaa", hostile, hostile}})
+	var pe *PatternError
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want a *PatternError", err)
+	}
+	if pe.Pattern != "^(?=a)(a+)+$" || pe.Input != hostile {
+		t.Errorf("PatternError = %+v", pe)
+	}
+	if err := tool.ValidateArgs(map[string]any{"v": []any{"aaaa"}}); err != nil {
+		t.Errorf("a short value fails: %v", err)
+	}
+	if err := tool.ValidateArgs(map[string]any{"v": []any{"aab"}}); err == nil {
+		t.Error("a value that does not match passes")
+	}
+}
+
+// FuzzPatternFastPath: wherever the fast path is taken, RE2 and regexp2
+// in ECMAScript mode agree on every input. The seeds are the dialect
+// table and the fast-path list.
+func FuzzPatternFastPath(f *testing.F) {
+	for _, c := range dialectCases(f) {
+		f.Add(c.Pattern, c.Valid)
+		f.Add(c.Pattern, c.Invalid)
+	}
+	for _, p := range []string{`^[A-Z]{3}$`, `\s+`, `^a.b$`, `^[\s\d]+$`, `\S\W\D`, `\bx\B`, `[^\s]`, `^\x41\t$`} {
+		f.Add(p, "A\u00a0\u2028 x\r\n\ufeff")
+	}
+	f.Fuzz(func(t *testing.T, pattern, input string) {
+		if !utf8.ValidString(pattern) || !utf8.ValidString(input) || len(pattern) > 200 {
+			return
+		}
+		re, err := compilePattern(pattern)
+		if err != nil {
+			return
+		}
+		fp, ok := re.(*fastPattern)
+		if !ok {
+			return
+		}
+		bt, err := regexp2.Compile(pattern, ecmaUnicode)
+		if err != nil {
+			if bt, err = regexp2.Compile(pattern, ecmaLegacy); err != nil {
+				t.Fatalf("fast path for a pattern regexp2 refuses: %q", pattern)
+			}
+		}
+		bt.MatchTimeout = patternTimeout
+		want, err := bt.MatchString(input)
+		if err != nil {
+			return
+		}
+		if got := fp.MatchString(input); got != want {
+			t.Fatalf("pattern %q on %q: RE2 says %v, regexp2 %v (RE2 form %q)", pattern, input, got, want, fp.re.String())
+		}
+	})
+}
+
+// TestCatalogSchemaErrors: in the config catalog a schema toolgate cannot
+// compile stays a config error the operator can fix, while every valid
+// ECMA-262 pattern (Zod's email one among them) compiles.
+func TestCatalogSchemaErrors(t *testing.T) {
+	zodEmail := dialectCases(t)[0].Pattern
+	quoted, _ := json.Marshal(zodEmail)
+	cases := []struct {
+		name, params, wantErr string
+	}{
+		{"zod email pattern", `{"type":"object","properties":{"email":{"type":"string","pattern":` + string(quoted) + `}}}`, ""},
+		{"lookbehind", `{"type":"object","properties":{"v":{"type":"string","pattern":"(?<=\\$)\\d+"}}}`, ""},
+		{"invalid regex", `{"type":"object","properties":{"v":{"type":"string","pattern":"(unclosed"}}}`, "schema does not compile"},
+		{".NET inline flags", `{"type":"object","properties":{"v":{"type":"string","pattern":"(?i)abc"}}}`, "not ECMA-262"},
+		{"remote $ref", `{"$ref":"https://schemas.example.com/order.json"}`, "external schema references"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			yaml := "upstreams:\n  - url: https://api.example.com\ncatalog:\n  tools:\n    - name: t\n      parameters: " + c.params + "\n"
+			cfg, err := Parse([]byte(yaml), "config.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Compile(cfg, t.TempDir())
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+// TestCatalogFormatsSetting: catalog.formats takes assert or annotate, and
+// anything else is a config error at that field.
+func TestCatalogFormatsSetting(t *testing.T) {
+	for _, v := range []string{"assert", "annotate"} {
+		if _, err := Parse([]byte("upstreams:\n  - url: https://api.example.com\ncatalog:\n  formats: "+v+"\n"), "config.yaml"); err != nil {
+			t.Errorf("formats %s: %v", v, err)
+		}
+	}
+	_, err := Parse([]byte("upstreams:\n  - url: https://api.example.com\ncatalog:\n  formats: strict\n"), "config.yaml")
+	if err == nil || !strings.Contains(err.Error(), "catalog.formats") {
+		t.Errorf("formats strict: err = %v, want one naming catalog.formats", err)
+	}
+}

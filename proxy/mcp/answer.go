@@ -1,0 +1,217 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/proxy/sse"
+)
+
+// answerJSON reads a JSON answer whole, lets toolgate read the responses
+// it tracks, and relays it: the server's bytes when nothing changed, else
+// the changed messages with toolgate's own answers joined.
+func (x *exchange) answerJSON(resp *http.Response, fwd []message, local [][]byte) {
+	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil:
+		x.failRequests(fwd, local, "the MCP server's answer was cut off", err)
+		return
+	case int64(len(body)) > limit:
+		x.failRequests(fwd, local, "the MCP server's answer exceeds limits.max_response_bytes", nil)
+		return
+	}
+	msgs, bad, batch, perr := parseBody(body)
+	if perr != nil || len(bad) > 0 {
+		// Not JSON-RPC: the client's SDK reports it as the server's fault,
+		// which it is; toolgate has nothing to judge in it.
+		x.copyHeader(resp.Header, true)
+		x.w.WriteHeader(resp.StatusCode)
+		_, _ = x.w.Write(body)
+		return
+	}
+	changed := false
+	out := make([][]byte, len(msgs))
+	for i := range msgs {
+		out[i] = msgs[i].raw
+		if b, ok := x.inspect(&msgs[i]); ok {
+			out[i], changed = b, true
+		}
+	}
+	if !changed && len(local) == 0 {
+		x.copyHeader(resp.Header, true)
+		x.w.WriteHeader(resp.StatusCode)
+		_, _ = x.w.Write(body)
+		return
+	}
+	x.copyHeader(resp.Header, false)
+	if batch || x.batch {
+		x.writeJSON(resp.StatusCode, joinBatch(append(out, local...)))
+		return
+	}
+	x.writeJSON(resp.StatusCode, out[0])
+}
+
+// failRequests answers the forwarded requests with an error when the
+// server's answer cannot be relayed.
+func (x *exchange) failRequests(fwd []message, local [][]byte, why string, err error) {
+	x.outcome = outcomeUpstreamError
+	if err != nil && errors.Is(context.Cause(x.ctx), context.Canceled) {
+		return
+	}
+	x.log().Warn("mcp answer not relayed", zap.String("reason", why), zap.Error(err))
+	for _, m := range fwd {
+		if m.kind == kindRequest {
+			local = append(local, errorResponse(m.id, codeUnavailable, why, nil))
+		}
+	}
+	if len(local) == 0 {
+		x.writeJSON(http.StatusBadGateway, errorResponse(nil, codeUnavailable, why, nil))
+		return
+	}
+	x.writeLocal(local)
+}
+
+// pipeSSE relays a server's event stream event by event, each as received
+// unless toolgate had to change the message in it. When the stream breaks
+// before a forwarded request was answered, toolgate answers it with an
+// error so the client does not wait forever; a stream that ended cleanly
+// after giving event ids is left for the client to resume.
+func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
+	open := map[string]bool{}
+	for _, m := range fwd {
+		if m.kind == kindRequest {
+			open[m.idKey()] = true
+		}
+	}
+	rc := http.NewResponseController(x.w)
+	rd := sse.NewReader(body, int(min(x.rt.snap.Config.Limits.MaxResponseBytes, 1<<31-1)))
+	resumable := false
+	for rd.Next() {
+		ev := rd.Event()
+		out := ev.Raw
+		if ev.ID != nil {
+			resumable = true
+		}
+		if len(ev.Data) > 0 {
+			if b, ok := x.inspectData(ev.Data, open); ok {
+				out = sseMessage(ev.ID, b)
+			}
+		}
+		if _, err := x.w.Write(out); err != nil {
+			return
+		}
+		if !rd.Buffered() {
+			_ = rc.Flush()
+		}
+	}
+	err := rd.Err()
+	if err == nil && (resumable || len(open) == 0) {
+		_ = rc.Flush()
+		return
+	}
+	if x.ctx.Err() != nil {
+		return
+	}
+	x.outcome = outcomeUpstreamError
+	x.log().Warn("mcp stream ended early", zap.Error(err), zap.Int("unanswered", len(open)))
+	// A cut-off event is never relayed: half a message would break the
+	// client's reader, and the error below says what happened.
+	for _, m := range fwd {
+		if open[m.idKey()] {
+			_, _ = x.w.Write(sseMessage(nil, errorResponse(m.id, codeUnavailable, "the MCP server's stream ended before it answered", nil)))
+		}
+	}
+	_ = rc.Flush()
+}
+
+// inspectData reads one event's data: a message or, in 2025-03-26, a batch.
+func (x *exchange) inspectData(data []byte, open map[string]bool) ([]byte, bool) {
+	msgs, bad, batch, perr := parseBody(data)
+	if perr != nil || len(bad) > 0 {
+		return nil, false
+	}
+	changed := false
+	out := make([][]byte, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		out[i] = m.raw
+		if m.kind == kindResponse {
+			delete(open, m.idKey())
+		}
+		if b, ok := x.inspect(m); ok {
+			out[i], changed = b, true
+		}
+	}
+	if !changed {
+		return nil, false
+	}
+	if batch {
+		return joinBatch(out), true
+	}
+	return out[0], true
+}
+
+// inspect reads one message from the server. It returns the message to
+// send instead when toolgate changes it.
+func (x *exchange) inspect(m *message) ([]byte, bool) {
+	if m.kind == kindNotification {
+		if m.method == "notifications/tools/list_changed" {
+			x.sess.stale()
+		}
+		return nil, false
+	}
+	if m.kind != kindResponse {
+		return nil, false
+	}
+	t, ok := x.tracked[m.idKey()]
+	delete(x.tracked, m.idKey())
+	// The session's copy goes too; without this exchange's own, the call
+	// is one answered on another stream, after a resumption.
+	if st, found := x.sess.answered(m.idKey()); !ok {
+		t, ok = st, found
+	}
+	if !ok || m.err != nil {
+		return nil, false
+	}
+	switch t.kind {
+	case trackInit:
+		return x.initialized(m, t)
+	case trackList:
+		return x.listed(m, t)
+	case trackCall:
+		return x.called(m, t)
+	}
+	return nil, false
+}
+
+// sseMessage frames one JSON-RPC message as an SSE event, keeping the
+// event id of the event it replaces so resumption still works.
+func sseMessage(id, data []byte) []byte {
+	var b bytes.Buffer
+	if id != nil {
+		b.WriteString("id: ")
+		b.Write(id)
+		b.WriteByte('\n')
+	}
+	b.WriteString("event: message\ndata: ")
+	b.Write(bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: ")))
+	b.WriteString("\n\n")
+	return b.Bytes()
+}
+
+// readLimited reads a whole body of at most limit bytes.
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = errTooLarge
+	}
+	return b, err
+}
+
+var errTooLarge = errors.New("the MCP server's answer exceeds limits.max_response_bytes")

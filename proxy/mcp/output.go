@@ -1,0 +1,59 @@
+package mcp
+
+import (
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// called checks a tool result against the tool's outputSchema. A result
+// whose structuredContent fails it is replaced by an error result: the
+// client would otherwise act on data the tool promised not to return.
+func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
+	if t.output == nil {
+		return nil, false
+	}
+	res, err := jsonx.ParseObject(m.result)
+	if err != nil {
+		return nil, false
+	}
+	if string(compact(res.Get("isError"))) == "true" {
+		return nil, false // an error result carries no structured content to check
+	}
+	var fs []validate.Finding
+	sc := res.Get("structuredContent")
+	switch {
+	case t.output.Err != nil:
+		msg := "the tool's outputSchema could not be compiled, so the result cannot be checked"
+		fs = []validate.Finding{{Code: validate.SchemaViolation, Keyword: "outputSchema", Message: msg, Detail: msg + ": " + t.output.Err.Error()}}
+	case sc == nil:
+		msg := "structuredContent is missing, but the tool declares an outputSchema"
+		fs = []validate.Finding{{Code: validate.SchemaViolation, Pointer: "", Keyword: "outputSchema", Message: msg, Detail: msg}}
+	default:
+		fs = validate.CheckJSON(t.output.Schema, sc, "structuredContent")
+	}
+	if len(fs) == 0 {
+		return nil, false
+	}
+	x.rt.g.deps.Metrics.OutputViolations.WithLabelValues(t.version, t.label).Inc()
+	msgs := make([]string, len(fs))
+	for i, f := range fs {
+		msgs[i] = f.Message
+	}
+	x.log().Warn("mcp result fails outputSchema; replaced by an error result",
+		zap.String("tool", t.label), zap.String("catalog_version", t.version), zap.Strings("findings", msgs))
+	text := "toolgate withheld the result of " + strconv.Quote(t.tool) + ": it does not match the tool's outputSchema:\n"
+	for _, f := range fs {
+		text += "- " + f.Message + "\n"
+	}
+	out := toolResult{
+		Content: []textContent{{Type: "text", Text: text + "The tool may have misbehaved; do not rely on this call having produced data."}},
+		IsError: true,
+		Meta:    map[string]any{"toolgate/output": map[string]any{"findings": findingsJSON(fs)}},
+	}
+	b, _ := jsonx.Marshal(out)
+	return replaceMember(m.raw, "result", b), true
+}

@@ -1,0 +1,271 @@
+package mcp
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/sse"
+)
+
+// Protocol revisions toolgate serves, newest first.
+const (
+	protocol20251125 = "2025-11-25"
+	protocol20250618 = "2025-06-18"
+	protocol20250326 = "2025-03-26"
+)
+
+var supportedProtocols = []string{protocol20251125, protocol20250618, protocol20250326}
+
+// maxPages bounds the tools/list pages toolgate reads itself.
+const maxPages = 100
+
+// str returns a string member of a JSON object, or "".
+func str(obj jsonx.Object, key string) string {
+	v := obj.Get(key)
+	if v == nil {
+		return ""
+	}
+	s, _ := jsonx.Unquote(v)
+	return s
+}
+
+func listCursor(params []byte) string {
+	obj, err := jsonx.ParseObject(params)
+	if err != nil {
+		return ""
+	}
+	return str(obj, "cursor")
+}
+
+// declaresElicitation reports an initialize that declares the elicitation
+// capability: {} (form, before 2025-11-25) or one with form in it. A client
+// offering only url mode cannot show toolgate's yes/no form.
+func declaresElicitation(params []byte) bool {
+	obj, err := jsonx.ParseObject(params)
+	if err != nil {
+		return false
+	}
+	caps, err := jsonx.ParseObject(obj.Get("capabilities"))
+	if err != nil {
+		return false
+	}
+	el, err := jsonx.ParseObject(caps.Get("elicitation"))
+	if err != nil {
+		return false
+	}
+	return len(el) == 0 || el.Has("form")
+}
+
+// callParams reads a tools/call's name and arguments. Absent arguments are
+// an empty object, as the specification defines them.
+func callParams(params []byte) (name string, args []byte, problem string) {
+	obj, err := jsonx.ParseObject(params)
+	if err != nil {
+		return "", nil, "params must be an object with the tool's name"
+	}
+	raw := obj.Get("name")
+	name, ok := jsonx.Unquote(raw)
+	if raw == nil || !ok || name == "" {
+		return "", nil, "params.name must be the tool's name"
+	}
+	args = obj.Get("arguments")
+	if args == nil || string(compact(args)) == "null" {
+		args = []byte("{}")
+	}
+	return name, args, ""
+}
+
+// parseTools reads one tools/list result: its tools, each tool's raw
+// bytes, and nextCursor.
+func parseTools(result []byte) (tools []catalog.MCPTool, raws [][]byte, next string, err error) {
+	obj, err := jsonx.ParseObject(result)
+	if err != nil {
+		return nil, nil, "", errors.New("the tools/list result is not an object")
+	}
+	next = str(obj, "nextCursor")
+	raws, err = jsonx.ParseArray(obj.Get("tools"))
+	if err != nil {
+		return nil, nil, "", errors.New("the tools/list result has no tools array")
+	}
+	for _, raw := range raws {
+		t, err := jsonx.ParseObject(raw)
+		if err != nil {
+			return nil, nil, "", errors.New("a listed tool is not an object")
+		}
+		mt := catalog.MCPTool{Name: str(t, "name"), Description: str(t, "description"),
+			InputSchema: t.Get("inputSchema"), OutputSchema: t.Get("outputSchema"), Raw: raw}
+		if ann, err := jsonx.ParseObject(t.Get("annotations")); err == nil {
+			mt.Destructive = string(compact(ann.Get("destructiveHint"))) == "true" && string(compact(ann.Get("readOnlyHint"))) != "true"
+		}
+		if mt.Name == "" {
+			return nil, nil, "", errors.New("a listed tool has no name")
+		}
+		tools = append(tools, mt)
+	}
+	return tools, raws, next, nil
+}
+
+// initialized records what the session negotiated and declared.
+// A revision toolgate does not know might carry calls it cannot read, so
+// the handshake fails instead.
+func (x *exchange) initialized(m *message, t tracked) ([]byte, bool) {
+	obj, err := jsonx.ParseObject(m.result)
+	if err != nil {
+		return nil, false
+	}
+	v := str(obj, "protocolVersion")
+	if !slices.Contains(supportedProtocols, v) {
+		return errorResponse(m.id, codeInvalidRequest, "toolgate does not serve MCP revision "+strconv.Quote(v)+
+			"; it serves "+strings.Join(supportedProtocols, ", "), nil), true
+	}
+	sid := x.upstreamSession
+	if sid == "" {
+		sid = x.sess.id
+	}
+	x.rt.st.get(sid, true).setProtocol(v, t.elicit)
+	return nil, false
+}
+
+// listed learns a tools/list page and, under expose: catalog, takes the
+// hidden tools out of it.
+func (x *exchange) listed(m *message, t tracked) ([]byte, bool) {
+	tools, raws, next, err := parseTools(m.result)
+	if err != nil {
+		return nil, false
+	}
+	x.sess.learnPage(t.cursor, tools, next)
+	if x.rt.snap.Config.Catalog.MCP.Expose != catalog.ExposeCatalog {
+		return nil, false
+	}
+	kept := make([][]byte, 0, len(raws))
+	for i, tool := range tools {
+		if x.rt.snap.MCPTools[x.rt.cfg.Name+"/"+tool.Name] != nil {
+			kept = append(kept, raws[i])
+		}
+	}
+	if len(kept) == len(raws) {
+		return nil, false
+	}
+	res, _ := jsonx.ParseObject(m.result)
+	res = res.Set("tools", joinBatch(kept))
+	return replaceMember(m.raw, "result", res.Bytes()), true
+}
+
+// replaceMember returns msg with one member's value replaced.
+func replaceMember(msg []byte, key string, value []byte) []byte {
+	obj, err := jsonx.ParseObject(msg)
+	if err != nil {
+		return msg
+	}
+	return obj.Set(key, value).Bytes()
+}
+
+// fetchTools reads the server's whole tool list in this session with
+// toolgate's own requests, for a call toolgate must judge before the
+// client listed the tools (or after they changed).
+func (x *exchange) fetchTools() error {
+	var all []catalog.MCPTool
+	cursor := ""
+	for range maxPages {
+		id := "toolgate-" + randomHex()
+		var params any
+		if cursor != "" {
+			params = map[string]string{"cursor": cursor}
+		}
+		res, err := x.ask(request(id, "tools/list", params), id)
+		if err != nil {
+			return err
+		}
+		tools, _, next, err := parseTools(res)
+		if err != nil {
+			return err
+		}
+		all = append(all, tools...)
+		if next == "" {
+			x.sess.setTools(all)
+			return nil
+		}
+		cursor = next
+	}
+	return fmt.Errorf("the tool list has more than %d pages", maxPages)
+}
+
+// ask sends one request of toolgate's own and returns its result.
+func (x *exchange) ask(body []byte, id string) ([]byte, error) {
+	resp, cancel, err := x.send(http.MethodPost, body, true)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound && x.r.Header.Get(hdrSession) != "" {
+		x.sessionStatus(resp)
+		body, _ := readLimited(resp.Body, 64<<10)
+		return nil, &sessionGone{header: resp.Header.Clone(), body: body}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the server answered HTTP %d", resp.StatusCode)
+	}
+	want, _ := json.Marshal(id)
+	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+	find := func(data []byte) ([]byte, bool, error) {
+		msgs, _, _, perr := parseBody(data)
+		if perr != nil {
+			return nil, false, nil
+		}
+		for _, m := range msgs {
+			if m.kind == kindResponse && bytes.Equal(m.id, want) {
+				if m.err != nil {
+					return nil, true, errors.New("the server refused toolgate's tools/list")
+				}
+				return m.result, true, nil
+			}
+		}
+		return nil, false, nil
+	}
+	switch mediaType(resp.Header) {
+	case "application/json":
+		b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		if err != nil || int64(len(b)) > limit {
+			return nil, errors.New("the server's tools/list answer could not be read")
+		}
+		if res, ok, err := find(b); ok {
+			return res, err
+		}
+	case "text/event-stream":
+		rd := sse.NewReader(resp.Body, int(min(limit, 1<<31-1)))
+		for rd.Next() {
+			if res, ok, err := find(rd.Event().Data); ok {
+				return res, err
+			}
+		}
+	}
+	return nil, errors.New("the server did not answer toolgate's tools/list")
+}
+
+// sessionGone is the server's 404 for the client's session, met by a
+// request of toolgate's own; the client gets it as the server sent it, so
+// its SDK starts a new session.
+type sessionGone struct {
+	header http.Header
+	body   []byte
+}
+
+func (e *sessionGone) Error() string { return "the MCP server no longer knows this session" }
+
+func randomHex() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
