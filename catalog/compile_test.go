@@ -101,6 +101,12 @@ func TestToolFileFormats(t *testing.T) {
 		{"other tool types skipped", `[{"type":"web_search_preview"},{"type":"custom","name":"c","custom":{}},{"type":"function","name":"a"}]`,
 			[]ToolConfig{{Name: "a", Origin: "f[2]"}}},
 		{"empty list", `[]`, nil},
+		{"gemini", `{"tools":[{"functionDeclarations":[{"name":"a","description":"d","parameters":{"type":"OBJECT","properties":{"q":{"type":"STRING"}},"propertyOrdering":["q"]}},{"name":"b","parametersJsonSchema":` + schema + `},{"name":"c"}]},{"googleSearch":{}}]}`,
+			[]ToolConfig{
+				{Name: "a", Description: "d", Parameters: JSONValue(schema), Origin: "f[0].functionDeclarations[0]"},
+				{Name: "b", Parameters: JSONValue(schema), Origin: "f[0].functionDeclarations[1]"},
+				{Name: "c", Parameters: JSONValue(`{"type":"object","properties":{},"additionalProperties":false}`), Origin: "f[0].functionDeclarations[2]"},
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,6 +136,8 @@ func TestToolFileFormats(t *testing.T) {
 		{"function with other type", `[{"type":"custom","function":{"name":"a"}}]`, "f[0]"},
 		{"neither json nor yaml", "a: [\n", "neither JSON nor YAML"},
 		{"empty object entry", `[{}]`, "not a tool"},
+		{"gemini without name", `[{"functionDeclarations":[{"description":"x"}]}]`, "f[0].functionDeclarations[0]: tool has no name"},
+		{"gemini bad schema", `[{"functionDeclarations":[{"name":"a","parameters":{"type":"MAP"}}]}]`, "f[0].functionDeclarations[0]: parameters"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

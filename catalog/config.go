@@ -69,6 +69,7 @@ const (
 	APIChat      = "chat"
 	APIMessages  = "messages"
 	APIResponses = "responses"
+	APIGemini    = "gemini"
 )
 
 // How an upstream's own key combines with the client's credentials.

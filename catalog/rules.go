@@ -20,10 +20,12 @@ import (
 
 // ruleCostLimit bounds one rule evaluation. A comparison costs 1 to 3 and a
 // pass over the history about 10 per entry, so a rule over a conversation
-// of thousands of calls fits; a rule that loops over the history inside a
+// of two thousand calls fits; a rule that loops over the history inside a
 // loop over it, or over a huge model-chosen array, stops with an error
-// instead of stalling the request.
-const ruleCostLimit = 100000
+// instead of stalling the request. The limit is also the most CPU a
+// model's answer can make one rule spend (tens of milliseconds), which is
+// why it is not larger.
+const ruleCostLimit = 25000
 
 // ruleInterruptEvery is how many comprehension steps pass between checks of
 // the caller's context, so a client that goes away also stops a long rule.

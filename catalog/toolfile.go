@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgate/toolgate/internal/geminischema"
 )
 
 // readToolFile reads a tool file from path; label is the name the config
@@ -25,6 +27,7 @@ func readToolFile(path, label string) ([]ToolConfig, error) {
 //	OpenAI Chat:      {"type":"function","function":{"name","description","parameters"}}
 //	OpenAI Responses: {"type":"function","name","description","parameters"}
 //	Anthropic:        {"name","description","input_schema"}
+//	Gemini:           {"functionDeclarations":[{"name","description","parameters" | "parametersJsonSchema"}]}
 //
 // Other fields (strict, cache_control…) are ignored: the file is usually a
 // copy of what an agent already sends.
@@ -82,6 +85,13 @@ func parseToolFile(data []byte, label string) ([]ToolConfig, error) {
 	var out []ToolConfig
 	for i, raw := range items {
 		origin := fmt.Sprintf("%s[%d]", label, i)
+		if decls, ok, err := geminiTools(raw, origin); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, decls...)
+			continue
+		}
 		t, ok, err := decodeFileTool(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", origin, err)
@@ -95,7 +105,7 @@ func parseToolFile(data []byte, label string) ([]ToolConfig, error) {
 	return out, nil
 }
 
-var errNotATool = errors.New("not a tool in OpenAI Chat, OpenAI Responses or Anthropic format")
+var errNotATool = errors.New("not a tool in OpenAI Chat, OpenAI Responses, Anthropic or Gemini format")
 
 // decodeFileTool reads one entry; ok is false for a tool of another type.
 func decodeFileTool(raw json.RawMessage) (t ToolConfig, ok bool, err error) {
@@ -132,4 +142,52 @@ func decodeFileTool(raw json.RawMessage) (t ToolConfig, ok bool, err error) {
 		return t, false, errors.New("tool has no name")
 	}
 	return t, true, nil
+}
+
+// geminiBuiltins are the keys of Gemini's built-in tools, which hold no
+// function toolgate judges.
+var geminiBuiltins = map[string]bool{
+	"googleSearch": true, "googleSearchRetrieval": true, "codeExecution": true, "urlContext": true,
+	"retrieval": true, "fileSearch": true, "googleMaps": true, "computerUse": true, "enterpriseWebSearch": true,
+}
+
+// geminiTools reads a Gemini tool entry, whose functionDeclarations hold
+// any number of functions. ok is false for an entry of another shape; a
+// Gemini tool without declarations (googleSearch, codeExecution…) is read
+// and holds none. OpenAPI-style parameters become the JSON Schema they
+// mean; parametersJsonSchema is taken as is.
+func geminiTools(raw json.RawMessage, origin string) (out []ToolConfig, ok bool, err error) {
+	var gt struct {
+		FunctionDeclarations *[]struct {
+			Name                 string          `json:"name"`
+			Description          string          `json:"description"`
+			Parameters           json.RawMessage `json:"parameters"`
+			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+		} `json:"functionDeclarations"`
+	}
+	if json.Unmarshal(raw, &gt) != nil {
+		return nil, false, nil
+	}
+	if gt.FunctionDeclarations == nil {
+		var keys map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &keys)
+		for k := range keys {
+			if geminiBuiltins[k] {
+				return nil, true, nil
+			}
+		}
+		return nil, false, nil
+	}
+	for j, d := range *gt.FunctionDeclarations {
+		at := fmt.Sprintf("%s.functionDeclarations[%d]", origin, j)
+		if d.Name == "" {
+			return nil, true, fmt.Errorf("%s: tool has no name", at)
+		}
+		params, err := geminischema.Declaration(d.Parameters, d.ParametersJSONSchema)
+		if err != nil {
+			return nil, true, fmt.Errorf("%s: parameters: %v", at, err)
+		}
+		out = append(out, ToolConfig{Name: d.Name, Description: d.Description, Parameters: JSONValue(params), Origin: at})
+	}
+	return out, true, nil
 }

@@ -134,7 +134,7 @@ func (c *Config) validateUpstreams(ps *problems) {
 			if msg := routePatternProblem(k); msg != "" {
 				ps.add(kp, "%s", msg)
 			}
-			oneOf(ps, kp, u.APIPaths[k], APIChat, APIMessages, APIResponses)
+			oneOf(ps, kp, u.APIPaths[k], APIChat, APIMessages, APIResponses, APIGemini)
 		}
 
 		oneOf(ps, at+".api_key_mode", u.APIKeyMode, APIKeyIfMissing, APIKeyReplace)

@@ -117,7 +117,7 @@ func TestApplyKeyIgnoresThePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := http.Header{}
-	u.applyKey(h, "chat")
+	u.applyKey(h, "", "chat")
 	if h.Get("Api-Key") != "k" || h.Get("Authorization") != "" {
 		t.Fatalf("headers %v, want Api-Key", h)
 	}

@@ -35,6 +35,9 @@ type exchange struct {
 	r      *http.Request
 	rid    string
 	path   string
+	// query is the query string sent upstream: the client's, less any key
+	// toolgate's own replaces.
+	query string
 
 	start    time.Time
 	upWait   time.Duration
@@ -68,13 +71,13 @@ func (s *Server) validated(rt *runtime, u *upstream, ad api.Adapter, prefix stri
 
 func (x *exchange) serve() {
 	snap := x.rt.snap
-	body, ok := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
+	body, ok := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes, x.writeOwnError)
 	if !ok {
 		return
 	}
 	x.settings = recovery.SettingsFrom(snap)
 	x.header = outboundHeader(x.r.Header, false)
-	x.up.applyKey(x.header, x.ad.Name())
+	x.query = x.up.applyKey(x.header, x.r.URL.RawQuery, x.ad.Name())
 
 	var c *call
 	var err error
@@ -124,8 +127,14 @@ func (x *exchange) serve() {
 	// The answer's own framing decides the path, not the request's stream
 	// flag: an upstream may ignore stream: true, and a request toolgate
 	// could not read may still have asked for a stream.
+	if f, ok := x.ad.(api.Framer); ok {
+		if st, rd, ok := f.NewFramedStream(x.req, x.path, c.resp.Header, c.body); ok {
+			x.serveStream(c, st, rd)
+			return
+		}
+	}
 	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
-		x.serveStream(c)
+		x.serveStream(c, x.ad.NewStream(x.req), nil)
 		return
 	}
 	x.serveAnswer(c)
@@ -161,6 +170,14 @@ func (x *exchange) parseResponse(answer []byte) (*api.Response, error) {
 // judge runs the ladder on every choice of an answer. It reports false when
 // the client went away during a re-query; nothing is then written.
 func (x *exchange) judge(turns []*recovery.Turn, ask recovery.Asker, committed bool) ([]*recovery.Result, bool) {
+	if n, ok := x.ad.(api.Noter); ok {
+		for _, t := range turns {
+			for _, note := range n.Notes(t) {
+				x.findings = append(x.findings, note)
+				x.s.metrics.unvalidated(note)
+			}
+		}
+	}
 	results := make([]*recovery.Result, len(turns))
 	for i, turn := range turns {
 		res, err := recovery.Run(x.r.Context(), &recovery.Input{
@@ -201,6 +218,15 @@ var protocolKeys = jsonx.NewKeyFold(
 	"output_index", "content_block", "partial_json", "stop_reason", "response", "status", "role", "text",
 )
 
+// foldedKey reports a key that differs from a protocol key only in letter
+// case, where the adapter reads keys if it knows, else anywhere.
+func (x *exchange) foldedKey(data []byte) bool {
+	if k, ok := x.ad.(api.KeyChecker); ok {
+		return k.FoldedKey(data)
+	}
+	return protocolKeys.In(data)
+}
+
 // errNoCallID reports a function call without an id. The agent answers a
 // call by its id and a re-query must too, so such a call can be neither
 // run nor repaired.
@@ -214,7 +240,7 @@ func (x *exchange) parseAnswer(answer []byte) (*api.Response, bool) {
 	err := errNotUTF8
 	switch {
 	case !utf8.Valid(answer):
-	case protocolKeys.In(answer):
+	case x.foldedKey(answer):
 		err = errFoldedKey
 	default:
 		resp, err = x.parseResponse(answer)
@@ -404,7 +430,7 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 		// client's retry may well not meet again.
 		return nil, &recovery.UpstreamError{Err: err}
 	}
-	if protocolKeys.In(answer) {
+	if x.foldedKey(answer) {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)
 	}
 	resp, err := x.parseResponse(answer)
@@ -421,7 +447,13 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 // catalog.
 func (x *exchange) parseRequest(body []byte) {
 	snap := x.rt.snap
-	req, err := x.ad.ParseRequest(body)
+	var req *api.Request
+	var err error
+	if rr, ok := x.ad.(api.RouteReader); ok {
+		req, err = rr.ParseRequestAt(x.path, body)
+	} else {
+		req, err = x.ad.ParseRequest(body)
+	}
 	parsed := err == nil
 	if !parsed {
 		x.s.metrics.unvalidated("request_unreadable")
@@ -440,7 +472,11 @@ func (x *exchange) send(ctx context.Context, kind recovery.Kind, body []byte) (*
 	x.calls++
 	// The transport only reads the header map, and the upstream calls of
 	// one request are sequential, so all of them share it.
-	c, err := x.up.do(ctx, http.MethodPost, x.path, x.r.URL.RawQuery, x.header, body)
+	path, query := x.path, x.query
+	if fr, ok := x.ad.(api.FollowUpRouter); ok && kind != recovery.KindOriginal {
+		path, query = fr.FollowUpRoute(path, query)
+	}
+	c, err := x.up.do(ctx, http.MethodPost, path, query, x.header, body)
 	d := time.Since(t)
 	x.upWait += d
 	x.series.upstreamDuration(x.s.metrics, kind).Observe(d.Seconds())
@@ -567,8 +603,18 @@ func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError) {
 func (x *exchange) writeFinalError(status int, typ, msg string) {
 	h := x.w.Header()
 	x.toolgateHeaders(h, "")
-	writeError(x.w, status, typ, msg)
+	x.writeOwnError(x.w, status, typ, msg)
 	x.logDone(status, typ)
+}
+
+// writeOwnError writes one of toolgate's own errors in the route's
+// envelope where the adapter has one, else the OpenAI-style one.
+func (x *exchange) writeOwnError(w http.ResponseWriter, status int, typ, msg string) {
+	if e, ok := x.ad.(api.PlainErrorer); ok {
+		writeErrorBody(w, status, e.PlainError(status, typ, msg))
+		return
+	}
+	writeError(w, status, typ, msg)
 }
 
 func (x *exchange) writeAnswer(status int, upHeader http.Header, body []byte, outcome recovery.Outcome) {

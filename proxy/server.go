@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/gemini"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/responses"
@@ -87,13 +88,23 @@ var adapters = map[string]api.Adapter{
 	"chat":      openaichat.Adapter{},
 	"messages":  anthropic.Adapter{},
 	"responses": responses.Adapter{},
+	"gemini":    gemini.Adapter{},
 }
 
-// builtinRoutes are the validated paths under every prefix.
+// builtinRoutes are the validated paths under every prefix. Gemini names
+// the model in the path: the parameter ends at the colon of the verb.
 var builtinRoutes = map[string]string{
 	"/v1/chat/completions": "chat",
 	"/v1/messages":         "messages",
 	"/v1/responses":        "responses",
+
+	"/v1beta/models/{model}:generateContent":       "gemini",
+	"/v1beta/models/{model}:streamGenerateContent": "gemini",
+	"/v1/models/{model}:generateContent":           "gemini",
+	"/v1/models/{model}:streamGenerateContent":     "gemini",
+
+	"/v1beta/tunedModels/{model}:generateContent":       "gemini",
+	"/v1beta/tunedModels/{model}:streamGenerateContent": "gemini",
 }
 
 // New builds a Server serving the store's current snapshot.
@@ -312,11 +323,10 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 			// checked that no reading of them is a judged route, and
 			// canonical routing never moves a "/", so the prefix is the
 			// path's first segments.
-			t := u.target(afterSegments(rawPath(pr.In.URL), segments), pr.In.URL.RawQuery)
-			pr.Out.URL = t
-			pr.Out.Host = ""
 			dropToolgateHeaders(pr.Out.Header)
-			u.applyKey(pr.Out.Header, "")
+			query := u.applyKey(pr.Out.Header, pr.In.URL.RawQuery, "")
+			pr.Out.URL = u.target(afterSegments(rawPath(pr.In.URL), segments), query)
+			pr.Out.Host = ""
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			dropToolgateHeaders(resp.Header)
@@ -331,7 +341,7 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes)
+		body, ok := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes, writeError)
 		if !ok {
 			return
 		}
@@ -342,8 +352,9 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 }
 
 // readBody reads the whole request body within limit. Over the limit it
-// answers 413 without buffering the rest.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+// answers 413 without buffering the rest. Errors are written with
+// writeError, in the route's envelope.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, writeError func(http.ResponseWriter, int, string, string)) ([]byte, bool) {
 	if r.ContentLength > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large",
 			fmt.Sprintf("the request body exceeds %d bytes", limit))
@@ -410,6 +421,11 @@ func innermost(w http.ResponseWriter) http.ResponseWriter {
 // writeError answers with an OpenAI-style error object, which every
 // official SDK surfaces as an API error with the message.
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeErrorBody(w, status, errorJSON(typ, msg))
+}
+
+// writeErrorBody answers with an error body already in the route's shape.
+func writeErrorBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	if status < 500 && status != http.StatusRequestTimeout {
 		// toolgate's own refusals (auth, size) will not change on a retry;
@@ -418,7 +434,7 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) {
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(errorJSON(typ, msg))
+	_, _ = w.Write(body)
 }
 
 type errorBody struct {

@@ -105,8 +105,8 @@ func (sw *streamWriter) begun() bool {
 // held streams end long before the first comment is due, so it runs on a
 // timer rather than a goroutine of its own. Once stop returns, no comment
 // is being written and none will be.
-func (sw *streamWriter) keepalive(interval time.Duration) (stop func()) {
-	k := &keepaliveTimer{sw: sw, interval: interval}
+func (sw *streamWriter) keepalive(interval time.Duration, comment []byte) (stop func()) {
+	k := &keepaliveTimer{sw: sw, interval: interval, comment: comment}
 	k.mu.Lock()
 	k.t = time.AfterFunc(interval, k.fire)
 	k.mu.Unlock()
@@ -118,6 +118,7 @@ type keepaliveTimer struct {
 	sw       *streamWriter
 	t        *time.Timer
 	interval time.Duration
+	comment  []byte
 	stopped  bool
 }
 
@@ -133,7 +134,7 @@ func (k *keepaliveTimer) fire() {
 	// escalation needs: SDKs read an error inside a 200 stream as a server
 	// fault and retry it. Until then the client waits for headers, as for
 	// any answer that is not streamed, and there is no stream to keep alive.
-	if k.sw.begun() && k.sw.write(keepaliveComment) != nil {
+	if k.sw.begun() && k.sw.write(k.comment) != nil {
 		return
 	}
 	k.t.Reset(k.interval)
@@ -157,8 +158,11 @@ func (k *keepaliveTimer) stop() {
 // it is not delayed; a call makes them the first held events. So when an
 // answer begins with a call, no byte has gone out when it is judged, and
 // an escalation can still be a plain 422 that no SDK retries.
-func (x *exchange) serveStream(c *call) {
-	r := &streamRun{x: x, st: x.ad.NewStream(x.req), shadow: x.settings.Shadow, stopKeepalive: func() {}}
+//
+// rd is nil for an SSE stream; an adapter with its own framing passes its
+// reader.
+func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
+	r := &streamRun{x: x, st: st, shadow: x.settings.Shadow, stopKeepalive: func() {}}
 	// Shadow mode changes nothing, so it delays nothing either.
 	r.opening = !r.shadow
 	r.sw = &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
@@ -169,11 +173,17 @@ func (x *exchange) serveStream(c *call) {
 	defer r.held.free()
 	defer func() { r.stopKeepalive() }()
 
-	rd := getReader(c.body)
-	defer putReader(rd)
+	if rd == nil {
+		srd := getReader(c.body)
+		defer putReader(srd)
+		rd = srd
+	}
 	done, ok := r.read(rd)
 	if !ok {
 		return
+	}
+	if !done && x.r.Context().Err() == nil {
+		done = completeAtEOF(r.st, rd, c)
 	}
 	if !done {
 		if x.r.Context().Err() != nil {
@@ -231,7 +241,7 @@ type streamRun struct {
 func (r *streamRun) startKeepalive() {
 	if !r.keeping {
 		r.keeping = true
-		r.stopKeepalive = r.sw.keepalive(r.x.s.keepaliveInterval())
+		r.stopKeepalive = r.sw.keepalive(r.x.s.keepaliveInterval(), keepaliveBytes(r.st))
 	}
 }
 
@@ -246,7 +256,7 @@ func (r *streamRun) fail(code, msg string, err error) {
 // read feeds the upstream's events and writes or holds each, until the
 // terminal event (done) or the end of the body. ok is false when the
 // stream is over already: the client is gone or a failure was written.
-func (r *streamRun) read(rd *sse.Reader) (done, ok bool) {
+func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 	x := r.x
 	tRead := time.Now()
 	// The wait is counted before a failure is written: its log line
@@ -262,7 +272,7 @@ func (r *streamRun) read(rd *sse.Reader) (done, ok bool) {
 	var ev sse.Event
 	for !done && rd.Next() {
 		ev = rd.Event()
-		if protocolKeys.In(ev.Data) {
+		if x.foldedKey(ev.Data) {
 			return fail("upstream_error", "the upstream sent a stream event toolgate cannot read", errFoldedKey)
 		}
 		step, err := r.st.Feed(&ev)
@@ -362,6 +372,22 @@ func (r *streamRun) deliver(v verdict) bool {
 		_ = sw.write(out)
 	}
 	return true
+}
+
+// keepaliveBytes is what the stream's clients take as a keepalive, asked
+// when it starts: a stream may match what it has seen.
+func keepaliveBytes(st api.Stream) []byte {
+	if k, ok := st.(api.Keepaliver); ok {
+		return k.Keepalive()
+	}
+	return keepaliveComment
+}
+
+// completeAtEOF reports a stream without a terminal event that ended with
+// its body, cleanly (no read error, no idle timeout) and complete.
+func completeAtEOF(st api.Stream, rd api.EventReader, c *call) bool {
+	e, ok := st.(api.EOFEnder)
+	return ok && rd.Err() == nil && context.Cause(c.ctx) == nil && e.Complete()
 }
 
 // heldEvents are the events a stream keeps back, copied out of the

@@ -138,19 +138,25 @@ func withoutURL(err error) error { return httpx.WithoutURL(err) }
 func removeHop(h http.Header) { httpx.RemoveHop(h) }
 
 // credentialHeaders are where SDKs put API keys.
-var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
 
 // applyKey puts the upstream key toolgate holds into h, following
 // api_key_mode: if_missing keeps a key the client sent, replace always uses
-// toolgate's.
-func (u *upstream) applyKey(h http.Header, api string) {
+// toolgate's. Google's APIs also take a key as the query parameter key=:
+// it counts as a client key, and replace removes it. The query to send is
+// returned.
+func (u *upstream) applyKey(h http.Header, rawQuery, api string) string {
 	if u.key == "" {
-		return
+		return rawQuery
 	}
+	google := keyHeader(u.base.Hostname(), api) == "x-goog-api-key"
 	if u.cfg.APIKeyMode != "replace" {
+		if google && queryKey(rawQuery) {
+			return rawQuery
+		}
 		for _, k := range credentialHeaders {
 			if h.Get(k) != "" {
-				return
+				return rawQuery
 			}
 		}
 	}
@@ -158,6 +164,34 @@ func (u *upstream) applyKey(h http.Header, api string) {
 		h.Del(k)
 	}
 	SetUpstreamKey(h, u.base.Hostname(), api, u.key)
+	if google {
+		rawQuery = withoutQueryKey(rawQuery)
+	}
+	return rawQuery
+}
+
+// queryKey reports a key= parameter in a raw query.
+func queryKey(rawQuery string) bool {
+	for _, kv := range strings.Split(rawQuery, "&") {
+		if k, _, _ := strings.Cut(kv, "="); k == "key" {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutQueryKey drops every key= parameter, keeping the rest as sent.
+func withoutQueryKey(rawQuery string) string {
+	if !queryKey(rawQuery) {
+		return rawQuery
+	}
+	kept := make([]string, 0, 2)
+	for _, kv := range strings.Split(rawQuery, "&") {
+		if k, _, _ := strings.Cut(kv, "="); k != "key" {
+			kept = append(kept, kv)
+		}
+	}
+	return strings.Join(kept, "&")
 }
 
 // SetUpstreamKey puts key in the header the provider at host reads it from
@@ -168,18 +202,23 @@ func SetUpstreamKey(h http.Header, host, api, key string) {
 		h.Set("X-Api-Key", key)
 	case "api-key":
 		h.Set("Api-Key", key)
+	case "x-goog-api-key":
+		h.Set("X-Goog-Api-Key", key)
 	default:
 		h.Set("Authorization", "Bearer "+key)
 	}
 }
 
 // keyHeader picks the header a provider reads its key from: Anthropic uses
-// x-api-key, Azure OpenAI api-key, everything OpenAI-compatible a bearer.
+// x-api-key, Azure OpenAI api-key, Gemini x-goog-api-key, everything
+// OpenAI-compatible a bearer.
 func keyHeader(host, api string) string {
 	host = strings.ToLower(host)
 	switch {
 	case api == "messages" || strings.HasSuffix(host, "anthropic.com"):
 		return "x-api-key"
+	case api == "gemini" || host == "generativelanguage.googleapis.com":
+		return "x-goog-api-key"
 	case strings.HasSuffix(host, ".azure.com"):
 		return "api-key"
 	}

@@ -872,6 +872,21 @@ func (k *KeyFold) folds(key []byte) bool {
 			return false
 		}
 	}
+	return k.foldsDecoded(key)
+}
+
+// Folds is In for one decoded key (an Object's Key): whether it folds onto
+// one of the names without equalling it. A caller that knows where a
+// document's protocol keys are checks just those, and leaves keys inside
+// values it does not interpret (a call's arguments) to the validator.
+func (k *KeyFold) Folds(key string) bool {
+	if k.plain && !MayFold(key) {
+		return false
+	}
+	return k.foldsDecoded([]byte(key))
+}
+
+func (k *KeyFold) foldsDecoded(key []byte) bool {
 	for _, n := range k.names {
 		// Only a non-ASCII key can fold onto a name of another length
 		// (the Kelvin sign is three bytes and folds onto "k").
@@ -892,4 +907,32 @@ func isASCII(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// ErrNotObject reports a value that is not one JSON object.
+var ErrNotObject = errors.New("jsonx: not a JSON object")
+
+// Embeddable is a call's arguments as a JSON value to embed in a document:
+// compacted when they are JSON, else as a string, so the document stays
+// valid and nothing the model said is lost.
+func Embeddable(args []byte) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, args) == nil {
+		return b.Bytes()
+	}
+	return String(string(args))
+}
+
+// CompactObject is one JSON object, compacted. Repaired calls have passed
+// the validator, so an adapter rendering one treats anything else as its
+// own bug and fails the render instead of sending it.
+func CompactObject(args []byte) ([]byte, error) {
+	var b bytes.Buffer
+	if err := json.Compact(&b, args); err != nil {
+		return nil, err
+	}
+	if b.Len() == 0 || b.Bytes()[0] != '{' {
+		return nil, ErrNotObject
+	}
+	return b.Bytes(), nil
 }

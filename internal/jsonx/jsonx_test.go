@@ -447,6 +447,35 @@ func TestInt(t *testing.T) {
 	}
 }
 
+func TestEmbeddableAndCompactObject(t *testing.T) {
+	if got := string(Embeddable([]byte(`{ "a" : [1, 2] }`))); got != `{"a":[1,2]}` {
+		t.Errorf("JSON arguments: %s", got)
+	}
+	if got := string(Embeddable([]byte(`{"a":`))); got != `"{\"a\":"` {
+		t.Errorf("broken arguments are kept as a string: %s", got)
+	}
+	if got, err := CompactObject([]byte(" {\n\"a\": 1}")); err != nil || string(got) != `{"a":1}` {
+		t.Errorf("object: %s %v", got, err)
+	}
+	for _, in := range []string{`[1]`, `"x"`, ``, `{"a":`} {
+		if _, err := CompactObject([]byte(in)); err == nil {
+			t.Errorf("%q was taken as an object", in)
+		}
+	}
+	if _, err := CompactObject([]byte(`[]`)); !errors.Is(err, ErrNotObject) {
+		t.Errorf("an array: %v", err)
+	}
+}
+
+func TestKeyFoldFolds(t *testing.T) {
+	k := NewKeyFold("functionCall", "args")
+	for key, want := range map[string]bool{"functionCall": false, "FunctionCall": true, "ARGS": true, "argz": false, "Type": false, "\u212aey": false} {
+		if got := k.Folds(key); got != want {
+			t.Errorf("Folds(%q) = %v", key, got)
+		}
+	}
+}
+
 func TestAppendToField(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, want string

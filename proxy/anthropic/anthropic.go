@@ -473,19 +473,8 @@ func (Adapter) CallJSON(c validate.ToolCall) []byte {
 		{Key: "type", Value: []byte(`"tool_use"`)},
 		{Key: "id", Value: jsonx.String(c.ID)},
 		{Key: "name", Value: jsonx.String(c.Name)},
-		{Key: "input", Value: inputJSON(c.Args)},
+		{Key: "input", Value: jsonx.Embeddable(c.Args)},
 	}.Bytes()
-}
-
-// inputJSON is arguments as a JSON value to embed: compacted when they are
-// JSON, else as a string so the enclosing document stays valid and nothing
-// the model said is lost.
-func inputJSON(args []byte) []byte {
-	var b bytes.Buffer
-	if json.Compact(&b, args) == nil {
-		return b.Bytes()
-	}
-	return jsonx.String(string(args))
 }
 
 // ErrorBody implements api.Adapter: the Anthropic error envelope carrying
@@ -520,23 +509,6 @@ func (Adapter) PlainError(_ int, code, msg string) []byte {
 	}.Bytes()
 }
 
-// replacement is what an escalated or abstained answer becomes: the text the
-// user reads, and the escalation object if there is one.
-func replacement(f api.Final) (text string, esc []byte, ok bool) {
-	switch {
-	case f.Escalated != nil:
-		return f.Escalated.Text, f.Escalated.Body, true
-	case f.Result != nil && f.Result.Outcome == recovery.Abstained:
-		return f.Result.AbstainReason, nil, true
-	}
-	return "", nil, false
-}
-
-// changedAt reports whether the call at position j was replaced.
-func changedAt(f api.Final, j int) bool {
-	return f.Result != nil && j >= 0 && j < len(f.Result.Changed) && j < len(f.Result.Calls) && f.Result.Changed[j]
-}
-
 func textBlock(text string) []byte {
 	return jsonx.Object{
 		{Key: "type", Value: []byte(`"text"`)},
@@ -556,7 +528,7 @@ func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([
 	if err != nil {
 		return nil, err
 	}
-	if text, esc, ok := replacement(f); ok {
+	if text, esc, ok := f.Replacement(); ok {
 		obj = obj.Set("content", jsonx.AppendArray(nil, [][]byte{textBlock(text)}))
 		obj = obj.Set("stop_reason", []byte(`"end_turn"`))
 		if obj.Has("stop_sequence") {
@@ -586,7 +558,7 @@ func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([
 			continue
 		}
 		j++
-		if !changedAt(f, j) {
+		if !f.ChangedAt(j) {
 			continue
 		}
 		nc := f.Result.Calls[j]
@@ -604,12 +576,9 @@ func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([
 // passed the validator, so anything but a JSON object is a toolgate bug and
 // fails the render instead of reaching the client.
 func objectJSON(args []byte) ([]byte, error) {
-	var b bytes.Buffer
-	if err := json.Compact(&b, args); err != nil {
+	b, err := jsonx.CompactObject(args)
+	if err != nil {
 		return nil, fmt.Errorf("anthropic: repaired arguments: %w", err)
 	}
-	if b.Len() == 0 || b.Bytes()[0] != '{' {
-		return nil, errors.New("anthropic: repaired arguments are not a JSON object")
-	}
-	return b.Bytes(), nil
+	return b, nil
 }

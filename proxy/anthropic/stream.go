@@ -367,7 +367,7 @@ func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error
 		return joinHeld(held), nil
 	}
 	f := finals[0]
-	text, esc, replace := replacement(f)
+	text, esc, replace := f.Replacement()
 	var out []byte
 	first := -1 // index of the first held block start, in replace mode
 	wrote := false
@@ -413,7 +413,7 @@ func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error
 				continue
 			}
 			b := s.blocks[idx]
-			if !changedAt(f, b.call) {
+			if !f.ChangedAt(b.call) {
 				out = append(out, ev.Raw...)
 				continue
 			}

@@ -4,6 +4,9 @@
 package api
 
 import (
+	"io"
+	"net/http"
+
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/proxy/sse"
 	"github.com/toolgate/toolgate/recovery"
@@ -100,7 +103,9 @@ type ResponseParser interface {
 // PlainErrorer is implemented by adapters whose API wraps errors in an
 // envelope other than OpenAI's. toolgate's own refusals on the route (a
 // misspelt path, a method or body encoding it cannot judge) are written in
-// it; without it they take OpenAI's shape.
+// it, and where the SDKs need it (Gemini's read error fields by type) its
+// own errors too: upstream down, timeouts, too large; without it they take
+// OpenAI's shape.
 type PlainErrorer interface {
 	// PlainError is an error body for status with a machine-readable code
 	// and a message for people.
@@ -112,6 +117,69 @@ type PlainErrorer interface {
 // tool appended last to the request's tools.
 type ToolInjector interface {
 	InjectTool(req *Request, t catalog.Offered) ([]byte, error)
+}
+
+// RouteReader is implemented by adapters whose requests say part of what
+// they mean in the path: Gemini names the model and the streaming verb
+// there (…/models/{model}:streamGenerateContent). The pipeline then calls
+// ParseRequestAt with the path (prefix removed) instead of ParseRequest.
+type RouteReader interface {
+	ParseRequestAt(path string, body []byte) (*Request, error)
+}
+
+// FollowUpRouter is implemented by adapters whose re-queries go to another
+// path or query than the client's request: a re-query is read whole, and
+// Gemini asks for a stream by the path's verb and alt=sse, not in the body.
+type FollowUpRouter interface {
+	FollowUpRoute(path, rawQuery string) (string, string)
+}
+
+// Noter is implemented by adapters whose answers can carry facts the
+// operator must see although no call is judged (Gemini's finish reason
+// MALFORMED_FUNCTION_CALL). Notes are fixed, bounded labels.
+type Noter interface {
+	Notes(t *recovery.Turn) []string
+}
+
+// KeyChecker is implemented by adapters that find, themselves, keys that
+// differ from a protocol key only in letter case, at the places of their
+// wire format where keys are read. The pipeline's check of every key of a
+// document would also refuse an argument named like a protocol key
+// ("Type", "Name") where a call's arguments are an object, as in Gemini.
+type KeyChecker interface {
+	FoldedKey(data []byte) bool
+}
+
+// EventReader yields a streamed answer's events; *sse.Reader is one.
+type EventReader interface {
+	Next() bool
+	Event() sse.Event
+	// Buffered reports whether another whole event is already read.
+	Buffered() bool
+	// Err is what ended the events early, or nil at a clean end.
+	Err() error
+}
+
+// Framer is implemented by adapters whose streams are not always SSE:
+// Gemini's :streamGenerateContent without alt=sse answers one JSON array
+// written element by element. ok is false for an answer that is not such
+// a stream.
+type Framer interface {
+	NewFramedStream(req *Request, path string, h http.Header, body io.Reader) (st Stream, rd EventReader, ok bool)
+}
+
+// EOFEnder is implemented by streams that have no terminal event (Gemini's
+// SSE stream just ends): at a clean end of the body the pipeline asks
+// whether the answer is complete.
+type EOFEnder interface {
+	Complete() bool
+}
+
+// Keepaliver is implemented by streams whose clients cannot take the SSE
+// comment the pipeline writes while holding (the Go GenAI SDK fails on
+// one); it returns the bytes to write instead.
+type Keepaliver interface {
+	Keepalive() []byte
 }
 
 // Step is what a stream event means for the pipeline.
@@ -157,4 +225,23 @@ type Stream interface {
 	// Committed reports whether the client has already been given an id
 	// that a re-query would have to change (a stored Responses id).
 	Committed() bool
+}
+
+// Replacement is what an escalated or abstained choice becomes: the text
+// the user reads and, for an escalation, its object. ok is false for a
+// choice that keeps its calls.
+func (f Final) Replacement() (text string, esc []byte, ok bool) {
+	switch {
+	case f.Escalated != nil:
+		return f.Escalated.Text, f.Escalated.Body, true
+	case f.Result != nil && f.Result.Outcome == recovery.Abstained:
+		return f.Result.AbstainReason, nil, true
+	}
+	return "", nil, false
+}
+
+// ChangedAt reports whether the call at position j was replaced.
+func (f Final) ChangedAt(j int) bool {
+	r := f.Result
+	return r != nil && j >= 0 && j < len(r.Changed) && j < len(r.Calls) && r.Changed[j]
 }

@@ -3,8 +3,9 @@
 Run from this folder: python3 gen_schemas.py. Each model becomes
 <name>.json: {"generator", "schema", "valid", "invalid": [{"args", "pointer",
 "keywords"}]}, where valid and invalid calls are the test's, the schema is
-Pydantic's own. EmailStr needs the email-validator package; without it that
-model is left out and the script says so.
+Pydantic's own. EmailStr needs the email-validator package (2.x; the recorded
+invite.json was made with email-validator 2.2.0); without it that model is left
+out and the script says so.
 """
 
 import enum

@@ -1,0 +1,148 @@
+package geminischema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// compile builds the translated schema with the validator toolgate uses.
+func compile(t *testing.T, schema []byte) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		t.Fatalf("%s: %v", schema, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("mem://s.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("mem://s.json")
+	if err != nil {
+		t.Fatalf("%s does not compile: %v", schema, err)
+	}
+	return s
+}
+
+func valid(t *testing.T, s *jsonschema.Schema, instance string) bool {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(instance))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Validate(v) == nil
+}
+
+// Each keyword of the Gemini Schema becomes what it means in JSON Schema:
+// the translation is compared as written, and the result is checked to
+// accept and refuse what the Gemini keyword accepts and refuses.
+func TestToJSONSchemaPerKeyword(t *testing.T) {
+	cases := []struct {
+		name     string
+		in, want string
+		accept   []string
+		refuse   []string
+	}{
+		{"type upper case", `{"type":"STRING"}`, `{"type":"string"}`, []string{`"a"`}, []string{`1`}},
+		{"type lower case", `{"type":"integer"}`, `{"type":"integer"}`, []string{`3`}, []string{`3.5`}},
+		{"type unspecified", `{"type":"TYPE_UNSPECIFIED"}`, `{}`, []string{`1`, `"a"`}, nil},
+		{"type NULL", `{"type":"NULL"}`, `{"type":"null"}`, []string{`null`}, []string{`0`}},
+		{"nullable", `{"type":"NUMBER","nullable":true}`, `{"type":["number","null"]}`, []string{`1.5`, `null`}, []string{`"x"`}},
+		{"nullable false", `{"type":"BOOLEAN","nullable":false}`, `{"type":"boolean"}`, []string{`true`}, []string{`null`}},
+		{"nullable enum", `{"type":"STRING","enum":["a","b"],"nullable":true}`, `{"type":["string","null"],"enum":["a","b",null]}`, []string{`"a"`, `null`}, []string{`"c"`}},
+		{"nullable anyOf", `{"anyOf":[{"type":"STRING"}],"nullable":true}`, `{"anyOf":[{"type":"string"},{"type":"null"}]}`, []string{`"a"`, `null`}, []string{`1`}},
+		{"format", `{"type":"STRING","format":"date-time"}`, `{"type":"string","format":"date-time"}`, []string{`"2025-01-02T03:04:05Z"`}, nil},
+		{"enum", `{"type":"STRING","format":"enum","enum":["x","y"]}`, `{"type":"string","format":"enum","enum":["x","y"]}`, []string{`"x"`}, []string{`"z"`}},
+		{"anyOf", `{"anyOf":[{"type":"INTEGER"},{"type":"BOOLEAN"}]}`, `{"anyOf":[{"type":"integer"},{"type":"boolean"}]}`, []string{`1`, `false`}, []string{`"1"`}},
+		{"propertyOrdering", `{"type":"OBJECT","propertyOrdering":["b","a"]}`, `{"type":"object"}`, []string{`{}`}, nil},
+		{"items", `{"type":"ARRAY","items":{"type":"INTEGER"}}`, `{"type":"array","items":{"type":"integer"}}`, []string{`[1,2]`}, []string{`[1,"2"]`}},
+		{"properties", `{"type":"OBJECT","properties":{"a":{"type":"STRING"}}}`, `{"type":"object","properties":{"a":{"type":"string"}}}`, []string{`{"a":"x"}`, `{}`}, []string{`{"a":1}`}},
+		{"required", `{"type":"OBJECT","properties":{"a":{"type":"STRING"}},"required":["a"]}`, `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, []string{`{"a":"x"}`}, []string{`{}`}},
+		{"minimum maximum", `{"type":"NUMBER","minimum":0.5,"maximum":1e2}`, `{"type":"number","minimum":0.5,"maximum":1e2}`, []string{`0.5`, `100`}, []string{`0.4`, `100.1`}},
+		{"minItems maxItems", `{"type":"ARRAY","minItems":"1","maxItems":2}`, `{"type":"array","minItems":1,"maxItems":2}`, []string{`[1]`, `[1,2]`}, []string{`[]`, `[1,2,3]`}},
+		{"minLength maxLength", `{"type":"STRING","minLength":"2","maxLength":"3"}`, `{"type":"string","minLength":2,"maxLength":3}`, []string{`"ab"`, `"abc"`}, []string{`"a"`, `"abcd"`}},
+		{"minProperties maxProperties", `{"type":"OBJECT","minProperties":1,"maxProperties":"1"}`, `{"type":"object","minProperties":1,"maxProperties":1}`, []string{`{"a":1}`}, []string{`{}`, `{"a":1,"b":2}`}},
+		{"pattern", `{"type":"STRING","pattern":"^[A-Z]{2}$"}`, `{"type":"string","pattern":"^[A-Z]{2}$"}`, []string{`"AB"`}, []string{`"abc"`}},
+		{"description title default", `{"type":"STRING","description":"d","title":"t","default":"x"}`, `{"type":"string","description":"d","title":"t","default":"x"}`, []string{`"y"`}, nil},
+		{"example", `{"type":"INTEGER","example":7}`, `{"type":"integer","examples":[7]}`, []string{`1`}, nil},
+		{"null limit dropped", `{"type":"ARRAY","minItems":null}`, `{"type":"array"}`, []string{`[]`}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ToJSONSchema([]byte(c.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+			s := compile(t, got)
+			for _, a := range c.accept {
+				if !valid(t, s, a) {
+					t.Errorf("%s refuses %s", got, a)
+				}
+			}
+			for _, r := range c.refuse {
+				if valid(t, s, r) {
+					t.Errorf("%s accepts %s", got, r)
+				}
+			}
+		})
+	}
+}
+
+// Nested schemas are translated at every depth, numbers byte for byte.
+func TestToJSONSchemaNested(t *testing.T) {
+	in := `{"type":"OBJECT","properties":{"xs":{"type":"ARRAY","items":{"type":"OBJECT","properties":{"n":{"type":"NUMBER","minimum":1.000000000000000000001,"nullable":true}},"required":["n"]}}}}`
+	want := `{"type":"object","properties":{"xs":{"type":"array","items":{"type":"object","properties":{"n":{"type":["number","null"],"minimum":1.000000000000000000001}},"required":["n"]}}}}`
+	got, err := ToJSONSchema([]byte(in))
+	if err != nil || string(got) != want {
+		t.Fatalf("got %s, %v\nwant %s", got, err, want)
+	}
+}
+
+func TestToJSONSchemaRefuses(t *testing.T) {
+	for _, in := range []string{
+		`[]`, `"OBJECT"`, `{"type":"MAP"}`, `{"type":1}`, `{"nullable":"yes"}`, `{"minItems":-1}`,
+		`{"minLength":"x"}`, `{"items":[{"type":"STRING"}]}`, `{"anyOf":{}}`, `{"properties":[]}`,
+		`{"properties":{"a":"STRING"}}`, strings.Repeat(`{"items":`, 70) + `{}` + strings.Repeat(`}`, 70),
+	} {
+		if out, err := ToJSONSchema([]byte(in)); !errors.Is(err, ErrSchema) {
+			t.Errorf("%s: got %s, %v; want ErrSchema", in, out, err)
+		}
+	}
+}
+
+func TestDeclaration(t *testing.T) {
+	js := []byte(`{"type":"object","additionalProperties":false}`)
+	if got, _ := Declaration([]byte(`{"type":"OBJECT"}`), js); !bytes.Equal(got, js) {
+		t.Errorf("parametersJsonSchema not taken as is: %s", got)
+	}
+	if got, _ := Declaration([]byte(`{"type":"OBJECT"}`), nil); string(got) != `{"type":"object"}` {
+		t.Errorf("parameters not translated: %s", got)
+	}
+	got, _ := Declaration(nil, nil)
+	s := compile(t, got)
+	if !valid(t, s, `{}`) || valid(t, s, `{"a":1}`) {
+		t.Errorf("a declaration without parameters takes no arguments: %s", got)
+	}
+}
+
+func FuzzToJSONSchema(f *testing.F) {
+	f.Add([]byte(`{"type":"OBJECT","properties":{"a":{"type":"STRING","nullable":true,"enum":["x"]}},"minItems":"2"}`))
+	f.Add([]byte(`{"anyOf":[{"type":"INTEGER"}],"nullable":true,"example":{"a":[1]}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, err := ToJSONSchema(in)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("%s translated to invalid JSON %s", in, out)
+		}
+	})
+}

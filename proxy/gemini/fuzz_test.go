@@ -1,0 +1,146 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/recovery"
+)
+
+// splitReader hands out data in pieces whose sizes come from cuts, so a
+// fuzzer chooses where reads end.
+type splitReader struct {
+	data []byte
+	cuts []byte
+}
+
+func (r *splitReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(r.data)
+	if len(r.cuts) > 0 {
+		n = int(r.cuts[0])%16 + 1
+		r.cuts = r.cuts[1:]
+	}
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func addStreamSeeds(f *testing.F) {
+	for _, name := range []string{"function_call_stream.sse", "function_call_stream_thought_signature.sse"} {
+		f.Add(readSample(f, name), []byte{3, 1, 4, 1, 5}, false)
+	}
+	f.Add(readSample(f, "function_call_stream_array.json"), []byte{9, 2, 6}, true)
+	f.Add([]byte(`[{"a":"]}\"["}`+"\n,\r\n{}]\n"), []byte{0, 0, 1}, true)
+	f.Add([]byte(`data: {"candidates":[{"index":1,"content":{"parts":[{"text":"a"},{"functionCall":{"name":"f","args":{}}}]},"finishReason":"STOP"}]}`+"\n\n"), []byte{7}, false)
+}
+
+// FuzzArrayReader: however reads are split, the reader's events carry the
+// input byte for byte, and it accepts exactly the arrays of objects.
+func FuzzArrayReader(f *testing.F) {
+	addStreamSeeds(f)
+	f.Fuzz(func(t *testing.T, body, cuts []byte, _ bool) {
+		rd := NewArrayReader(&splitReader{data: body, cuts: cuts}, 1<<20)
+		var raw []byte
+		elems := 0
+		for rd.Next() {
+			ev := rd.Event()
+			raw = append(raw, ev.Raw...)
+			if ev.Data != nil {
+				elems++
+				if !json.Valid(ev.Data) || ev.Data[0] != '{' {
+					t.Fatalf("element %q", ev.Data)
+				}
+			}
+		}
+		want, err := jsonx.ParseArray(body)
+		objects := err == nil
+		for _, e := range want {
+			if e[0] != '{' {
+				objects = false
+			}
+		}
+		if rd.Err() != nil {
+			if objects {
+				t.Fatalf("refused the array of objects %q: %v", body, rd.Err())
+			}
+			return
+		}
+		if !objects || elems != len(want) || !bytes.Equal(raw, body) {
+			t.Fatalf("read %q as %d elements, raw %q", body, elems, raw)
+		}
+	})
+}
+
+// FuzzStream feeds either framing, split anywhere: it never panics, and
+// a complete stream renders (unchanged and escalated) without error, in
+// the array framing as one valid JSON array.
+func FuzzStream(f *testing.F) {
+	addStreamSeeds(f)
+	f.Fuzz(func(t *testing.T, body, cuts []byte, array bool) {
+		fd := feedAll(t, array, &splitReader{data: body, cuts: cuts})
+		if fd.err != nil || !fd.done {
+			return
+		}
+		turns := fd.st.Turns()
+		if fd.holdAt < 0 {
+			return
+		}
+		finals := make([]api.Final, len(turns))
+		for i, tn := range turns {
+			esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_f"}, Body: []byte(`{"id":"esc_f"}`), Text: "x"}
+			finals[i] = api.Final{Result: &recovery.Result{Outcome: recovery.Escalated, Calls: tn.Calls}, Escalated: esc}
+		}
+		out, err := fd.st.Render(fd.held(), finals)
+		if err != nil {
+			t.Fatalf("render: %v", err)
+		}
+		if array {
+			whole := append(joinRaw(fd.events[:fd.holdAt]), out...)
+			if !json.Valid(whole) {
+				t.Fatalf("rendered array is not JSON: %q", whole)
+			}
+		}
+	})
+}
+
+// FuzzParseResponse: any answer that is read gives calls with an id and
+// arguments, and renders with every call replaced.
+func FuzzParseResponse(f *testing.F) {
+	f.Add(readSample(f, "function_call.json"))
+	f.Add(readSample(f, "parallel_function_calls_thought_signature.json"))
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"f","args":[1]}}]},"finishReason":"MAX_TOKENS"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		resp, err := Adapter{}.ParseResponse(body)
+		if err != nil {
+			return
+		}
+		finals := make([]api.Final, len(resp.Choices))
+		for i, tn := range resp.Choices {
+			res := &recovery.Result{Outcome: recovery.Reprompted}
+			for _, c := range tn.Calls {
+				if c.ID == "" || len(c.Args) == 0 {
+					t.Fatalf("call %+v", c)
+				}
+				c.Args = []byte(`{"x":1}`)
+				res.Calls = append(res.Calls, c)
+				res.Changed = append(res.Changed, true)
+			}
+			finals[i] = api.Final{Result: res}
+		}
+		out, err := Adapter{}.Render(nil, resp, finals)
+		if err != nil {
+			t.Fatalf("render of a readable answer: %v", err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("rendered invalid JSON %q", out)
+		}
+	})
+}

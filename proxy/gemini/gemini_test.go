@@ -1,0 +1,425 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+func readSample(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+func TestParseRequest(t *testing.T) {
+	req, err := Adapter{}.ParseRequestAt("/v1beta/models/gemini-2.5-flash:streamGenerateContent", readSample(t, "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Model != "gemini-2.5-flash" || !req.Stream {
+		t.Errorf("model %q stream %v", req.Model, req.Stream)
+	}
+	if len(req.Offered) != 2 {
+		t.Fatalf("offered %d tools, want the 2 function declarations (googleSearch is not judged)", len(req.Offered))
+	}
+	weather := `{"type":"object","properties":{"location":{"type":"string","description":"The city and state, e.g. San Francisco, CA"},"unit":{"type":"string","format":"enum","enum":["celsius","fahrenheit"]}},"required":["location"]}`
+	if !sameJSON(t, req.Offered[0].Parameters, []byte(weather)) {
+		t.Errorf("parameters translated to %s", req.Offered[0].Parameters)
+	}
+	if !bytes.Contains(req.Offered[1].Parameters, []byte(`"additionalProperties": false`)) {
+		t.Errorf("parametersJsonSchema not taken as is: %s", req.Offered[1].Parameters)
+	}
+	if req.Choice.Kind != catalog.ChoiceAuto || !strings.Contains(req.UserText, "Boston") {
+		t.Errorf("choice %v user text %q", req.Choice, req.UserText)
+	}
+	plain, err := Adapter{}.ParseRequestAt("/v1/projects/p/locations/l/publishers/google/models/gemini-2.0-flash:generateContent", []byte(`{"contents":[]}`))
+	if err != nil || plain.Model != "gemini-2.0-flash" || plain.Stream {
+		t.Errorf("vertex path: %+v %v", plain, err)
+	}
+}
+
+func TestParseRequestStructuredAndCached(t *testing.T) {
+	req, err := Adapter{}.ParseRequest([]byte(`{"contents":[],"generationConfig":{"responseMimeType":"application/json"},"cachedContent":"cachedContents/abc"}`))
+	if err != nil || !req.StructuredOutput || !req.HistoryUpstream {
+		t.Fatalf("%+v %v", req, err)
+	}
+	if _, err := (Adapter{}).ParseRequest([]byte(`[]`)); err == nil {
+		t.Error("an array is not a request")
+	}
+}
+
+// A schema that cannot be translated is offered as written, so it fails
+// to compile and calls of it are findings rather than unjudged.
+func TestParseRequestUntranslatableSchema(t *testing.T) {
+	req, err := Adapter{}.ParseRequest([]byte(`{"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"MAP"}}]}]}`))
+	if err != nil || len(req.Offered) != 1 || string(req.Offered[0].Parameters) != `{"type":"MAP"}` {
+		t.Fatalf("%+v %v", req, err)
+	}
+}
+
+func TestToolChoice(t *testing.T) {
+	cases := []struct {
+		conf string
+		want catalog.ToolChoice
+	}{
+		{``, catalog.ToolChoice{Kind: catalog.ChoiceAuto}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}`, catalog.ToolChoice{Kind: catalog.ChoiceAuto}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"VALIDATED"}}`, catalog.ToolChoice{Kind: catalog.ChoiceAuto}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"ANY"}}`, catalog.ToolChoice{Kind: catalog.ChoiceRequired}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}`, catalog.ToolChoice{Kind: catalog.ChoiceNone}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["a","b"]}}`, catalog.ToolChoice{Kind: catalog.ChoiceAllowed, Names: []string{"a", "b"}}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"VALIDATED","allowedFunctionNames":["a"]}}`, catalog.ToolChoice{Kind: catalog.ChoiceAllowed, Names: []string{"a"}}},
+	}
+	for _, c := range cases {
+		req, err := Adapter{}.ParseRequest([]byte(`{"contents":[]` + c.conf + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.Choice.Kind != c.want.Kind || strings.Join(req.Choice.Names, ",") != strings.Join(c.want.Names, ",") {
+			t.Errorf("%s: got %+v want %+v", c.conf, req.Choice, c.want)
+		}
+	}
+}
+
+func TestParseResponseSamples(t *testing.T) {
+	body := readSample(t, "function_call.json")
+	resp, err := Adapter{}.ParseResponse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Choices) != 1 || len(resp.Choices[0].Calls) != 1 {
+		t.Fatalf("choices %+v", resp.Choices)
+	}
+	c := resp.Choices[0].Calls[0]
+	if c.Name != "get_current_weather" || !sameJSON(t, c.Args, []byte(`{"location":"Boston, MA"}`)) || !strings.HasPrefix(c.ID, syntheticID) {
+		t.Errorf("call %+v", c)
+	}
+	if resp.Usage != (recovery.Usage{Input: 93, Output: 8}) {
+		t.Errorf("usage %+v", resp.Usage)
+	}
+
+	body = readSample(t, "parallel_function_calls_thought_signature.json")
+	resp, err = Adapter{}.ParseResponse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn0 := resp.Choices[0]
+	if len(turn0.Calls) != 2 || turn0.Calls[1].Name != "get_stock_price" || turn0.Text != "" {
+		t.Errorf("parallel calls %+v text %q (thought parts are not text)", turn0.Calls, turn0.Text)
+	}
+	if resp.Usage != (recovery.Usage{Input: 120, Output: 41 + 98}) {
+		t.Errorf("usage with thoughts %+v", resp.Usage)
+	}
+	obj, _ := jsonx.ParseObject(body)
+	cands, _ := jsonx.ParseArray(obj.Get("candidates"))
+	cand, _ := jsonx.ParseObject(cands[0])
+	if raw := turn0.Raw.(*turn).content; !bytes.Equal(raw, cand.Get("content")) || !bytes.Contains(raw, []byte("thoughtSignature")) {
+		t.Errorf("the turn replays %s, not the content as received", raw)
+	}
+}
+
+func TestParseResponseRefuses(t *testing.T) {
+	for _, body := range []string{
+		`{}`, `[]`, `{"candidates":{}}`, `{"candidates":[1]}`, `{"candidates":[{"content":{"parts":[1]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"args":{}}}]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"FunctionCall":{"name":"x"}}]}}]}`,
+	} {
+		if _, err := (Adapter{}).ParseResponse([]byte(body)); err == nil {
+			t.Errorf("%s was read", body)
+		}
+	}
+}
+
+func TestParseResponseTruncatedAndIDs(t *testing.T) {
+	resp, err := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"fc_1","name":"f"}}]},"finishReason":"MAX_TOKENS"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := resp.Choices[0]
+	if !tn.Truncated || tn.Calls[0].ID != "fc_1" || string(tn.Calls[0].Args) != "{}" {
+		t.Errorf("%+v", tn)
+	}
+	resp, _ = Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":"x"}}]}}]}`))
+	if !resp.Choices[0].Calls[0].BadShape {
+		t.Error("args that are not an object are a bad shape")
+	}
+}
+
+// MALFORMED_FUNCTION_CALL and its kin carry no call: the candidate passes
+// and the adapter names the note the operator sees.
+func TestNotes(t *testing.T) {
+	for reason, want := range map[string]string{
+		"MALFORMED_FUNCTION_CALL": "gemini_malformed_function_call",
+		"UNEXPECTED_TOOL_CALL":    "gemini_unexpected_tool_call",
+		"TOO_MANY_TOOL_CALLS":     "gemini_too_many_tool_calls",
+		"STOP":                    "",
+	} {
+		resp, err := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"parts":[]},"finishReason":"` + reason + `","finishMessage":"Malformed function call: x"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(Adapter{}.Notes(resp.Choices[0]), ",")
+		if got != want || len(resp.Choices[0].Calls) != 0 {
+			t.Errorf("%s: notes %q, want %q", reason, got, want)
+		}
+	}
+}
+
+func parallelTurn(t *testing.T) (*api.Request, *api.Response) {
+	t.Helper()
+	req, err := Adapter{}.ParseRequestAt("/v1beta/models/gemini-2.5-flash:generateContent", readSample(t, "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := Adapter{}.ParseResponse(readSample(t, "parallel_function_calls_thought_signature.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, resp
+}
+
+// followUpContents decodes a re-query's contents.
+func followUpContents(t *testing.T, body []byte) []json.RawMessage {
+	t.Helper()
+	var q struct {
+		Contents []json.RawMessage `json:"contents"`
+	}
+	if err := json.Unmarshal(body, &q); err != nil {
+		t.Fatal(err)
+	}
+	return q.Contents
+}
+
+func TestFollowUp(t *testing.T) {
+	req, resp := parallelTurn(t)
+	tn := resp.Choices[0]
+	q := &recovery.Query{Kind: recovery.KindReprompt, History: []recovery.Exchange{{Turn: tn, Replies: []recovery.Reply{
+		{CallID: tn.Calls[0].ID, Content: "bad unit", IsError: true},
+		{CallID: tn.Calls[1].ID, Content: "held"},
+	}}}}
+	body, err := Adapter{}.FollowUp(req, resp, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contents := followUpContents(t, body)
+	if len(contents) != 3 {
+		t.Fatalf("contents %d", len(contents))
+	}
+	if !bytes.Equal(contents[1], tn.Raw.(*turn).content) {
+		t.Errorf("model turn replayed as %s", contents[1])
+	}
+	want := `{"role":"user","parts":[{"functionResponse":{"name":"get_current_weather","response":{"error":"bad unit"}}},{"functionResponse":{"name":"get_stock_price","response":{"output":"held"}}}]}`
+	if string(contents[2]) != want {
+		t.Errorf("responses %s\nwant      %s", contents[2], want)
+	}
+	orig, _ := jsonx.ParseObject(req.Body)
+	got, _ := jsonx.ParseObject(body)
+	if !bytes.Equal(orig.Get("tools"), got.Get("tools")) || !bytes.Equal(orig.Get("toolConfig"), got.Get("toolConfig")) {
+		t.Error("tools or toolConfig changed in a reprompt")
+	}
+
+	q.Decision = true
+	body, err = Adapter{}.FollowUp(req, resp, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = jsonx.ParseObject(body)
+	if string(got.Get("toolConfig")) != `{"functionCallingConfig":{"mode":"NONE"}}` || !bytes.Equal(orig.Get("tools"), got.Get("tools")) {
+		t.Errorf("decision toolConfig %s", got.Get("toolConfig"))
+	}
+}
+
+// Ids the model sent are echoed; everything else of the request stays as
+// sent, and a decision drops the response schema.
+func TestFollowUpIDsAndConfig(t *testing.T) {
+	reqBody := `{"systemInstruction":{"parts":[{"text":"be brief"}]},"cachedContent":"cachedContents/x","contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"candidateCount":2,"responseMimeType":"application/json","temperature":0.2},"tools":[{"functionDeclarations":[{"name":"f"}]}]}`
+	req, _ := Adapter{}.ParseRequest([]byte(reqBody))
+	resp, _ := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"c1","name":"f","args":{}}}]}}]}`))
+	tn := resp.Choices[0]
+	body, err := Adapter{}.FollowUp(req, resp, &recovery.Query{Decision: true, History: []recovery.Exchange{{Turn: tn, Replies: []recovery.Reply{{CallID: "c1", Content: "x", IsError: true}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := jsonx.ParseObject(body)
+	if string(got.Get("generationConfig")) != `{"candidateCount":1,"temperature":0.2}` {
+		t.Errorf("generationConfig %s", got.Get("generationConfig"))
+	}
+	orig, _ := jsonx.ParseObject([]byte(reqBody))
+	for _, k := range []string{"systemInstruction", "cachedContent", "tools"} {
+		if !bytes.Equal(orig.Get(k), got.Get(k)) {
+			t.Errorf("%s changed", k)
+		}
+	}
+	if !bytes.Contains(body, []byte(`{"functionResponse":{"id":"c1","name":"f","response":{"error":"x"}}}`)) {
+		t.Errorf("id not echoed: %s", body)
+	}
+	if _, err := (Adapter{}).FollowUp(req, resp, &recovery.Query{History: []recovery.Exchange{{Turn: tn}}}); err == nil {
+		t.Error("a turn without replies was replayed")
+	}
+}
+
+func TestFollowUpRoute(t *testing.T) {
+	p, q := Adapter{}.FollowUpRoute("/v1beta/models/m:streamGenerateContent", "alt=sse&key=k1")
+	if p != "/v1beta/models/m:generateContent" || q != "key=k1" {
+		t.Errorf("%s ? %s", p, q)
+	}
+	p, q = Adapter{}.FollowUpRoute("/v1/models/m:generateContent", "")
+	if p != "/v1/models/m:generateContent" || q != "" {
+		t.Errorf("%s ? %s", p, q)
+	}
+}
+
+func TestRenderSplicesAndReplaces(t *testing.T) {
+	req, resp := parallelTurn(t)
+	tn := resp.Choices[0]
+	fixed := validate.ToolCall{ID: tn.Calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA","unit":"celsius"}`)}
+	res := &recovery.Result{Outcome: recovery.Reprompted, Calls: []validate.ToolCall{fixed, tn.Calls[1]}, Changed: []bool{true, false}}
+	out, err := Adapter{}.Render(req, resp, []api.Final{{Result: res}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Adapter{}.ParseResponse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameJSON(t, again.Choices[0].Calls[0].Args, fixed.Args) || !sameJSON(t, again.Choices[0].Calls[1].Args, tn.Calls[1].Args) {
+		t.Errorf("rendered %s", out)
+	}
+	if !bytes.Contains(out, []byte(`"thoughtSignature":"CpwCAdHtim9`)) || !bytes.Contains(out, []byte(`"thought": true`)) {
+		t.Errorf("signature or thought part lost: %s", out)
+	}
+
+	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1"}, Body: []byte(`{"id":"esc_1"}`), Text: "needs a person [toolgate:esc_1]"}
+	out, err = Adapter{}.Render(req, resp, []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		Candidates []struct {
+			Content struct {
+				Parts []map[string]any `json:"parts"`
+				Role  string           `json:"role"`
+			} `json:"content"`
+			FinishReason string `json:"finishReason"`
+		} `json:"candidates"`
+		Escalation map[string]any `json:"toolgate_escalation"`
+	}
+	if err := json.Unmarshal(out, &w); err != nil {
+		t.Fatal(err)
+	}
+	c := w.Candidates[0]
+	if len(c.Content.Parts) != 1 || c.Content.Parts[0]["text"] != esc.Text || c.FinishReason != "STOP" || c.Content.Role != "model" || w.Escalation["id"] != "esc_1" {
+		t.Errorf("message mode %s", out)
+	}
+}
+
+func TestErrorBodies(t *testing.T) {
+	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1", Codes: []string{"unknown_tool"}}, Body: []byte(`{"id":"esc_1","codes":["unknown_tool"]}`), Text: "t"}
+	var w struct {
+		Error struct {
+			Code    int              `json:"code"`
+			Message string           `json:"message"`
+			Status  string           `json:"status"`
+			Details []map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(Adapter{}.ErrorBody(esc), &w); err != nil {
+		t.Fatal(err)
+	}
+	d := w.Error.Details[0]
+	if w.Error.Code != 422 || w.Error.Status != "FAILED_PRECONDITION" || d["@type"] != escalationType || d["id"] != "esc_1" {
+		t.Errorf("%+v", w)
+	}
+	if err := json.Unmarshal(Adapter{}.PlainError(504, "upstream_timeout", "slow"), &w); err != nil {
+		t.Fatal(err)
+	}
+	if w.Error.Code != 504 || w.Error.Status != "DEADLINE_EXCEEDED" || w.Error.Details[0]["reason"] != "upstream_timeout" {
+		t.Errorf("%+v", w)
+	}
+}
+
+func TestCallJSON(t *testing.T) {
+	got := Adapter{}.CallJSON(validate.ToolCall{ID: syntheticID + "0", Name: "f", Args: []byte(`{ "a": 1 }`)})
+	if string(got) != `{"functionCall":{"name":"f","args":{"a":1}}}` {
+		t.Errorf("%s", got)
+	}
+	got = Adapter{}.CallJSON(validate.ToolCall{ID: "c9", Name: "f", Args: []byte(`{}`)})
+	if string(got) != `{"functionCall":{"id":"c9","name":"f","args":{}}}` {
+		t.Errorf("%s", got)
+	}
+}
+
+func TestInjectTool(t *testing.T) {
+	abstain := catalog.Offered{Name: "none_fits", Description: "d", Parameters: []byte(`{"type":"object","properties":{"reason":{"type":"string","description":"why"}},"required":["reason"],"additionalProperties":false}`)}
+	req, _ := Adapter{}.ParseRequest(readSample(t, "request.json"))
+	body, err := Adapter{}.InjectTool(req, abstain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Adapter{}.ParseRequest(body)
+	if err != nil || len(again.Offered) != 3 || again.Offered[2].Name != "none_fits" {
+		t.Fatalf("%+v %v", again, err)
+	}
+	// The last declaration of that tool uses parametersJsonSchema, so the
+	// injected one does too.
+	if !bytes.Equal(again.Offered[2].Parameters, abstain.Parameters) {
+		t.Errorf("injected schema %s", again.Offered[2].Parameters)
+	}
+	req, _ = Adapter{}.ParseRequest([]byte(`{"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"OBJECT"}}]}]}`))
+	body, err = Adapter{}.InjectTool(req, abstain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"parameters":{"type":"OBJECT","properties":{"reason":{"type":"STRING","description":"why"}},"required":["reason"]}`)) {
+		t.Errorf("OpenAPI form not used: %s", body)
+	}
+	if _, err := (Adapter{}).InjectTool(&api.Request{Body: []byte(`{"tools":[{"googleSearch":{}}]}`)}, abstain); err == nil {
+		t.Error("injected into a request without function declarations")
+	}
+}
+
+// Keys that fold onto a Gemini key are refused where toolgate reads keys,
+// and judged as arguments inside args.
+func TestFoldedKeys(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"Name":"x","Type":"y","ARGS":1}}}]}}]}`: false,
+		`{"Candidates":[]}`:                                                      true,
+		`{"candidates":[{"Content":{}}]}`:                                        true,
+		`{"candidates":[{"content":{"Parts":[]}}]}`:                              true,
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"Name":"f"}}]}}]}`: true,
+		`{"candidates":[{"content":{"parts":[{"FunctionCall":{"name":"f"}}]}}]}`: true,
+		`{"usageMetadata":{"PromptTokenCount":1}}`:                               true,
+		`{"Error":{}}`: true,
+	} {
+		if got := (Adapter{}).FoldedKey([]byte(body)); got != want {
+			t.Errorf("%s: %v", body, got)
+		}
+	}
+	resp, err := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"Type":"y"}}}]}}]}`))
+	if err != nil || string(resp.Choices[0].Calls[0].Args) != `{"Type":"y"}` {
+		t.Errorf("an argument named like a protocol key: %v", err)
+	}
+}

@@ -1,0 +1,330 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/sse"
+	"github.com/toolgate/toolgate/recovery"
+)
+
+// maxCandidates bounds the candidate index a stream may use (the API
+// allows candidateCount up to 8).
+const maxCandidates = 8
+
+// maxElement bounds one element of a JSON-array stream.
+const maxElement = 8 << 20
+
+// ErrStream reports a stream chunk that cannot be read.
+var ErrStream = errors.New("gemini: unreadable stream chunk")
+
+func errStream(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrStream, fmt.Sprintf(format, args...))
+}
+
+// candidate accumulates one candidate across chunks.
+type candidate struct {
+	parts  [][]byte
+	role   []byte
+	finish string
+	calls  int
+	// firstCall is the chunk in which its first call arrived, or -1.
+	firstCall int
+}
+
+// chunkCand is where one candidate appears in one chunk.
+type chunkCand struct {
+	index       int
+	callsBefore int
+}
+
+// stream follows one streamed answer, SSE or JSON array. Gemini sends each
+// functionCall whole in one chunk, so a call is judged as it arrives
+// complete; from the chunk that carries the first call on, everything is
+// held.
+type stream struct {
+	arr    *ArrayReader
+	cands  []*candidate
+	chunks [][]chunkCand
+	usage  recovery.Usage
+	id     string
+	// holdAt is the chunk that carried the first call, or -1. heldFrom is
+	// the first chunk the pipeline holds: holdAt, or 0 when every chunk
+	// before it only opened the answer (the pipeline holds those too).
+	holdAt, heldFrom int
+	feedback         bool
+	// content: a chunk carried something for the client (a part other than
+	// empty text, a finish reason, prompt feedback); before that, chunks
+	// only open the answer.
+	content bool
+	// prior is content as it was before the chunk being read.
+	prior bool
+	// blank is an empty event in the line breaks the upstream uses.
+	blank []byte
+	// opened: the array's opening bracket went out before any hold.
+	opened bool
+}
+
+// NewStream implements api.Adapter: an SSE stream (alt=sse).
+func (Adapter) NewStream(*api.Request) api.Stream {
+	return &stream{holdAt: -1}
+}
+
+// NewFramedStream implements api.Framer: an answer to :streamGenerateContent
+// that is not SSE is the JSON-array stream.
+func (Adapter) NewFramedStream(_ *api.Request, path string, h http.Header, body io.Reader) (api.Stream, api.EventReader, bool) {
+	if !strings.HasSuffix(path, verbStream) || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		return nil, nil, false
+	}
+	rd := NewArrayReader(body, maxElement)
+	return &stream{arr: rd, holdAt: -1}, rd, true
+}
+
+var _ api.Framer = Adapter{}
+
+func (s *stream) holding() bool { return s.holdAt >= 0 }
+
+// Feed implements api.Stream.
+func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
+	if s.blank == nil && s.arr == nil {
+		s.blank = blankEvent(ev.Raw)
+	}
+	if ev.Comment || len(ev.Data) == 0 {
+		return api.Step{Hold: s.holding()}, nil
+	}
+	if (Adapter{}).FoldedKey(ev.Data) {
+		return api.Step{}, errFolded
+	}
+	obj, err := jsonx.ParseObject(ev.Data)
+	if err != nil {
+		return api.Step{}, errStream("a chunk is not a JSON object")
+	}
+	if obj.Has("error") {
+		return api.Step{}, errStream("the upstream sent an error in the stream")
+	}
+	if err := s.chunk(obj); err != nil {
+		return api.Step{}, err
+	}
+	if s.arr != nil && s.content && !s.holding() {
+		// This chunk goes out, and with it any opening chunk held before,
+		// the one with the bracket among them.
+		s.opened = true
+	}
+	return api.Step{Hold: s.holding(), Opening: !s.content}, nil
+}
+
+// chunk reads one GenerateContentResponse.
+func (s *stream) chunk(obj jsonx.Object) error {
+	n := len(s.chunks)
+	s.prior = s.content
+	s.chunks = append(s.chunks, nil)
+	if u := obj.Get("usageMetadata"); u != nil {
+		var w wireUsage
+		if err := json.Unmarshal(u, &w); err != nil {
+			return errStream("usageMetadata: %v", err)
+		}
+		// Each chunk's usage is the total so far.
+		s.usage = w.usage()
+	}
+	if id, ok := jsonx.Unquote(obj.Get("responseId")); ok {
+		s.id = id
+	}
+	if obj.Has("promptFeedback") {
+		s.feedback, s.content = true, true
+	}
+	cands, err := array(obj.Get("candidates"))
+	if err != nil {
+		return errStream("candidates is not an array")
+	}
+	for k, raw := range cands {
+		c, err := jsonx.ParseObject(raw)
+		if err != nil {
+			return errStream("a candidate is not an object")
+		}
+		idx := k
+		if v := c.Get("index"); v != nil {
+			i, ok := jsonx.Int(v)
+			if !ok || i < 0 || i >= maxCandidates {
+				return errStream("candidate index out of range")
+			}
+			idx = int(i)
+		}
+		for len(s.cands) <= idx {
+			s.cands = append(s.cands, &candidate{firstCall: -1})
+		}
+		if err := s.candidate(s.cands[idx], idx, n, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// candidate adds one chunk's candidate to what was read of it.
+func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
+	s.chunks[n] = append(s.chunks[n], chunkCand{index: idx, callsBefore: cs.calls})
+	if f, ok := jsonx.Unquote(c.Get("finishReason")); ok {
+		cs.finish = f
+		s.content = true
+	}
+	content := c.Get("content")
+	if jsonx.IsNull(content) {
+		return nil
+	}
+	co, err := jsonx.ParseObject(content)
+	if err != nil {
+		return errStream("content is not an object")
+	}
+	if r := co.Get("role"); r != nil {
+		cs.role = bytes.Clone(r)
+	}
+	parts, err := array(co.Get("parts"))
+	if err != nil {
+		return errStream("parts is not an array")
+	}
+	for _, raw := range parts {
+		p, err := jsonx.ParseObject(raw)
+		if err != nil {
+			return errStream("a part is not an object")
+		}
+		if fc := p.Get("functionCall"); fc != nil {
+			if _, err := callOf(fc, cs.calls); err != nil {
+				return err
+			}
+			if cs.firstCall < 0 {
+				cs.firstCall = n
+			}
+			cs.calls++
+			if s.holdAt < 0 {
+				s.holdAt, s.heldFrom = n, n
+				if !s.prior {
+					s.heldFrom = 0
+				}
+			}
+		}
+		if t, ok := jsonx.Unquote(p.Get("text")); !ok || t != "" || len(p) > 1 {
+			s.content = true
+		}
+		cs.parts = append(cs.parts, bytes.Clone(raw))
+	}
+	return nil
+}
+
+// Complete implements api.EOFEnder: neither framing has a terminal event
+// the body may not go on after, so a stream is complete when its body ends
+// cleanly: a JSON array after its closing bracket, an SSE stream once every
+// candidate has a finish reason (or the prompt was refused with no
+// candidate at all).
+func (s *stream) Complete() bool {
+	if s.arr != nil {
+		return s.arr.Closed()
+	}
+	if len(s.chunks) == 0 {
+		return false
+	}
+	if len(s.cands) == 0 {
+		return s.feedback
+	}
+	for _, c := range s.cands {
+		if c.finish == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Keepalive implements api.Keepaliver: an empty event, which the Go SDK
+// skips (it fails on an SSE comment), in the line breaks of the upstream's
+// own events (the SDK splits at the first blank line of either kind, so a
+// mix would cut an event); between the elements of a JSON array it is
+// whitespace.
+func (s *stream) Keepalive() []byte {
+	if s.blank == nil {
+		return []byte("\n\n")
+	}
+	return s.blank
+}
+
+// appendEvent writes an SSE event in the upstream's line breaks: the Go
+// SDK splits events at the first blank line of either kind in what it has
+// read, so an LF event after CRLF ones (or the reverse) would reach it cut
+// or joined to the one before.
+func (s *stream) appendEvent(dst []byte, event string, data []byte) []byte {
+	blank := s.Keepalive()
+	eol := blank[:len(blank)/2]
+	if event != "" && !strings.ContainsAny(event, "\r\n") {
+		dst = append(append(append(dst, "event: "...), event...), eol...)
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		dst = append(append(append(dst, "data: "...), bytes.TrimSuffix(line, []byte("\r"))...), eol...)
+	}
+	return append(dst, eol...)
+}
+
+// blankEvent is an empty SSE event ending the way raw does.
+func blankEvent(raw []byte) []byte {
+	switch {
+	case bytes.HasSuffix(raw, []byte("\r\n")):
+		return []byte("\r\n\r\n")
+	case bytes.HasSuffix(raw, []byte("\r")):
+		return []byte("\r\r")
+	}
+	return []byte("\n\n")
+}
+
+// Usage implements api.Stream.
+func (s *stream) Usage() recovery.Usage { return s.usage }
+
+// Committed implements api.Stream: nothing is stored at the provider.
+func (s *stream) Committed() bool { return false }
+
+// Turns implements api.Stream: one turn per candidate, its content every
+// part the stream carried, each byte for byte, in order.
+func (s *stream) Turns() []*recovery.Turn {
+	out := make([]*recovery.Turn, 0, len(s.cands))
+	for _, c := range s.cands {
+		role := c.role
+		if role == nil {
+			role = []byte(`"model"`)
+		}
+		content := jsonx.Object{{Key: "parts", Value: jsonx.AppendArray(nil, c.parts)}, {Key: "role", Value: role}}.Bytes()
+		t := &recovery.Turn{ResponseID: s.id, Usage: s.usage, Raw: &turn{content: content, finish: c.finish}}
+		var text []byte
+		// Feed read every part already; an error here cannot happen.
+		_ = callsOf(c.parts, 0, t, &text)
+		t.Text = string(text)
+		t.Truncated = c.finish == "MAX_TOKENS" && len(t.Calls) > 0
+		out = append(out, t)
+	}
+	return out
+}
+
+// ErrorEvent implements api.Stream: a chunk that is Google's error
+// envelope, which both SDKs raise as an API error. In a JSON array it is
+// the last element, and the array is closed after it.
+func (s *stream) ErrorEvent(code, message string, esc *api.Escalated) []byte {
+	var body []byte
+	if esc != nil {
+		body = Adapter{}.ErrorBody(esc)
+	} else {
+		status := 502
+		if code == "upstream_timeout" {
+			status = 504
+		}
+		body = Adapter{}.PlainError(status, code, message)
+	}
+	if s.arr == nil {
+		return s.appendEvent(nil, "", body)
+	}
+	out := []byte("[")
+	if s.opened {
+		out[0] = ','
+	}
+	return append(append(out, body...), ']')
+}

@@ -1,0 +1,380 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/sse"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// fed is a stream after every event of body was fed, as the pipeline
+// feeds it: the events, whether the stream ended, and from which event on
+// it asked to hold.
+type fed struct {
+	st     *stream
+	events []sse.Event
+	done   bool
+	holdAt int
+	err    error
+}
+
+// feedAll reads body as the pipeline does, SSE or (array) the JSON-array
+// framing, through src so tests can split the reads.
+func feedAll(t testing.TB, arrayFraming bool, src io.Reader) fed {
+	t.Helper()
+	var st api.Stream
+	var rd api.EventReader
+	if arrayFraming {
+		var ok bool
+		st, rd, ok = Adapter{}.NewFramedStream(nil, "/v1beta/models/m:streamGenerateContent", http.Header{"Content-Type": {"application/json"}}, src)
+		if !ok {
+			t.Fatal("no framed stream for a JSON answer")
+		}
+	} else {
+		st = Adapter{}.NewStream(nil)
+		rd = sse.NewReader(src, 1<<20)
+	}
+	f := fed{st: st.(*stream), holdAt: -1}
+	// As the pipeline does, opening events are held until the first event
+	// that carries something, and belong to the hold when that is a call.
+	openAt := -1
+	for !f.done && rd.Next() {
+		ev := rd.Event()
+		ev.Raw = bytes.Clone(ev.Raw)
+		ev.Data = bytes.Clone(ev.Data)
+		step, err := st.Feed(&ev)
+		if err != nil {
+			f.err = err
+			return f
+		}
+		switch {
+		case f.holdAt >= 0:
+		case step.Hold:
+			f.holdAt = len(f.events)
+			if openAt >= 0 {
+				f.holdAt = openAt
+			}
+		case step.Opening || ev.Comment:
+			if openAt < 0 {
+				openAt = len(f.events)
+			}
+		default:
+			openAt = -1
+		}
+		f.events = append(f.events, ev)
+		f.done = step.Done
+	}
+	if f.err == nil {
+		f.err = rd.Err()
+	}
+	if e, ok := st.(api.EOFEnder); ok && !f.done && f.err == nil {
+		f.done = e.Complete()
+	}
+	return f
+}
+
+func (f fed) held() []api.HeldEvent {
+	var out []api.HeldEvent
+	for _, ev := range f.events[f.holdAt:] {
+		out = append(out, api.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data})
+	}
+	return out
+}
+
+func joinRaw(evs []sse.Event) []byte {
+	var b []byte
+	for _, ev := range evs {
+		b = append(b, ev.Raw...)
+	}
+	return b
+}
+
+// The samples of both framings are read whole, end complete, and replay
+// byte for byte: the events' bytes are the stream's, and a Render that
+// changes nothing gives the held bytes back.
+func TestStreamSamples(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		array bool
+		calls int
+		text  string
+	}{
+		{"function_call_stream.sse", false, 1, ""},
+		{"function_call_stream_thought_signature.sse", false, 2, "Let me look that up."},
+		{"function_call_stream_array.json", true, 1, "Checking the forecast."},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			body := readSample(t, c.file)
+			f := feedAll(t, c.array, iotest.OneByteReader(bytes.NewReader(body)))
+			if f.err != nil || !f.done {
+				t.Fatalf("err %v done %v", f.err, f.done)
+			}
+			if !bytes.Equal(joinRaw(f.events), body) {
+				t.Fatal("the events do not carry the stream byte for byte")
+			}
+			turns := f.st.Turns()
+			if len(turns) != 1 || len(turns[0].Calls) != c.calls || turns[0].Text != c.text {
+				t.Fatalf("turns %+v", turns[0])
+			}
+			out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Pass, Calls: turns[0].Calls, Changed: make([]bool, c.calls)}}})
+			if err != nil || !bytes.Equal(joinRaw(f.events[f.holdAt:]), out) {
+				t.Fatalf("unchanged render differs (%v):\n%s", err, out)
+			}
+		})
+	}
+}
+
+// A streamed turn replays every part as received, its signature included.
+func TestStreamTurnKeepsSignatures(t *testing.T) {
+	body := readSample(t, "function_call_stream_thought_signature.sse")
+	f := feedAll(t, false, bytes.NewReader(body))
+	raw := f.st.Turns()[0].Raw.(*turn).content
+	want := `{"parts":[{"text": "Let me look that up."},{"functionCall": {"name": "get_current_weather","args": {"location": "Boston, MA"}},"thoughtSignature": "CiIBVKhc7oWjjYD5W6Ya0T3sU+Mq7Oij5s6bD5z1d0vP1c1xEhsKGQFUqFzuCB3ZvmdA9xR0z6Xq5q0uY1g3Fd0="},{"functionCall": {"name": "get_stock_price","args": {"ticker": "AAPL","exchange": "NASDAQ"}}}],"role":"model"}`
+	if string(raw) != want {
+		t.Errorf("replayed content\n%s\nwant\n%s", raw, want)
+	}
+	if f.st.Usage() != (recovery.Usage{Input: 120, Output: 47 + 44}) {
+		t.Errorf("usage %+v", f.st.Usage())
+	}
+}
+
+// The text before a call in the same chunk is sent once whatever happens
+// to the call: an escalated answer keeps it and adds the replacement.
+func TestStreamTextAndCallInOneChunk(t *testing.T) {
+	body := readSample(t, "function_call_stream_array.json")
+	f := feedAll(t, true, bytes.NewReader(body))
+	if f.holdAt != 1 {
+		t.Fatalf("held from event %d; the first chunk is text only and flows", f.holdAt)
+	}
+	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_9"}, Body: []byte(`{"id":"esc_9"}`), Text: "A person decides. [toolgate:esc_9]"}
+	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := append(joinRaw(f.events[:1]), out...)
+	var chunks []struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text         string          `json:"text"`
+					FunctionCall json.RawMessage `json:"functionCall"`
+				} `json:"parts"`
+			} `json:"content"`
+			FinishReason string `json:"finishReason"`
+		} `json:"candidates"`
+		Escalation struct {
+			ID string `json:"id"`
+		} `json:"toolgate_escalation"`
+	}
+	if err := json.Unmarshal(whole, &chunks); err != nil {
+		t.Fatalf("not one JSON array: %v\n%s", err, whole)
+	}
+	last := chunks[len(chunks)-1]
+	parts := last.Candidates[0].Content.Parts
+	if len(chunks) != 2 || len(parts) != 2 || parts[0].Text != " the forecast." || parts[1].Text != esc.Text ||
+		parts[1].FunctionCall != nil || last.Candidates[0].FinishReason != "STOP" || last.Escalation.ID != "esc_9" {
+		t.Errorf("rendered %s", whole)
+	}
+}
+
+// A repaired call is rewritten in its chunk; its signature stays.
+func TestStreamRenderRepairedCall(t *testing.T) {
+	body := readSample(t, "function_call_stream_thought_signature.sse")
+	f := feedAll(t, false, bytes.NewReader(body))
+	calls := f.st.Turns()[0].Calls
+	fixed := validate.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA","unit":"celsius"}`)}
+	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Reprompted, Calls: []validate.ToolCall{fixed, calls[1]}, Changed: []bool{true, false}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2 := feedAll(t, false, bytes.NewReader(append(joinRaw(f.events[:f.holdAt]), out...)))
+	got := f2.st.Turns()[0]
+	if !f2.done || len(got.Calls) != 2 || string(got.Calls[0].Args) != string(fixed.Args) ||
+		!bytes.Contains(out, []byte(`"thoughtSignature":"CiIBVKhc7oW`)) {
+		t.Errorf("rendered %s", out)
+	}
+}
+
+func TestStreamErrorEvent(t *testing.T) {
+	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1"}, Body: []byte(`{"id":"esc_1"}`), Text: "t"}
+	s := Adapter{}.NewStream(nil)
+	ev := s.ErrorEvent("unknown_tool", "t", esc)
+	if !bytes.HasPrefix(ev, []byte(`data: {"error":{"code":422,`)) || !bytes.HasSuffix(ev, []byte("\n\n")) {
+		t.Errorf("SSE error %q", ev)
+	}
+	// In the array framing the error closes the array, opening it first
+	// when nothing went out.
+	body := readSample(t, "function_call_stream_array.json")
+	f := feedAll(t, true, bytes.NewReader(body))
+	tail := f.st.ErrorEvent("upstream_timeout", "slow", nil)
+	var arr []map[string]any
+	if err := json.Unmarshal(append(joinRaw(f.events[:1]), tail...), &arr); err != nil || len(arr) != 2 {
+		t.Errorf("after a sent element: %v %s", err, tail)
+	}
+	if arr[1]["error"].(map[string]any)["code"] != 504.0 {
+		t.Errorf("%v", arr[1])
+	}
+	held := feedAll(t, true, strings.NewReader(`[{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f"}}]}}]}`))
+	if got := string(held.st.ErrorEvent("x", "y", nil)); !strings.HasPrefix(got, `[{"error":`) || !strings.HasSuffix(got, "]") {
+		t.Errorf("with the opening bracket held: %s", got)
+	}
+}
+
+func TestStreamIncompleteAndBad(t *testing.T) {
+	// An SSE stream cut before any finishReason is not complete.
+	f := feedAll(t, false, strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}]}\n\n"))
+	if f.done || f.err != nil {
+		t.Errorf("done %v err %v", f.done, f.err)
+	}
+	// An array without its closing bracket fails.
+	f = feedAll(t, true, strings.NewReader(`[{"candidates":[]}`))
+	if f.err == nil {
+		t.Error("an unclosed array was read as complete")
+	}
+	for _, chunk := range []string{
+		`{"error":{"code":500}}`, `[1]`, `{"candidates":[{"index":9}]}`, `{"candidates":[{"content":{"parts":[{"functionCall":{}}]}}]}`,
+		`{"candidates":[{"content":{"Parts":[]}}]}`, `{"usageMetadata":[]}`,
+	} {
+		f := feedAll(t, false, strings.NewReader("data: "+chunk+"\n\n"))
+		if f.err == nil {
+			t.Errorf("%s was read", chunk)
+		}
+	}
+	// A malformed call ends the stream without a call; the turn carries the
+	// note.
+	f = feedAll(t, false, strings.NewReader(`data: {"candidates":[{"content":{"parts":[]},"finishReason":"MALFORMED_FUNCTION_CALL"}]}`+"\n\n"))
+	if !f.done || f.err != nil || strings.Join(Adapter{}.Notes(f.st.Turns()[0]), ",") != "gemini_malformed_function_call" {
+		t.Errorf("malformed call: done %v err %v", f.done, f.err)
+	}
+	// A refused prompt has no candidate and is complete with its feedback.
+	f = feedAll(t, false, strings.NewReader(`data: {"promptFeedback":{"blockReason":"SAFETY"}}`+"\n\n"))
+	if !f.done || f.err != nil {
+		t.Errorf("blocked prompt: done %v err %v", f.done, f.err)
+	}
+}
+
+func TestArrayReaderShapes(t *testing.T) {
+	for in, n := range map[string]int{
+		`[]`:                       1,
+		" \n[ ]\n":                 2,
+		`[{"a":"]}\"["},{}]`:       3,
+		"[{}\n,\r\n{\"b\":[1]}\n]": 3,
+	} {
+		rd := NewArrayReader(iotest.HalfReader(strings.NewReader(in)), 1<<10)
+		var got []byte
+		k := 0
+		for rd.Next() {
+			got = append(got, rd.Event().Raw...)
+			k++
+		}
+		if rd.Err() != nil || k != n || !rd.Closed() || !strings.HasPrefix(in, string(got)) || strings.TrimSpace(in[len(got):]) != "" {
+			t.Errorf("%q: %d events %q, err %v", in, k, got, rd.Err())
+		}
+	}
+	for _, in := range []string{``, `{}`, `[1]`, `[{},]`, `[{}{}]`, `[{"a":}]`, `[{}`, `x[]`} {
+		rd := NewArrayReader(strings.NewReader(in), 1<<10)
+		for rd.Next() {
+		}
+		if rd.Err() == nil {
+			t.Errorf("%q was read", in)
+		}
+	}
+	rd := NewArrayReader(strings.NewReader(`[{"a":"`+strings.Repeat("x", 100)+`"}]`), 32)
+	for rd.Next() {
+	}
+	if rd.Err() != ErrElementTooLarge {
+		t.Errorf("over the limit: %v", rd.Err())
+	}
+}
+
+// The keepalive is an empty event in the upstream's own line breaks: the
+// Go SDK splits at the first blank line of either kind, so a mix would
+// cut an event in two.
+func TestStreamKeepaliveMatchesLineBreaks(t *testing.T) {
+	for body, want := range map[string]string{
+		"data: {}\r\n\r\n": "\r\n\r\n",
+		"data: {}\n\n":     "\n\n",
+		"data: {}\r\r":     "\r\r",
+	} {
+		f := feedAll(t, false, strings.NewReader(body))
+		if got := string(f.st.Keepalive()); got != want {
+			t.Errorf("%q: keepalive %q, want %q", body, got, want)
+		}
+	}
+	f := feedAll(t, true, strings.NewReader("[{}\r\n]"))
+	if got := string(f.st.Keepalive()); got != "\n\n" {
+		t.Errorf("array keepalive %q", got)
+	}
+}
+
+// Events toolgate writes into an SSE stream use the upstream's line
+// breaks, so the Go SDK's splitter never meets a mix.
+func TestStreamWrittenEventsMatchLineBreaks(t *testing.T) {
+	body := readSample(t, "function_call_stream_thought_signature.sse")
+	f := feedAll(t, false, bytes.NewReader(body))
+	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1"}, Body: []byte(`{"id":"esc_1"}`), Text: "t"}
+	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{out, f.st.ErrorEvent("x", "y", nil)} {
+		if !bytes.HasSuffix(b, []byte("\r\n\r\n")) || bytes.Contains(bytes.ReplaceAll(b, []byte("\r\n"), nil), []byte("\n")) {
+			t.Errorf("not CRLF throughout: %q", b)
+		}
+	}
+	lf := feedAll(t, false, strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\"}}]},\"finishReason\":\"STOP\"}]}\n\n"))
+	if got := string(lf.st.ErrorEvent("x", "y", nil)); !strings.HasSuffix(got, "}\n\n") || strings.Contains(got, "\r") {
+		t.Errorf("LF stream error event %q", got)
+	}
+	// Multi-line data is written as one data line per line.
+	if got := string(lf.st.appendEvent(nil, "", []byte("{\n}"))); got != "data: {\ndata: }\n\n" {
+		t.Errorf("%q", got)
+	}
+}
+
+// A chunk with nothing for the client yet opens the answer; when a call
+// follows, the pipeline holds it too, and rendering and errors start the
+// array themselves.
+func TestStreamOpeningChunks(t *testing.T) {
+	open := `{"candidates":[{"content":{"parts":[{"text":""}],"role":"model"}}],"usageMetadata":{"promptTokenCount":5}}`
+	call := `{"candidates":[{"content":{"parts":[{"text":"Sure."},{"functionCall":{"name":"f","args":{}}}],"role":"model"},"finishReason":"STOP"}]}`
+	st := Adapter{}.NewStream(nil)
+	for i, c := range []struct {
+		data          string
+		hold, opening bool
+	}{{open, false, true}, {call, true, false}} {
+		step, err := st.Feed(&sse.Event{Raw: []byte("data: " + c.data + "\n\n"), Data: []byte(c.data)})
+		if err != nil || step.Hold != c.hold || step.Opening != c.opening {
+			t.Fatalf("chunk %d: %+v %v", i, step, err)
+		}
+	}
+	f := feedAll(t, true, strings.NewReader("["+open+",\n"+call+"]"))
+	if f.holdAt != 0 {
+		t.Fatalf("held from %d, want the opening chunk", f.holdAt)
+	}
+	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_o"}, Body: []byte(`{"id":"esc_o"}`), Text: "A person decides."}
+	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(out, &elems); err != nil || !bytes.Contains(out, []byte(`"Sure."`)) || !bytes.Contains(out, []byte(esc.Text)) || bytes.Contains(out, []byte("functionCall")) {
+		t.Errorf("rendered %s (%v)", out, err)
+	}
+	if got := string(f.st.ErrorEvent("x", "y", nil)); !strings.HasPrefix(got, "[") {
+		t.Errorf("error with the bracket held: %s", got)
+	}
+	// Released by text, the opening chunk carried the bracket out.
+	f = feedAll(t, true, strings.NewReader("["+open+",\n"+`{"candidates":[{"content":{"parts":[{"text":"Hi"}]}}]}`+"]"))
+	if got := string(f.st.ErrorEvent("x", "y", nil)); !strings.HasPrefix(got, ",") {
+		t.Errorf("error after the bracket went out: %s", got)
+	}
+}
