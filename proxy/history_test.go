@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/gemini"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/responses"
 	"github.com/toolgate/toolgate/validate"
@@ -175,4 +176,41 @@ func FuzzHistory(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Gemini pairs a functionResponse with the calls of the model turn before
+// it by id when the model sent one, else by name in order; calls without
+// an id are keyed by turn, name and place. Out-of-order answers pair
+// right, an "error" object is an error result, and a response to a name
+// the turn never called, or before any model turn, pairs with nothing.
+func TestHistoryFromGemini(t *testing.T) {
+	body := `{"contents":[
+		{"role":"user","parts":[{"functionResponse":{"name":"get_order","response":{"output":"early"}}},{"text":"look up ord_1"}]},
+		{"role":"model","parts":[{"text":"looking","thought":true,"thoughtSignature":"c2ln"},
+			{"functionCall":{"name":"get_order","args":{"order_id":"ord_1"}}},
+			{"functionCall":{"name":"list_refunds"}}]},
+		{"role":"user","parts":[
+			{"functionResponse":{"name":"list_refunds","response":{"output":[]}}},
+			{"functionResponse":{"name":"get_order","response":{"output":{"order_id":"ord_1","total_cents":4000}}}},
+			{"functionResponse":{"name":"cancel_order","response":{"output":"ghost"}}}]},
+		{"role":"model","parts":[
+			{"functionCall":{"id":"c1","name":"get_order","args":{"order_id":"ord_1"}}},
+			{"functionCall":{"id":"c2","name":"get_order","args":{"order_id":"ord_2"}}}]},
+		{"role":"user","parts":[
+			{"functionResponse":{"id":"c2","name":"get_order","response":{"error":"order not found"}}},
+			{"functionResponse":{"id":"c1","name":"get_order","response":{"output":{"order_id":"ord_1"}}}}]},
+		{"role":"user","parts":[{"text":"refund ord_1"}]}]}`
+	req, err := gemini.Adapter{}.ParseRequestAt("/v1beta/models/m:generateContent", []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"id":"get_order#1.1","tool":"get_order","args":{"order_id":"ord_1"},"result":{"output":{"order_id":"ord_1","total_cents":4000}},"is_error":false}`,
+		`{"id":"list_refunds#1.1","tool":"list_refunds","args":{},"result":{"output":[]},"is_error":false}`,
+		`{"id":"c1","tool":"get_order","args":{"order_id":"ord_1"},"result":{"output":{"order_id":"ord_1"}},"is_error":false}`,
+		`{"id":"c2","tool":"get_order","args":{"order_id":"ord_2"},"result":{"error":"order not found"},"is_error":true}`,
+	}
+	if got := entryJSON(t, req.History.Entries()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("history\n got %s\nwant %s", strings.Join(got, "\n    "), strings.Join(want, "\n    "))
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/catalog"
@@ -148,9 +149,16 @@ type wireContent struct {
 // wirePart is one part of a request turn, read only for the text that can
 // vouch for provenance.
 type wirePart struct {
-	Text             *string `json:"text"`
-	Thought          bool    `json:"thought"`
+	Text         *string `json:"text"`
+	Thought      bool    `json:"thought"`
+	FunctionCall *struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"functionCall"`
 	FunctionResponse *struct {
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
 		Response json.RawMessage `json:"response"`
 	} `json:"functionResponse"`
 }
@@ -184,6 +192,7 @@ func (Adapter) ParseRequestAt(path string, body []byte) (*api.Request, error) {
 	}
 	req.Offered = offeredTools(w.Tools)
 	req.Choice = toolChoice(w.ToolConfig)
+	req.History = history(w.Contents)
 	var evidence []string
 	for _, c := range w.Contents {
 		if c.Role == "model" {
@@ -199,6 +208,57 @@ func (Adapter) ParseRequestAt(path string, body []byte) (*api.Request, error) {
 	}
 	req.Evidence = validate.NewCorpus(evidence)
 	return req, nil
+}
+
+// history records the conversation's function calls and their responses.
+// A call carries an id only when the model sent one; Gemini itself pairs a
+// functionResponse with the calls of the model turn before it by name, in
+// order. So a call without an id is keyed by its model turn, its name and
+// its place among that turn's calls of that name ("get_order#3.1": turn 3,
+// the first get_order), and each response without an id takes the same
+// key from the last model turn. A response whose object holds "error" and
+// no "output" is an error result, as the API documents those keys.
+func history(contents []wireContent) *validate.History {
+	h := &validate.History{}
+	turn := -1
+	for i, c := range contents {
+		seen := map[string]int{}
+		if c.Role == "model" {
+			turn = i
+		}
+		for _, p := range c.Parts {
+			switch {
+			case c.Role == "model" && p.FunctionCall != nil:
+				f := p.FunctionCall
+				seen[f.Name]++
+				args := f.Args
+				if len(args) == 0 || jsonx.IsNull(args) {
+					args = json.RawMessage("{}")
+				}
+				h.AddCall(callKey(f.ID, f.Name, turn, seen[f.Name]), f.Name, args)
+			case c.Role != "model" && p.FunctionResponse != nil && turn >= 0:
+				f := p.FunctionResponse
+				seen[f.Name]++
+				h.AddResult(callKey(f.ID, f.Name, turn, seen[f.Name]), string(f.Response), isErrorResponse(f.Response))
+			}
+		}
+	}
+	return h
+}
+
+func callKey(id, name string, turn, n int) string {
+	if id != "" {
+		return id
+	}
+	return name + "#" + strconv.Itoa(turn) + "." + strconv.Itoa(n)
+}
+
+func isErrorResponse(resp json.RawMessage) bool {
+	var keys struct {
+		Output json.RawMessage `json:"output"`
+		Error  json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(resp, &keys) == nil && keys.Error != nil && keys.Output == nil
 }
 
 // route reads the model and the verb from a request path.
