@@ -122,9 +122,13 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 	x.log().Warn("mcp stream ended early", zap.Error(err), zap.Int("unanswered", len(open)))
 	// A cut-off event is never relayed: half a message would break the
 	// client's reader, and the error below says what happened.
+	msg := "the MCP server's stream ended before it answered"
+	if errors.Is(err, sse.ErrEventTooLarge) {
+		msg = errTooLarge.Error()
+	}
 	for _, m := range fwd {
 		if open[m.idKey()] {
-			_, _ = x.w.Write(sseMessage(nil, errorResponse(m.id, codeUnavailable, "the MCP server's stream ended before it answered", nil)))
+			_, _ = x.w.Write(sseMessage(nil, errorResponse(m.id, codeUnavailable, msg, nil)))
 		}
 	}
 	_ = rc.Flush()

@@ -18,10 +18,14 @@ import (
 type fakeServer struct {
 	srv *httptest.Server
 	// proto is the revision the server's initialize answer names.
-	proto   string
-	mu      sync.Mutex
-	bodies  []string
-	headers []http.Header
+	proto string
+	// callResult, when set, is the result of every tools/call, written as
+	// one SSE event when callSSE is set.
+	callResult string
+	callSSE    bool
+	mu         sync.Mutex
+	bodies     []string
+	headers    []http.Header
 }
 
 const fakeTools = `{"tools":[{"name":"issue_refund","inputSchema":{"type":"object","properties":{"amount_cents":{"type":"integer"}},"required":["amount_cents"]}},{"name":"lookup_order","inputSchema":{"type":"object"}}]}`
@@ -44,6 +48,7 @@ func newFake(t *testing.T) *fakeServer {
 			many = []map[string]json.RawMessage{one}
 		}
 		var out []string
+		sseAnswer := false
 		for _, m := range many {
 			if m["id"] == nil {
 				continue
@@ -54,6 +59,10 @@ func newFake(t *testing.T) *fakeServer {
 			switch method {
 			case "tools/list":
 				result = fakeTools
+			case "tools/call":
+				if f.callResult != "" {
+					result, sseAnswer = f.callResult, f.callSSE
+				}
 			case "initialize":
 				result = `{"protocolVersion":"` + f.proto + `","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
 			}
@@ -61,6 +70,11 @@ func newFake(t *testing.T) *fakeServer {
 		}
 		if len(out) == 0 {
 			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if sseAnswer && one != nil {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message\ndata: "+out[0]+"\n\n")
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
