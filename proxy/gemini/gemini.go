@@ -146,8 +146,8 @@ type wireContent struct {
 	Parts []wirePart `json:"parts"`
 }
 
-// wirePart is one part of a request turn, read only for the text that can
-// vouch for provenance.
+// wirePart is one part of a request turn, read for the text that can vouch
+// for provenance and for the calls and responses of the history.
 type wirePart struct {
 	Text         *string `json:"text"`
 	Thought      bool    `json:"thought"`
