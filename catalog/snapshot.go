@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate/neutral"
 )
 
 // Tool is one real tool in compiled, ready-to-check form. Tools are shared
@@ -142,29 +144,22 @@ func (st *Store) Load() *Snapshot { return st.cur.Load() }
 func (st *Store) Swap(s *Snapshot) { st.cur.Store(s) }
 
 // Offered is a function tool as a request declares it.
-type Offered struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage
-}
+type Offered = neutral.Offered
 
 // ChoiceKind is the request's tool_choice, reduced to what narrows tools.
-type ChoiceKind uint8
+type ChoiceKind = neutral.ChoiceKind
 
 // Tool choices.
 const (
-	ChoiceAuto     ChoiceKind = iota // "auto", absent, or "required"/"any"
-	ChoiceRequired                   // a call is required, any tool
-	ChoiceNone                       // no tool may be called
-	ChoiceNamed                      // exactly Names[0]
-	ChoiceAllowed                    // one of Names
+	ChoiceAuto     = neutral.ChoiceAuto
+	ChoiceRequired = neutral.ChoiceRequired
+	ChoiceNone     = neutral.ChoiceNone
+	ChoiceNamed    = neutral.ChoiceNamed
+	ChoiceAllowed  = neutral.ChoiceAllowed
 )
 
 // ToolChoice narrows the effective catalog.
-type ToolChoice struct {
-	Kind  ChoiceKind
-	Names []string
-}
+type ToolChoice = neutral.ToolChoice
 
 // Status says how a called name relates to the effective catalog.
 type Status uint8

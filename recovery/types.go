@@ -12,62 +12,35 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/validate"
 )
 
 // Turn is one assistant answer (one choice) in neutral form.
-type Turn struct {
-	Calls []validate.ToolCall
-	// Text is the answer's visible text, read when a decision is expected.
-	Text string
-	// Truncated is set when the token limit cut the answer off.
-	Truncated bool
-	// Usage of the upstream call that produced this turn.
-	Usage Usage
-	// ResponseID is the provider's id of the answer, where it has one.
-	ResponseID string
-	// Raw is the adapter's own form of the turn, replayed byte for byte in
-	// re-queries. The ladder never looks inside it.
-	Raw any
-}
+type Turn = neutral.Turn
 
 // Usage counts the tokens of one upstream call.
-type Usage struct {
-	Input  int64 `json:"input"`
-	Output int64 `json:"output"`
-}
+type Usage = neutral.Usage
 
 // Reply answers one call of a replayed turn.
-type Reply struct {
-	CallID  string
-	Content string
-	IsError bool
-}
+type Reply = neutral.Reply
 
 // Exchange is a replayed assistant turn followed by a reply to each of its
 // calls, in the turn's order.
-type Exchange struct {
-	Turn    *Turn
-	Replies []Reply
-}
+type Exchange = neutral.Exchange
 
 // Kind says why the upstream is asked again; it labels metrics.
-type Kind string
+type Kind = neutral.QueryKind
 
 // Query kinds.
 const (
-	KindOriginal Kind = "original"
-	KindRecovery Kind = "recovery"
-	KindReprompt Kind = "reprompt"
+	KindOriginal = neutral.KindOriginal
+	KindRecovery = neutral.KindRecovery
+	KindReprompt = neutral.KindReprompt
 )
 
 // Query is one re-query: the original request with History appended.
-type Query struct {
-	Kind    Kind
-	History []Exchange
-	// Decision asks for a text answer: tool_choice none, no response_format.
-	Decision bool
-}
+type Query = neutral.Query
 
 // Asker sends a re-query in its API's wire shape and decodes the answer.
 // Implementations return *UpstreamError for a non-success status.

@@ -18,32 +18,22 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 )
 
 // Kind is the type of a tool call as the API spells it.
-type Kind uint8
+type Kind = neutral.Kind
 
 // Call kinds. Only function calls are judged in full (SPEC §3).
 const (
-	// Function calls name a function tool and carry JSON arguments.
-	Function Kind = iota
-	// Custom calls (OpenAI custom tools) carry free text; only the name is judged.
-	Custom
-	// Other calls (server tools, built-ins, MCP) pass untouched.
-	Other
+	Function = neutral.Function
+	Custom   = neutral.Custom
+	Other    = neutral.Other
 )
 
-// ToolCall is one call in neutral form.
-type ToolCall struct {
-	ID   string
-	Name string
-	// Args is the argument JSON text exactly as the model produced it.
-	Args []byte
-	Kind Kind
-	// BadShape is set by an adapter when the call's arguments are not in the
-	// wire shape the API defines (e.g. not a string where one is required).
-	BadShape bool
-}
+// ToolCall is one call in neutral form; the checks take calls as the
+// codecs decoded them.
+type ToolCall = neutral.ToolCall
 
 // Evidence answers provenance questions about the request's own history.
 type Evidence interface {

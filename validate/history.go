@@ -9,33 +9,32 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 )
 
 // History is the earlier tool calls of the conversation one request
-// carries, each paired with its result by call id. Adapters record the wire
-// pieces in conversation order with AddCall and AddResult; the pairing and
+// carries, each paired with its result by call id. Codecs record the wire
+// pieces in conversation order (neutral.History); the pairing and
 // parsing happen once, on first use, since most requests have no rule or
 // validator that reads the history.
 //
-// Every API's adapter fills it the same way, so rules and validators see
+// Every API's codec fills it the same way, so rules and validators see
 // one shape whatever the wire format was.
 type History struct {
-	calls   []pastCall
-	results map[string]pastResult
+	// History is the record as the codec made it.
+	neutral.History
 
 	once    sync.Once
 	entries []HistoryEntry
 	cel     any
 }
 
-type pastCall struct {
-	id, tool string
-	args     []byte
-}
-
-type pastResult struct {
-	text    string
-	isError bool
+// HistoryOf views a codec's record for the checks; nil stays nil.
+func HistoryOf(rec *neutral.History) *History {
+	if rec == nil {
+		return nil
+	}
+	return &History{History: *rec}
 }
 
 // HistoryEntry is one earlier call as rules (`history`) and validators
@@ -49,25 +48,6 @@ type HistoryEntry struct {
 	// text; nil when the conversation holds no answer to the call.
 	Result  any  `json:"result"`
 	IsError bool `json:"is_error"`
-}
-
-// AddCall records an earlier call of the conversation. args is the
-// argument JSON text as the call carried it.
-func (h *History) AddCall(id, tool string, args []byte) {
-	h.calls = append(h.calls, pastCall{id: id, tool: tool, args: args})
-}
-
-// AddResult records the answer to the call with id. The first answer to an
-// id counts: a later one cannot rewrite what the model was shown first. An
-// answer to an id no call carries pairs with nothing and is left out, as
-// it says nothing about which tool returned it.
-func (h *History) AddResult(id, text string, isError bool) {
-	if h.results == nil {
-		h.results = map[string]pastResult{}
-	}
-	if _, dup := h.results[id]; !dup {
-		h.results[id] = pastResult{text: text, isError: isError}
-	}
 }
 
 // Entries returns the earlier calls, oldest first. The slice is shared and
@@ -90,12 +70,12 @@ func (h *History) celEntries() any {
 }
 
 func (h *History) build() {
-	h.entries = make([]HistoryEntry, 0, len(h.calls))
-	vals := make([]any, 0, len(h.calls))
-	for _, c := range h.calls {
-		e := HistoryEntry{ID: c.id, Tool: c.tool, Args: parseLoose(c.args)}
-		if r, ok := h.results[c.id]; ok && c.id != "" {
-			e.Result, e.IsError = parseLoose([]byte(r.text)), r.isError
+	h.entries = make([]HistoryEntry, 0, len(h.Calls))
+	vals := make([]any, 0, len(h.Calls))
+	for _, c := range h.Calls {
+		e := HistoryEntry{ID: c.ID, Tool: c.Tool, Args: parseLoose(c.Args)}
+		if r, ok := h.Result(c.ID); ok && c.ID != "" {
+			e.Result, e.IsError = parseLoose([]byte(r.Text)), r.IsError
 		}
 		h.entries = append(h.entries, e)
 		vals = append(vals, map[string]any{
@@ -103,7 +83,7 @@ func (h *History) build() {
 		})
 	}
 	h.cel = catalog.CELList(vals)
-	h.calls, h.results = nil, nil
+	h.History = neutral.History{}
 }
 
 // parseLoose reads text as JSON when it is JSON (numbers kept exact) and

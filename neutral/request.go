@@ -1,0 +1,34 @@
+package neutral
+
+// Request is what the pipeline needs to know about a client request.
+type Request struct {
+	// Body is the request exactly as the client sent it, or as toolgate
+	// sent it upstream once it offered an extra tool.
+	Body    []byte
+	Model   string
+	Stream  bool
+	Offered []Offered
+	Choice  ToolChoice
+	// StructuredOutput is set when the request asks for response_format /
+	// text.format: escalations then always use error mode.
+	StructuredOutput bool
+	// HistoryUpstream is set when earlier turns live at the provider.
+	HistoryUpstream bool
+	// Stateful is set when a re-query cannot extend the conversation.
+	Stateful bool
+	// Vouching are the texts that may vouch for identifiers: what the user
+	// wrote and what tools returned, never what the assistant said.
+	Vouching []string
+	// History is the conversation's earlier tool calls and their results.
+	History *History
+	// UserText is the last user message, for shortlist ranking.
+	UserText string
+}
+
+// Answer is a decoded non-streaming answer.
+type Answer struct {
+	Body []byte
+	// Choices are the answer's assistant turns (one unless n > 1).
+	Choices []*Turn
+	Usage   Usage
+}

@@ -1,0 +1,55 @@
+package neutral
+
+// Turn is one assistant answer (one choice) in neutral form.
+type Turn struct {
+	Calls []ToolCall
+	// Text is the answer's visible text, read when a decision is expected.
+	Text string
+	// Truncated is set when the token limit cut the answer off.
+	Truncated bool
+	// Usage of the upstream call that produced this turn.
+	Usage Usage
+	// ResponseID is the provider's id of the answer, where it has one.
+	ResponseID string
+	// Raw is the codec's own form of the turn, replayed byte for byte in
+	// re-queries. Nothing but the codec that made it looks inside.
+	Raw any
+}
+
+// Usage counts the tokens of one upstream call.
+type Usage struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+}
+
+// Reply answers one call of a replayed turn.
+type Reply struct {
+	CallID  string
+	Content string
+	IsError bool
+}
+
+// Exchange is a replayed assistant turn followed by a reply to each of its
+// calls, in the turn's order.
+type Exchange struct {
+	Turn    *Turn
+	Replies []Reply
+}
+
+// QueryKind says why the upstream is asked; it labels metrics.
+type QueryKind string
+
+// Query kinds.
+const (
+	KindOriginal QueryKind = "original"
+	KindRecovery QueryKind = "recovery"
+	KindReprompt QueryKind = "reprompt"
+)
+
+// Query is one re-query: the original request with History appended.
+type Query struct {
+	Kind    QueryKind
+	History []Exchange
+	// Decision asks for a text answer: tool_choice none, no response_format.
+	Decision bool
+}
