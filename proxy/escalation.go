@@ -1,14 +1,12 @@
 package proxy
 
 import (
-	"net/http"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
@@ -34,13 +32,13 @@ func (s *Server) mcpEscalation(e *mcp.Escalation) {
 
 // escalated completes the ladder's escalation with request facts, counts
 // it and hands it to the sinks.
-func (x *exchange) escalated(choice int, r *recovery.Result) *api.Escalated {
+func (x *exchange) escalated(r *recovery.Result) *neutral.Escalated {
 	e := r.Escalation
 	e.CatalogVersion = x.rt.snap.Version
 	e.RequestID = x.rid
 	e.UpstreamRequestIDs = append([]string{}, x.upIDs...)
 	if e.CallIndex >= 0 && e.CallIndex < len(r.Calls) {
-		e.Call = x.ad.CallJSON(r.Calls[e.CallIndex])
+		e.Call = x.cd.CallJSON(r.Calls[e.CallIndex])
 	}
 	if e.Attempts == nil {
 		e.Attempts = []recovery.Attempt{}
@@ -56,7 +54,7 @@ func (x *exchange) escalated(choice int, r *recovery.Result) *api.Escalated {
 	if x.req != nil {
 		model = x.req.Model
 	}
-	x.s.sink.Record(&EscalationRecord{Time: e.Time, API: x.ad.Name(), Model: model, Escalation: e})
+	x.s.sink.Record(&EscalationRecord{Time: e.Time, API: x.api.Name(), Model: model, Escalation: e})
 	x.s.log.Info("escalation",
 		zap.String("request_id", x.rid),
 		zap.String("escalation_id", e.ID),
@@ -64,7 +62,7 @@ func (x *exchange) escalated(choice int, r *recovery.Result) *api.Escalated {
 		zap.Strings("codes", e.Codes),
 		zap.String("catalog_version", e.CatalogVersion),
 	)
-	return &api.Escalated{Choice: choice, Escalation: e, Body: body, Text: userText(e)}
+	return &neutral.Escalated{ID: e.ID, Code: e.Code(), Text: userText(e), Body: body}
 }
 
 // userText is the sentence a person reads in message mode, and the error
@@ -77,27 +75,13 @@ func userText(e *recovery.Escalation) string {
 	return "This step needs a person: " + reason + ". [toolgate:" + e.ID + "]"
 }
 
-// writeEscalation answers in error mode (SPEC §5).
-func (x *exchange) writeEscalation(e *api.Escalated, outcome recovery.Outcome) {
-	body := x.ad.ErrorBody(e)
-	h := x.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Should-Retry", "false")
-	h.Set("X-Toolgate-Escalation-Id", e.Escalation.ID)
-	x.toolgateHeaders(h, outcome)
-	x.w.WriteHeader(http.StatusUnprocessableEntity)
-	_, _ = x.w.Write(body)
-	x.logDone(http.StatusUnprocessableEntity, string(outcome))
-}
-
 // account counts the answer's calls and the ladder's steps. Only the
 // original answer's calls are counted, so the hallucination rate is per
 // model answer, not inflated by repairs.
 func (x *exchange) account(results []*recovery.Result) {
 	m := x.s.metrics
 	version := x.rt.snap.Version
-	api := x.ad.Name()
+	api := x.api.Name()
 	for _, r := range results {
 		for i, v := range r.Verdicts {
 			orig := r.Original[i]
@@ -127,7 +111,7 @@ func (x *exchange) account(results []*recovery.Result) {
 				}
 			}
 			for _, f := range v.Findings {
-				x.findings = append(x.findings, string(f.Code))
+				x.out.findings = append(x.out.findings, string(f.Code))
 				if f.Code == validate.ProvenanceUnverifiable && result == "valid" {
 					result = string(validate.ProvenanceUnverifiable)
 				}

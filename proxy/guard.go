@@ -11,8 +11,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/openaiwire"
 )
 
 // rawPath is the request's path as the client sent it, still escaped.
@@ -150,7 +151,7 @@ var refusalText = map[refusal]string{
 // refuse answers a refused request and counts it. Nothing is forwarded.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, d routeDecision) {
 	s.countRefusal(r, d, "refused")
-	env := envelope(openAIPlainError)
+	env := envelope(openaiwire.Error)
 	h := w.Header()
 	if d.route != nil {
 		env = d.route.envelope
@@ -169,7 +170,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, d routeDecision)
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Should-Retry", "false")
 	w.WriteHeader(d.status)
-	_, _ = w.Write(env(d.status, string(d.reason), msg))
+	_, _ = w.Write(env(neutral.Failure{Status: d.status, Code: neutral.FailureCode(d.reason), Message: msg, Refusal: true}))
 }
 
 // countRefusal counts and logs a refusal, made or (shadow mode) not.
@@ -189,16 +190,8 @@ func (s *Server) countRefusal(r *http.Request, d routeDecision, outcome string) 
 		zap.Int("status", d.status))
 }
 
-// envelopeOf is the adapter's own error envelope, OpenAI's by default.
-func envelopeOf(ad api.Adapter) envelope {
-	if p, ok := ad.(api.PlainErrorer); ok {
-		return p.PlainError
-	}
-	return openAIPlainError
-}
-
-// openAIPlainError is an OpenAI invalid_request_error with code.
-func openAIPlainError(_ int, code, msg string) []byte {
-	b, _ := jsonx.Marshal(errorBody{Error: errorDetail{Type: "invalid_request_error", Code: code, Message: msg}})
-	return b
+// envelopeOf is the API's own error envelope. A codec writes errors
+// without any request state, so a fresh one serves.
+func envelopeOf(a api.API) envelope {
+	return a.NewCodec().EncodeError
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/judge"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
@@ -28,7 +28,9 @@ type exchange struct {
 	s  *Server
 	rt *runtime
 	up *upstream
-	ad api.Adapter
+	// api names the wire format; cd translates this request's exchange.
+	api api.API
+	cd  api.Codec
 	// series are the route's pre-resolved metric series.
 	series *apiSeries
 	w      http.ResponseWriter
@@ -44,13 +46,14 @@ type exchange struct {
 	calls    int
 	usage    []usageEntry
 	upIDs    []string
-	req      *api.Request
+	req      *neutral.Request
 	eff      *catalog.Effective
 	settings recovery.Settings
 	header   http.Header
 	vctx     validate.Context
 	jd       *judge.Judge
-	findings []string
+	// out is what the request comes to, filled in as it is decided.
+	out outcome
 }
 
 type usageEntry struct {
@@ -60,10 +63,10 @@ type usageEntry struct {
 }
 
 // validated returns the handler for a route whose answers are judged.
-func (s *Server) validated(rt *runtime, u *upstream, ad api.Adapter, prefix string) http.HandlerFunc {
-	series := s.metrics.forAPI(ad.Name())
+func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) http.HandlerFunc {
+	series := s.metrics.forAPI(a.Name())
 	return func(w http.ResponseWriter, r *http.Request) {
-		x := &exchange{s: s, rt: rt, up: u, ad: ad, series: series, w: w, r: r, start: time.Now(),
+		x := &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, start: time.Now(),
 			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
 		x.serve()
 	}
@@ -71,16 +74,16 @@ func (s *Server) validated(rt *runtime, u *upstream, ad api.Adapter, prefix stri
 
 func (x *exchange) serve() {
 	snap := x.rt.snap
-	body, ok := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes, x.writeOwnError)
-	if !ok {
+	body, err := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
+	if err != nil {
+		x.fail(err)
 		return
 	}
-	x.settings = recovery.SettingsFrom(snap)
+	x.settings = x.rt.settings
 	x.header = outboundHeader(x.r.Header, false)
-	x.query = x.up.applyKey(x.header, x.r.URL.RawQuery, x.ad.Name())
+	x.query = x.up.applyKey(x.header, x.r.URL.RawQuery, x.api.Name())
 
 	var c *call
-	var err error
 	if x.abstainOn() {
 		// The abstain exit is added to the request's tools, so the
 		// request must be read before it is sent.
@@ -111,7 +114,7 @@ func (x *exchange) serve() {
 		}
 	}
 	if err != nil {
-		x.failUpstream(err)
+		x.fail(err)
 		return
 	}
 	defer c.Close()
@@ -121,20 +124,20 @@ func (x *exchange) serve() {
 	}
 	if undecoded(c.resp.Header) {
 		// A body toolgate cannot decode can be neither judged nor passed on.
-		x.failUpstream(errEncoding)
+		x.fail(errEncoding)
 		return
 	}
 	// The answer's own framing decides the path, not the request's stream
 	// flag: an upstream may ignore stream: true, and a request toolgate
 	// could not read may still have asked for a stream.
-	if f, ok := x.ad.(api.Framer); ok {
-		if st, rd, ok := f.NewFramedStream(x.req, x.path, c.resp.Header, c.body); ok {
+	if f, ok := x.cd.(api.Framer); ok {
+		if st, rd, ok := f.NewFramedStream(c.resp.Header, c.body); ok {
 			x.serveStream(c, st, rd)
 			return
 		}
 	}
 	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
-		x.serveStream(c, x.ad.NewStream(x.req), nil)
+		x.serveStream(c, x.cd.NewStream(), nil)
 		return
 	}
 	x.serveAnswer(c)
@@ -144,11 +147,12 @@ func (x *exchange) serve() {
 func (x *exchange) serveAnswer(c *call) {
 	answer, err := x.readAnswer(c)
 	if err != nil {
-		x.failUpstream(err)
+		x.fail(err)
 		return
 	}
-	resp, ok := x.parseAnswer(answer)
-	if !ok {
+	resp, err := x.parseAnswer(answer)
+	if err != nil {
+		x.refuseAnswer(err)
 		return
 	}
 	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
@@ -159,21 +163,13 @@ func (x *exchange) serveAnswer(c *call) {
 	x.finish(resp, c.resp.Header, results)
 }
 
-// parseResponse decodes an answer, with the request when the adapter needs it.
-func (x *exchange) parseResponse(answer []byte) (*api.Response, error) {
-	if p, ok := x.ad.(api.ResponseParser); ok {
-		return p.ParseResponseFor(x.req, answer)
-	}
-	return x.ad.ParseResponse(answer)
-}
-
 // judge runs the ladder on every choice of an answer. It reports false when
 // the client went away during a re-query; nothing is then written.
-func (x *exchange) judge(turns []*recovery.Turn, ask recovery.Asker, committed bool) ([]*recovery.Result, bool) {
-	if n, ok := x.ad.(api.Noter); ok {
+func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bool) ([]*recovery.Result, bool) {
+	if n, ok := x.cd.(api.Noter); ok {
 		for _, t := range turns {
 			for _, note := range n.Notes(t) {
-				x.findings = append(x.findings, note)
+				x.out.findings = append(x.out.findings, note)
 				x.s.metrics.unvalidated(note)
 			}
 		}
@@ -198,18 +194,6 @@ func (x *exchange) judge(turns []*recovery.Turn, ask recovery.Asker, committed b
 	return results, true
 }
 
-// errNotUTF8 reports an answer that is not UTF-8, which JSON between
-// systems must be (RFC 8259 §8.1). Go's decoder reads invalid bytes as
-// U+FFFD, so toolgate would judge one call while the unchanged bytes it
-// forwards make a strict client parser fail or read another.
-var errNotUTF8 = errors.New("the upstream answer is not valid UTF-8")
-
-// errFoldedKey reports an answer with a key that differs from a protocol
-// key only by case ("Choices", "Tool_calls"). Go's decoder would read it as
-// the real key while the agent's SDK ignores it (or the reverse), so what
-// toolgate judged and what the agent runs could differ.
-var errFoldedKey = errors.New("the upstream answer has a key that differs from a protocol key only in letter case")
-
 // protocolKeys are the keys of the three APIs that carry tool calls, text
 // and their framing.
 var protocolKeys = jsonx.NewKeyFold(
@@ -221,55 +205,48 @@ var protocolKeys = jsonx.NewKeyFold(
 // foldedKey reports a key that differs from a protocol key only in letter
 // case, where the adapter reads keys if it knows, else anywhere.
 func (x *exchange) foldedKey(data []byte) bool {
-	if k, ok := x.ad.(api.KeyChecker); ok {
+	if k, ok := x.cd.(api.KeyChecker); ok {
 		return k.FoldedKey(data)
 	}
 	return protocolKeys.In(data)
 }
 
-// errNoCallID reports a function call without an id. The agent answers a
-// call by its id and a re-query must too, so such a call can be neither
-// run nor repaired.
-var errNoCallID = errors.New("the upstream answer has a tool call without an id")
-
-// parseAnswer decodes a whole upstream answer. When it cannot be read, or
-// (enforce mode) holds a call no agent could answer, the client gets a 502
-// and false.
-func (x *exchange) parseAnswer(answer []byte) (*api.Response, bool) {
-	var resp *api.Response
-	err := errNotUTF8
+// parseAnswer decodes a whole upstream answer. An error means it cannot
+// be read, or (enforce mode) holds a call no agent could answer.
+func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 	switch {
 	case !utf8.Valid(answer):
+		return nil, errNotUTF8
 	case x.foldedKey(answer):
-		err = errFoldedKey
-	default:
-		resp, err = x.parseResponse(answer)
+		return nil, errFoldedKey
 	}
-	if err == nil && !x.settings.Shadow && missingCallID(resp.Choices) {
-		err = errNoCallID
+	resp, err := x.cd.DecodeAnswer(answer)
+	if err != nil {
+		return nil, unreadable{err}
 	}
-	if err == nil {
-		return resp, true
+	if !x.settings.Shadow && missingCallID(resp.Choices) {
+		return nil, errNoCallID
 	}
+	return resp, nil
+}
+
+// refuseAnswer answers an upstream answer toolgate cannot judge: it is
+// not forwarded.
+func (x *exchange) refuseAnswer(err error) {
 	x.s.metrics.unvalidated("response_unreadable")
-	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
-	msg := "toolgate could not read the upstream answer, so it was not forwarded"
-	if errors.Is(err, errNotUTF8) || errors.Is(err, errNoCallID) || errors.Is(err, errFoldedKey) {
-		msg = err.Error() + ", so it was not forwarded"
-	}
-	x.writeFinalError(http.StatusBadGateway, "upstream_error", msg)
-	return nil, false
+	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+	x.writeFailure(classify(err, false))
 }
 
 // missingCallID reports a judged call without an id in any complete turn.
 // A turn cut off by the token limit escalates as truncated anyway.
-func missingCallID(turns []*recovery.Turn) bool {
+func missingCallID(turns []*neutral.Turn) bool {
 	for _, t := range turns {
 		if t == nil || t.Truncated {
 			continue
 		}
 		for _, c := range t.Calls {
-			if c.Kind != validate.Other && c.ID == "" {
+			if c.Kind != neutral.Other && c.ID == "" {
 				return true
 			}
 		}
@@ -297,7 +274,7 @@ func (x *exchange) abstainOn() bool {
 // the tools the upstream saw first.
 func (x *exchange) offerAbstain(body []byte) []byte {
 	cfg := x.rt.snap.Config.Abstain
-	if x.req.Choice.Kind != catalog.ChoiceAuto || len(x.req.Offered) == 0 {
+	if x.req.Choice.Kind != neutral.ChoiceAuto || len(x.req.Offered) == 0 {
 		return body
 	}
 	for _, o := range x.req.Offered {
@@ -305,11 +282,7 @@ func (x *exchange) offerAbstain(body []byte) []byte {
 			return body
 		}
 	}
-	inj, ok := x.ad.(api.ToolInjector)
-	if !ok {
-		return body
-	}
-	nb, err := inj.InjectTool(x.req, catalog.Offered{Name: cfg.ToolName, Description: abstainDescription, Parameters: abstainSchema})
+	nb, err := x.cd.InjectTool(neutral.Offered{Name: cfg.ToolName, Description: abstainDescription, Parameters: abstainSchema})
 	if err != nil {
 		return body
 	}
@@ -318,90 +291,15 @@ func (x *exchange) offerAbstain(body []byte) []byte {
 	return nb
 }
 
-// verdict is the pipeline's decision on a whole answer, before any byte of
-// it is written. Streams and plain answers share it.
-type verdict struct {
-	outcome recovery.Outcome
-	// upstream is a retryable re-query failure to hand to the client.
-	upstream *recovery.UpstreamError
-	// escalation, when set, replaces the whole answer (error mode).
-	escalation *api.Escalated
-	finals     []api.Final
-	// changed is false when the upstream's bytes can go out as they are.
-	changed bool
-}
-
-// decide turns the ladder's results into one verdict, counting and
-// recording what happened.
-func (x *exchange) decide(results []*recovery.Result) verdict {
-	v := verdict{outcome: recovery.Pass}
-	if x.settings.Shadow {
-		v.outcome = recovery.ShadowPass
-	}
-	for _, r := range results {
-		v.outcome = recovery.Worse(v.outcome, r.Outcome)
-	}
-	x.account(results)
-	for _, r := range results {
-		if r.Upstream != nil {
-			v.upstream = r.Upstream
-			return v
-		}
-	}
-	if x.settings.Shadow {
-		return v
-	}
-	v.finals = make([]api.Final, len(results))
-	for i, r := range results {
-		v.finals[i].Result = r
-		if r.Outcome != recovery.Pass || r.AnyChanged() {
-			v.changed = true
-		}
-		if r.Escalation == nil {
-			continue
-		}
-		e := x.escalated(i, r)
-		if x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput {
-			v.escalation = e
-			return v
-		}
-		v.finals[i].Escalated = e
-		x.w.Header().Set("X-Toolgate-Escalation-Id", e.Escalation.ID)
-	}
-	return v
-}
-
-// finish writes a plain answer according to the verdict.
-func (x *exchange) finish(resp *api.Response, upHeader http.Header, results []*recovery.Result) {
-	v := x.decide(results)
-	switch {
-	case v.upstream != nil:
-		x.writeUpstreamError(v.upstream)
-	case v.escalation != nil:
-		x.writeEscalation(v.escalation, v.outcome)
-	case !v.changed:
-		// The common case: every call valid, the upstream's bytes go out as is.
-		x.writeAnswer(http.StatusOK, upHeader, resp.Body, v.outcome)
-	default:
-		body, err := x.ad.Render(x.req, resp, v.finals)
-		if err != nil {
-			x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-			x.writeFinalError(http.StatusBadGateway, "toolgate_internal_error", "toolgate could not build the repaired answer")
-			return
-		}
-		x.writeAnswer(http.StatusOK, upHeader, body, v.outcome)
-	}
-}
-
 // asker sends re-queries for one answer through the exchange.
 type asker struct {
 	x    *exchange
-	prev *api.Response
+	prev *neutral.Answer
 }
 
-func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, error) {
+func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error) {
 	x := a.x
-	body, err := x.ad.FollowUp(x.req, a.prev, q)
+	body, err := x.cd.ReQuery(a.prev, q)
 	if err != nil {
 		return nil, fmt.Errorf("building the re-query: %w", err)
 	}
@@ -433,7 +331,7 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 	if x.foldedKey(answer) {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)
 	}
-	resp, err := x.parseResponse(answer)
+	resp, err := x.cd.DecodeAnswer(answer)
 	if err != nil || len(resp.Choices) == 0 {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
 	}
@@ -447,33 +345,30 @@ func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, err
 // catalog.
 func (x *exchange) parseRequest(body []byte) {
 	snap := x.rt.snap
-	var req *api.Request
-	var err error
-	if rr, ok := x.ad.(api.RouteReader); ok {
-		req, err = rr.ParseRequestAt(x.path, body)
-	} else {
-		req, err = x.ad.ParseRequest(body)
-	}
+	req, err := x.cd.DecodeRequest(x.path, body)
 	parsed := err == nil
-	if !parsed {
+	var evidence validate.Evidence
+	if parsed {
+		evidence = validate.NewCorpus(req.Vouching)
+	} else {
 		x.s.metrics.unvalidated("request_unreadable")
-		req = &api.Request{Body: body}
+		req = &neutral.Request{Body: body}
 	}
 	x.req = req
 	x.eff = snap.Effective(req.Offered, req.Choice, parsed)
-	x.vctx = validate.Context{Eff: x.eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream,
-		History: req.History, Values: contextValues(x.r.Context())}
+	x.vctx = validate.Context{Eff: x.eff, Evidence: evidence, HistoryUpstream: req.HistoryUpstream,
+		History: validate.HistoryOf(req.History), Values: contextValues(x.r.Context())}
 	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.rt.validators, RequestID: x.rid, CatalogVersion: snap.Version}
 }
 
 // send makes one upstream call and times it.
-func (x *exchange) send(ctx context.Context, kind recovery.Kind, body []byte) (*call, error) {
+func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte) (*call, error) {
 	t := time.Now()
 	x.calls++
 	// The transport only reads the header map, and the upstream calls of
 	// one request are sequential, so all of them share it.
 	path, query := x.path, x.query
-	if fr, ok := x.ad.(api.FollowUpRouter); ok && kind != recovery.KindOriginal {
+	if fr, ok := x.cd.(api.FollowUpRouter); ok && kind != neutral.KindOriginal {
 		path, query = fr.FollowUpRoute(path, query)
 	}
 	c, err := x.up.do(ctx, http.MethodPost, path, query, x.header, body)
@@ -482,12 +377,6 @@ func (x *exchange) send(ctx context.Context, kind recovery.Kind, body []byte) (*
 	x.series.upstreamDuration(x.s.metrics, kind).Observe(d.Seconds())
 	return c, err
 }
-
-// errTooLarge reports an upstream answer over max_response_bytes.
-var errTooLarge = errors.New("the upstream answer exceeds max_response_bytes")
-
-// errEncoding reports a compressed answer the transport did not decode.
-var errEncoding = errors.New("the upstream answer uses a content encoding toolgate cannot read")
 
 // readAnswer reads a whole non-streaming answer within the response limit.
 func (x *exchange) readAnswer(c *call) ([]byte, error) {
@@ -547,183 +436,15 @@ func upstreamRequestID(h http.Header) string {
 	return ""
 }
 
-// failUpstream answers when the upstream could not be used at all.
-func (x *exchange) failUpstream(err error) {
+// fail answers a request that cannot be completed with one of toolgate's
+// own errors, unless the client is gone.
+func (x *exchange) fail(err error) {
 	if x.r.Context().Err() != nil {
 		return
 	}
-	status, msg := http.StatusBadGateway, "the upstream could not be reached"
-	switch {
-	case errors.Is(err, errTooLarge):
-		msg = err.Error()
-	case errors.Is(err, errEncoding):
-		msg = err.Error()
-	case errors.Is(err, errIdle), isTimeout(err):
-		status, msg = http.StatusGatewayTimeout, "the upstream did not answer in time"
+	f := classify(err, false)
+	if f.Code == neutral.CodeUpstream {
+		x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(withoutURL(err)))
 	}
-	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(withoutURL(err)))
-	x.writeFinalError(status, "upstream_error", msg)
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
-}
-
-// relay passes a non-success upstream answer to the client as is: the SDK
-// knows what to do with the provider's own errors and retry-after.
-func (x *exchange) relay(c *call) {
-	h := x.w.Header()
-	copyHeader(h, c.resp.Header)
-	keepEncoding(h, c.resp.Header)
-	x.toolgateHeaders(h, "")
-	x.w.WriteHeader(c.resp.StatusCode)
-	_, _ = io.Copy(x.w, io.LimitReader(c.body, x.rt.snap.Config.Limits.MaxResponseBytes))
-	x.logDone(c.resp.StatusCode, "upstream_status")
-}
-
-// writeUpstreamError passes a retryable re-query failure to the client as
-// the provider sent it. It carries no outcome header: nothing was decided,
-// and the SDK's retry will be judged afresh.
-func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError) {
-	if ue.Status == 0 {
-		x.writeFinalError(http.StatusGatewayTimeout, "upstream_error", "the upstream failed while toolgate was repairing a tool call; retry the request")
-		return
-	}
-	h := x.w.Header()
-	copyHeader(h, ue.Header)
-	keepEncoding(h, ue.Header)
-	h.Set("Content-Length", strconv.Itoa(len(ue.Body)))
-	x.toolgateHeaders(h, "")
-	x.w.WriteHeader(ue.Status)
-	_, _ = x.w.Write(ue.Body)
-	x.logDone(ue.Status, "upstream_error")
-}
-
-func (x *exchange) writeFinalError(status int, typ, msg string) {
-	h := x.w.Header()
-	x.toolgateHeaders(h, "")
-	x.writeOwnError(x.w, status, typ, msg)
-	x.logDone(status, typ)
-}
-
-// writeOwnError writes one of toolgate's own errors in the route's
-// envelope where the adapter has one, else the OpenAI-style one.
-func (x *exchange) writeOwnError(w http.ResponseWriter, status int, typ, msg string) {
-	if e, ok := x.ad.(api.PlainErrorer); ok {
-		writeErrorBody(w, status, e.PlainError(status, typ, msg))
-		return
-	}
-	writeError(w, status, typ, msg)
-}
-
-func (x *exchange) writeAnswer(status int, upHeader http.Header, body []byte, outcome recovery.Outcome) {
-	h := x.w.Header()
-	copyHeader(h, upHeader)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	x.toolgateHeaders(h, outcome)
-	x.w.WriteHeader(status)
-	_, _ = x.w.Write(body)
-	x.logDone(status, string(outcome))
-}
-
-// copyHeader copies an upstream answer's headers except framing and
-// encoding, which toolgate redoes, hop-by-hop ones and toolgate's own.
-func copyHeader(dst, src http.Header) {
-	for k, v := range src {
-		if isToolgateHeader(k) {
-			// toolgate's namespace is its own: an upstream (a second
-			// toolgate, or a hostile server) cannot speak in its name.
-			continue
-		}
-		dst[k] = append([]string(nil), v...)
-	}
-	removeHop(dst)
-	dst.Del("Content-Length")
-	dst.Del("Content-Encoding")
-}
-
-// toolgateHeaders sets SPEC §6 headers. Outcome headers only exist once the
-// whole answer is known.
-func (x *exchange) toolgateHeaders(h http.Header, outcome recovery.Outcome) {
-	// Keys are written already canonical: Set would canonicalise each one
-	// on every answer.
-	h["X-Toolgate-Request-Id"] = []string{x.rid}
-	h["X-Toolgate-Catalog-Version"] = []string{x.rt.snap.Version}
-	if outcome == "" {
-		return
-	}
-	h["X-Toolgate-Outcome"] = []string{string(outcome)}
-	h["X-Toolgate-Upstream-Calls"] = []string{strconv.Itoa(x.calls)}
-	h["X-Toolgate-Overhead-Ms"] = []string{millis(x.overhead())}
-	h["X-Toolgate-Usage"] = []string{x.usageJSON()}
-}
-
-// millis formats d in milliseconds with three decimals ("0.042").
-func millis(d time.Duration) string {
-	us := d.Microseconds()
-	var b [32]byte
-	out := strconv.AppendInt(b[:0], us/1000, 10)
-	frac := us % 1000
-	out = append(out, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
-	return string(out)
-}
-
-func (x *exchange) overhead() time.Duration {
-	d := time.Since(x.start) - x.upWait
-	if d < 0 {
-		return 0
-	}
-	return d
-}
-
-func (x *exchange) usageJSON() string {
-	var in, out int64
-	for _, u := range x.usage {
-		in += u.Input
-		out += u.Output
-	}
-	b := make([]byte, 0, 64+48*len(x.usage))
-	b = append(b, `{"input_tokens":`...)
-	b = strconv.AppendInt(b, in, 10)
-	b = append(b, `,"output_tokens":`...)
-	b = strconv.AppendInt(b, out, 10)
-	b = append(b, `,"calls":[`...)
-	for i, u := range x.usage {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"kind":`...)
-		b = jsonx.AppendString(b, string(u.Kind))
-		b = append(b, `,"input":`...)
-		b = strconv.AppendInt(b, u.Input, 10)
-		b = append(b, `,"output":`...)
-		b = strconv.AppendInt(b, u.Output, 10)
-		b = append(b, '}')
-	}
-	b = append(b, "]}"...)
-	return string(b)
-}
-
-// logDone writes the request's one log line. Header values and bodies are
-// never logged.
-func (x *exchange) logDone(status int, outcome string) {
-	x.series.added.Observe(x.overhead().Seconds())
-	x.series.requests(x.s.metrics, outcome).Inc()
-	model := ""
-	if x.req != nil {
-		model = x.req.Model
-	}
-	x.s.log.Info("request",
-		zap.String("request_id", x.rid),
-		zap.String("api", x.ad.Name()),
-		zap.String("route", x.r.URL.Path),
-		zap.String("model", model),
-		zap.Int("status", status),
-		zap.String("outcome", outcome),
-		zap.Strings("findings", x.findings),
-		zap.Int("upstream_calls", x.calls),
-		zap.Duration("duration", time.Since(x.start)),
-		zap.Duration("overhead", x.overhead()),
-	)
+	x.writeFailure(f)
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgate/toolgate/neutral"
 )
 
 // The path guard. A judged route must be unreachable under any other
@@ -42,7 +44,7 @@ var refusalReasons = []refusal{refuseCase, refuseSlashes, refuseTrailingSlash, r
 	refuseParameter, refuseWhitespace, refuseEncoding, refusePrefix, refuseMethod, refuseOverride, refuseContentEncoding}
 
 // envelope writes a toolgate error in a route's own error shape.
-type envelope func(status int, code, msg string) []byte
+type envelope func(f neutral.Failure) []byte
 
 // judgedRoute is one route whose traffic toolgate judges.
 type judgedRoute struct {

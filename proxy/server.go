@@ -8,12 +8,10 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,12 +22,15 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/judge"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/gemini"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/openaichat"
+	"github.com/toolgate/toolgate/proxy/openaiwire"
 	"github.com/toolgate/toolgate/proxy/responses"
+	"github.com/toolgate/toolgate/recovery"
 )
 
 // Sink receives every escalation (SPEC §5). Implementations must not block.
@@ -69,12 +70,14 @@ func (s *Server) keepaliveInterval() time.Duration {
 	return s.keepalive
 }
 
-// runtime is everything built from one snapshot: its routes and upstream
-// clients. A request keeps the runtime it started with.
+// runtime is one generation: everything built from one snapshot (its
+// routes, upstream clients, validators, the ladder's settings), built at
+// load and swapped whole. A request keeps the runtime it started with.
 type runtime struct {
-	snap   *catalog.Snapshot
-	routes *routeTable
-	ups    []*upstream
+	snap     *catalog.Snapshot
+	settings recovery.Settings
+	routes   *routeTable
+	ups      []*upstream
 	// validators call the snapshot's validators; swapped with it.
 	validators *judge.Validators
 	// contextHeaders maps each catalog.context header (canonical) to its
@@ -83,12 +86,12 @@ type runtime struct {
 	mcps           []*mcp.Route
 }
 
-// adapters maps api_paths values and built-in routes to adapters.
-var adapters = map[string]api.Adapter{
-	"chat":      openaichat.Adapter{},
-	"messages":  anthropic.Adapter{},
-	"responses": responses.Adapter{},
-	"gemini":    gemini.Adapter{},
+// apis maps api_paths values and built-in routes to their wire formats.
+var apis = map[string]api.API{
+	"chat":      openaichat.API{},
+	"messages":  anthropic.API{},
+	"responses": responses.API{},
+	"gemini":    gemini.API{},
 }
 
 // builtinRoutes are the validated paths under every prefix. Gemini names
@@ -157,7 +160,7 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 }
 
 func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
-	rt := &runtime{snap: snap}
+	rt := &runtime{snap: snap, settings: recovery.SettingsFrom(snap)}
 	for name, src := range snap.Config.Catalog.Context {
 		if rt.contextHeaders == nil {
 			rt.contextHeaders = map[string]string{}
@@ -173,11 +176,11 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		rt.ups = append(rt.ups, u)
 		prefix := uc.PathPrefix
 		for path, name := range builtinRoutes {
-			ad := adapters[name]
-			routes.judge(name, prefix, path, envelopeOf(ad), s.validated(rt, u, ad, prefix), http.MethodPost)
+			a := apis[name]
+			routes.judge(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
 		}
 		for path, name := range uc.APIPaths {
-			a, ok := adapters[name]
+			a, ok := apis[name]
 			if !ok {
 				return nil, fmt.Errorf("upstream %s: api_paths %s: unknown API %q", uc.Name, path, name)
 			}
@@ -206,7 +209,7 @@ var mcpMethods = []string{http.MethodPost, http.MethodGet, http.MethodDelete, ht
 
 // jsonRPCPlainError is toolgate's own refusal on an MCP route: a JSON-RPC
 // error with no id, which MCP clients raise as a transport error.
-func jsonRPCPlainError(_ int, _, msg string) []byte {
+func jsonRPCPlainError(f neutral.Failure) []byte {
 	type rpcError struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -215,7 +218,7 @@ func jsonRPCPlainError(_ int, _, msg string) []byte {
 		JSONRPC string   `json:"jsonrpc"`
 		ID      any      `json:"id"`
 		Error   rpcError `json:"error"`
-	}{JSONRPC: "2.0", Error: rpcError{Code: -32600, Message: msg}})
+	}{JSONRPC: "2.0", Error: rpcError{Code: -32600, Message: f.Message}})
 	return b
 }
 
@@ -257,12 +260,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				// connection makes the client's SDK report a failure.
 				panic(http.ErrAbortHandler)
 			}
-			writeError(w, http.StatusBadGateway, "toolgate_internal_error", "toolgate failed on this request; request id "+rid)
+			f := panicFailure(rid)
+			writeFailure(w, f, openaiwire.Error(f))
 		}
 	}()
 	rt := s.rt.Load()
 	if !checkInbound(r.Header, rt.snap.Secrets.InboundTokens) {
-		writeError(w, http.StatusUnauthorized, "authentication_error", "a valid toolgate token is required")
+		writeFailure(w, authFailure, openaiwire.Error(authFailure))
 		return
 	}
 	ctx := withRequestID(r.Context(), rid)
@@ -337,12 +341,15 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 		ErrorLog:      zap.NewStdLog(s.log),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(withoutURL(err)))
-			writeError(w, http.StatusBadGateway, "upstream_error", "the upstream could not be reached")
+			f := classify(err, false)
+			writeFailure(w, f, openaiwire.Error(f))
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes, writeError)
-		if !ok {
+		body, err := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes)
+		if err != nil {
+			f := classify(err, false)
+			writeFailure(w, f, openaiwire.Error(f))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -352,29 +359,17 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 }
 
 // readBody reads the whole request body within limit. Over the limit it
-// answers 413 without buffering the rest. Errors are written with
-// writeError, in the route's envelope.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, writeError func(http.ResponseWriter, int, string, string)) ([]byte, bool) {
+// stops without buffering the rest; the error says why, for classify.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
-		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large",
-			fmt.Sprintf("the request body exceeds %d bytes", limit))
-		return nil, false
+		return nil, &http.MaxBytesError{Limit: limit}
 	}
 	rd := http.MaxBytesReader(innermost(w), r.Body, limit)
 	body, err := readAll(rd, r.ContentLength)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large",
-				fmt.Sprintf("the request body exceeds %d bytes", limit))
-		} else if errors.Is(err, os.ErrDeadlineExceeded) {
-			writeError(w, http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
-		} else {
-			writeError(w, http.StatusBadRequest, "request_read_error", "the request body could not be read")
-		}
-		return nil, false
+		return nil, bodyError(err)
 	}
-	return body, true
+	return body, nil
 }
 
 // readAll is io.ReadAll sized from the declared length, so a body is read
@@ -416,41 +411,6 @@ func innermost(w http.ResponseWriter) http.ResponseWriter {
 		}
 		w = u.Unwrap()
 	}
-}
-
-// writeError answers with an OpenAI-style error object, which every
-// official SDK surfaces as an API error with the message.
-func writeError(w http.ResponseWriter, status int, typ, msg string) {
-	writeErrorBody(w, status, errorJSON(typ, msg))
-}
-
-// writeErrorBody answers with an error body already in the route's shape.
-func writeErrorBody(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	if status < 500 && status != http.StatusRequestTimeout {
-		// toolgate's own refusals (auth, size) will not change on a retry;
-		// a 408 (a body that came too slowly) or a 502 or 504 from an
-		// upstream failure may, so the SDK's default retry policy decides.
-		w.Header().Set("X-Should-Retry", "false")
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Type    string  `json:"type"`
-	Code    string  `json:"code"`
-	Message string  `json:"message"`
-	Param   *string `json:"param"`
-}
-
-func errorJSON(typ, msg string) []byte {
-	b, _ := jsonx.Marshal(errorBody{Error: errorDetail{Type: typ, Code: typ, Message: msg}})
-	return b
 }
 
 func newRequestID() string {

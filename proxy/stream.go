@@ -4,17 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
 )
 
 // maxEvent bounds one SSE event; a larger one fails the stream.
@@ -168,7 +168,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	r.sw = &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
 		header: func(h http.Header) {
 			copyHeader(h, c.resp.Header)
-			x.toolgateHeaders(h, "")
+			x.headers(h)
 		}}
 	defer r.held.free()
 	defer func() { r.stopKeepalive() }()
@@ -194,20 +194,20 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 			cause = io.ErrUnexpectedEOF
 		}
 		if errors.Is(context.Cause(c.ctx), errIdle) {
-			r.fail("upstream_timeout", "the upstream stream went silent for longer than idle_timeout", errIdle)
+			r.fail(errIdle)
 			return
 		}
-		r.fail("upstream_error", "the upstream stream ended before the answer was complete", cause)
+		r.fail(fmt.Errorf("%w: %w", errCut, cause))
 		return
 	}
 	// The stream is complete; nothing after the terminal event is read.
 	turns := r.st.Turns()
 	if r.holding && missingCallID(turns) {
 		x.s.metrics.unvalidated("response_unreadable")
-		r.fail("upstream_error", errNoCallID.Error()+", so it was not forwarded", errNoCallID)
+		r.fail(errNoCallID)
 		return
 	}
-	x.note(recovery.KindOriginal, r.st.Usage(), c.resp.Header)
+	x.note(neutral.KindOriginal, r.st.Usage(), c.resp.Header)
 	results, ok := x.judge(turns, &asker{x: x}, r.st.Committed())
 	if !ok {
 		return
@@ -222,7 +222,8 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 		return
 	}
 	drain(c)
-	x.logDone(http.StatusOK, string(v.outcome))
+	x.conclude(http.StatusOK, string(v.outcome), true)
+	x.report()
 }
 
 // streamRun is one streamed answer on its way through the pipeline.
@@ -248,9 +249,9 @@ func (r *streamRun) startKeepalive() {
 // fail stops the keepalive first: streamFail may answer with a plain
 // status, and a comment written concurrently would race on the headers and
 // land inside that JSON body or after [DONE].
-func (r *streamRun) fail(code, msg string, err error) {
+func (r *streamRun) fail(err error) {
 	r.stopKeepalive()
-	r.x.streamFail(r.sw, r.st, code, msg, err)
+	r.x.streamFail(r.sw, r.st, err)
 }
 
 // read feeds the upstream's events and writes or holds each, until the
@@ -261,9 +262,9 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 	tRead := time.Now()
 	// The wait is counted before a failure is written: its log line
 	// reports toolgate's own time.
-	fail := func(code, msg string, err error) (bool, bool) {
+	fail := func(err error) (bool, bool) {
 		x.upWait += time.Since(tRead)
-		r.fail(code, msg, err)
+		r.fail(err)
 		return false, false
 	}
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
@@ -273,11 +274,11 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 	for !done && rd.Next() {
 		ev = rd.Event()
 		if x.foldedKey(ev.Data) {
-			return fail("upstream_error", "the upstream sent a stream event toolgate cannot read", errFoldedKey)
+			return fail(errFoldedKey)
 		}
 		step, err := r.st.Feed(&ev)
 		if err != nil {
-			return fail("upstream_error", "the upstream sent a stream event toolgate cannot read", err)
+			return fail(fmt.Errorf("%w: %w", errBadEvent, err))
 		}
 		done = step.Done
 		if !r.route(&ev, step) {
@@ -285,7 +286,7 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 		}
 		if r.holding || r.opening {
 			if r.held.add(&ev) > limit {
-				return fail("upstream_error", "the upstream answer exceeds max_response_bytes", errTooLarge)
+				return fail(errTooLarge)
 			}
 			continue
 		}
@@ -305,7 +306,7 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 // route decides whether an event is held, and releases the held opening
 // events when the first event that carries something arrives. It is false
 // when the client is gone.
-func (r *streamRun) route(ev *sse.Event, step api.Step) bool {
+func (r *streamRun) route(ev *sse.Event, step neutral.Step) bool {
 	switch {
 	case r.holding:
 	case step.Hold && !r.shadow:
@@ -349,24 +350,20 @@ func (r *streamRun) deliver(v verdict) bool {
 			x.writeUpstreamError(v.upstream)
 			return false
 		}
-		msg := "the upstream failed while toolgate was repairing a tool call; retry the request"
-		if v.upstream.Status != 0 {
-			msg += " (upstream status " + strconv.Itoa(v.upstream.Status) + ")"
-		}
-		_ = sw.write(st.ErrorEvent("upstream_error", msg, nil))
+		_ = sw.write(st.ErrorEvent(classify(v.upstream, true), nil))
 	case v.escalation != nil:
 		if !sw.begun() {
 			x.writeEscalation(v.escalation, v.outcome)
 			return false
 		}
-		_ = sw.write(st.ErrorEvent(v.escalation.Escalation.Code(), v.escalation.Text, v.escalation))
+		_ = sw.write(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(v.escalation.Code), Message: v.escalation.Text}, v.escalation))
 	case !v.changed:
 		_ = sw.write(r.held.buf)
 	default:
-		out, err := st.Render(r.held.events, v.finals)
+		out, err := st.Encode(r.held.events, v.actions)
 		if err != nil {
 			x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
-			_ = sw.write(st.ErrorEvent("toolgate_internal_error", "toolgate could not build the repaired answer", nil))
+			_ = sw.write(st.ErrorEvent(classify(errRender, true), nil))
 			break
 		}
 		_ = sw.write(out)
@@ -393,7 +390,7 @@ func completeAtEOF(st api.Stream, rd api.EventReader, c *call) bool {
 // heldEvents are the events a stream keeps back, copied out of the
 // reader's buffer as they come.
 type heldEvents struct {
-	events []api.HeldEvent
+	events []neutral.HeldEvent
 	// buf holds every event's raw bytes in order, so the common case
 	// (nothing changed) writes it out without another copy. data holds
 	// only the data that is not one line of its event's raw bytes.
@@ -423,7 +420,7 @@ func (h *heldEvents) add(ev *sse.Event) int64 {
 		h.data = append(h.data, ev.Data...)
 		data = h.data[dstart:len(h.data):len(h.data)]
 	}
-	h.events = append(h.events, api.HeldEvent{Raw: raw, Event: string(ev.Event), Data: data})
+	h.events = append(h.events, neutral.HeldEvent{Raw: raw, Event: string(ev.Event), Data: data})
 	return h.size
 }
 
@@ -501,16 +498,14 @@ var errDrained = errors.New("upstream kept the body open after the terminal even
 
 // streamFail ends a stream that cannot be completed: never a half tool call,
 // always an error the client's SDK reports.
-func (x *exchange) streamFail(sw *streamWriter, st api.Stream, code, msg string, err error) {
-	x.s.log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.ad.Name()), zap.Error(err))
+func (x *exchange) streamFail(sw *streamWriter, st api.Stream, err error) {
+	x.s.log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+	f := classify(err, true)
 	if !sw.begun() {
-		status := http.StatusBadGateway
-		if code == "upstream_timeout" {
-			status = http.StatusGatewayTimeout
-		}
-		x.writeFinalError(status, code, msg)
+		x.writeFailure(f)
 		return
 	}
-	_ = sw.write(st.ErrorEvent(code, msg, nil))
-	x.logDone(http.StatusOK, code)
+	_ = sw.write(st.ErrorEvent(f, nil))
+	x.conclude(http.StatusOK, string(f.Code), false)
+	x.report()
 }

@@ -1,0 +1,220 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/recovery"
+)
+
+// outcome is what one request came to. It is filled in as the request is
+// decided, and everything that reports the request reads it, here: the
+// SPEC §6 response headers, the request metrics and the one log line.
+// Escalations reach the sinks as they are decided (escalation.go).
+type outcome struct {
+	// label is the X-Toolgate-Outcome value once the answer is decided,
+	// else what ended the request (an error code, upstream_status); it
+	// labels toolgate_requests_total and the log line.
+	label string
+	// decided: the whole answer is known, so the outcome headers go out.
+	decided bool
+	status  int
+	// escalationID is the escalation the answer carries, if any.
+	escalationID string
+	// findings are every finding code and operator note of the answer.
+	findings []string
+}
+
+// relay passes a non-success upstream answer to the client as is: the SDK
+// knows what to do with the provider's own errors and retry-after.
+func (x *exchange) relay(c *call) {
+	h := x.w.Header()
+	copyHeader(h, c.resp.Header)
+	keepEncoding(h, c.resp.Header)
+	x.conclude(c.resp.StatusCode, "upstream_status", false)
+	x.headers(h)
+	x.w.WriteHeader(c.resp.StatusCode)
+	_, _ = io.Copy(x.w, io.LimitReader(c.body, x.rt.snap.Config.Limits.MaxResponseBytes))
+	x.report()
+}
+
+// writeUpstreamError passes a retryable re-query failure to the client as
+// the provider sent it. It carries no outcome header: nothing was decided,
+// and the SDK's retry will be judged afresh.
+func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError) {
+	if ue.Status == 0 {
+		x.writeFailure(classify(ue, false))
+		return
+	}
+	h := x.w.Header()
+	copyHeader(h, ue.Header)
+	keepEncoding(h, ue.Header)
+	h.Set("Content-Length", strconv.Itoa(len(ue.Body)))
+	x.conclude(ue.Status, string(neutral.CodeUpstream), false)
+	x.headers(h)
+	x.w.WriteHeader(ue.Status)
+	_, _ = x.w.Write(ue.Body)
+	x.report()
+}
+
+// writeFailure answers with one of toolgate's own errors, in the API's
+// envelope.
+func (x *exchange) writeFailure(f neutral.Failure) {
+	x.conclude(f.Status, string(f.Code), false)
+	x.headers(x.w.Header())
+	writeFailure(x.w, f, x.cd.EncodeError(f))
+	x.report()
+}
+
+// writeFailure writes f's status and its body in a route's envelope.
+func writeFailure(w http.ResponseWriter, f neutral.Failure, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if v := shouldRetry(f); v != "" {
+		h.Set("X-Should-Retry", v)
+	}
+	w.WriteHeader(f.Status)
+	_, _ = w.Write(body)
+}
+
+// writeEscalation answers in error mode (SPEC §5).
+func (x *exchange) writeEscalation(e *neutral.Escalated, o recovery.Outcome) {
+	body := x.cd.EncodeEscalation(e)
+	h := x.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Should-Retry", "false")
+	x.conclude(http.StatusUnprocessableEntity, string(o), true)
+	x.headers(h)
+	x.w.WriteHeader(http.StatusUnprocessableEntity)
+	_, _ = x.w.Write(body)
+	x.report()
+}
+
+func (x *exchange) writeAnswer(status int, upHeader http.Header, body []byte, o recovery.Outcome) {
+	h := x.w.Header()
+	copyHeader(h, upHeader)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	x.conclude(status, string(o), true)
+	x.headers(h)
+	x.w.WriteHeader(status)
+	_, _ = x.w.Write(body)
+	x.report()
+}
+
+// copyHeader copies an upstream answer's headers except framing and
+// encoding, which toolgate redoes, hop-by-hop ones and toolgate's own.
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		if isToolgateHeader(k) {
+			// toolgate's namespace is its own: an upstream (a second
+			// toolgate, or a hostile server) cannot speak in its name.
+			continue
+		}
+		dst[k] = append([]string(nil), v...)
+	}
+	removeHop(dst)
+	dst.Del("Content-Length")
+	dst.Del("Content-Encoding")
+}
+
+// conclude records how the request ends. decided is set when the label
+// is the answer's outcome, known only once the whole answer is.
+func (x *exchange) conclude(status int, label string, decided bool) {
+	x.out.status, x.out.label, x.out.decided = status, label, decided
+}
+
+// headers sets the SPEC §6 headers from the outcome. Outcome headers only
+// exist once the whole answer is known.
+func (x *exchange) headers(h http.Header) {
+	// Keys are written already canonical: Set would canonicalise each one
+	// on every answer.
+	h["X-Toolgate-Request-Id"] = []string{x.rid}
+	h["X-Toolgate-Catalog-Version"] = []string{x.rt.snap.Version}
+	if x.out.escalationID != "" {
+		h["X-Toolgate-Escalation-Id"] = []string{x.out.escalationID}
+	}
+	if !x.out.decided {
+		return
+	}
+	h["X-Toolgate-Outcome"] = []string{x.out.label}
+	h["X-Toolgate-Upstream-Calls"] = []string{strconv.Itoa(x.calls)}
+	h["X-Toolgate-Overhead-Ms"] = []string{millis(x.overhead())}
+	h["X-Toolgate-Usage"] = []string{x.usageJSON()}
+}
+
+// millis formats d in milliseconds with three decimals ("0.042").
+func millis(d time.Duration) string {
+	us := d.Microseconds()
+	var b [32]byte
+	out := strconv.AppendInt(b[:0], us/1000, 10)
+	frac := us % 1000
+	out = append(out, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	return string(out)
+}
+
+func (x *exchange) overhead() time.Duration {
+	d := time.Since(x.start) - x.upWait
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+func (x *exchange) usageJSON() string {
+	var in, out int64
+	for _, u := range x.usage {
+		in += u.Input
+		out += u.Output
+	}
+	b := make([]byte, 0, 64+48*len(x.usage))
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, in, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, out, 10)
+	b = append(b, `,"calls":[`...)
+	for i, u := range x.usage {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"kind":`...)
+		b = jsonx.AppendString(b, string(u.Kind))
+		b = append(b, `,"input":`...)
+		b = strconv.AppendInt(b, u.Input, 10)
+		b = append(b, `,"output":`...)
+		b = strconv.AppendInt(b, u.Output, 10)
+		b = append(b, '}')
+	}
+	b = append(b, "]}"...)
+	return string(b)
+}
+
+// report counts the request and writes its one log line. Header values
+// and bodies are never logged.
+func (x *exchange) report() {
+	o := &x.out
+	x.series.added.Observe(x.overhead().Seconds())
+	x.series.requests(x.s.metrics, o.label).Inc()
+	model := ""
+	if x.req != nil {
+		model = x.req.Model
+	}
+	x.s.log.Info("request",
+		zap.String("request_id", x.rid),
+		zap.String("api", x.api.Name()),
+		zap.String("route", x.r.URL.Path),
+		zap.String("model", model),
+		zap.Int("status", o.status),
+		zap.String("outcome", o.label),
+		zap.Strings("findings", o.findings),
+		zap.Int("upstream_calls", x.calls),
+		zap.Duration("duration", time.Since(x.start)),
+		zap.Duration("overhead", x.overhead()),
+	)
+}

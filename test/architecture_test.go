@@ -1,0 +1,130 @@
+package test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/toolgate/toolgate"
+
+// codecs are the per-API packages: they translate a wire format and never
+// decide, so they may not see the catalog, the checks or the ladder.
+var codecs = []string{"proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"}
+
+// sourceFiles parses the non-test Go files of the package in dir (a path
+// from the module root).
+func sourceFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	var files []*ast.File
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return fset, files
+}
+
+// imports lists the module's own packages that dir's non-test files import.
+func imports(t *testing.T, dir string) []string {
+	t.Helper()
+	_, files := sourceFiles(t, dir)
+	seen := map[string]bool{}
+	for _, f := range files {
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if rest, ok := strings.CutPrefix(p, module+"/"); ok {
+				seen[rest] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestLayering holds the layers ARCHITECTURE.md draws: the neutral values
+// depend on nothing of toolgate's, codecs on the neutral values and their
+// wire helpers only, and the leaves stay leaves.
+func TestLayering(t *testing.T) {
+	forbidden := map[string][]string{
+		"neutral":          {""},
+		"proxy/api":        {"catalog", "validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"},
+		"proxy/openaiwire": {"catalog", "validate", "recovery", "judge"},
+		"proxy/sse":        {""},
+		"catalog":          {"validate", "recovery", "judge", "proxy"},
+		"validate":         {"recovery", "judge", "proxy"},
+		"recovery":         {"judge", "proxy"},
+		"judge":            {"recovery", "proxy"},
+	}
+	for _, c := range codecs {
+		forbidden[c] = []string{"catalog", "validate", "recovery", "judge", "proxy/mcp"}
+		for _, other := range codecs {
+			if other != c {
+				forbidden[c] = append(forbidden[c], other)
+			}
+		}
+	}
+	for pkg, bans := range forbidden {
+		for _, im := range imports(t, pkg) {
+			for _, ban := range bans {
+				if ban == "" || im == ban || strings.HasPrefix(im, ban+"/") {
+					t.Errorf("%s imports %s/%s, which its layer may not", pkg, module, im)
+				}
+			}
+		}
+	}
+}
+
+// TestFunctionLength keeps every function of the pipeline and the codecs
+// short enough to read at once.
+func TestFunctionLength(t *testing.T) {
+	const limit = 80
+	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/openaiwire"}, codecs...)
+	for _, dir := range dirs {
+		fset := token.NewFileSet()
+		paths, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
+		for _, p := range paths {
+			if strings.HasSuffix(p, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := parser.ParseFile(fset, p, src, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+				if n > limit {
+					t.Errorf("%s: %s is %d lines; keep functions under %d", filepath.Join(dir, filepath.Base(p)), fn.Name.Name, n, limit)
+				}
+			}
+		}
+	}
+}
