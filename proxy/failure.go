@@ -106,6 +106,21 @@ func repairFailure(ue *recovery.UpstreamError, streaming bool) neutral.Failure {
 	return neutral.Failure{Status: http.StatusGatewayTimeout, Code: neutral.CodeUpstream, Message: msg, Retryable: true}
 }
 
+// transportFailure is a re-query that failed without a status (a reset,
+// a timeout): the client's retry may well not meet it again.
+func transportFailure(err error) *recovery.UpstreamError {
+	return &recovery.UpstreamError{Err: err, Retryable: true}
+}
+
+// statusFailure is a re-query the provider refused. It is retryable when
+// the official SDKs retry its status: a 408, 409 (lock timeout), 429 or any
+// 5xx. Others (a 400 on the re-query's own shape, a 401) would fail again.
+func statusFailure(status int, h http.Header, body []byte) *recovery.UpstreamError {
+	retry := status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+	return &recovery.UpstreamError{Status: status, Header: h, Body: body, Retryable: retry}
+}
+
 // rootMessage is the message of the sentinel err wraps, without the
 // detail wrapped around it (which may quote upstream bytes).
 func rootMessage(err error) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/gemini"
@@ -55,8 +56,19 @@ var historyConversation = map[string]string{
 		{"role":"user","content":"refund ord_1"}]}`,
 }
 
-var historyAdapters = map[string]api.Adapter{
-	"chat": openaichat.Adapter{}, "messages": anthropic.Adapter{}, "responses": responses.Adapter{},
+var historyAPIs = map[string]api.API{
+	"chat": openaichat.API{}, "messages": anthropic.API{}, "responses": responses.API{},
+}
+
+// decodeHistory reads body with a's codec and views its history as the
+// checks do.
+func decodeHistory(t testing.TB, a api.API, path, body string) (*neutral.Request, *validate.History) {
+	t.Helper()
+	req, err := a.NewCodec().DecodeRequest(path, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, validate.HistoryOf(req.History)
 }
 
 // entryJSON renders entries with numbers as written, for comparison.
@@ -76,10 +88,7 @@ func entryJSON(t *testing.T, es []validate.HistoryEntry) []string {
 func TestHistoryFromEachAPI(t *testing.T) {
 	for name, body := range historyConversation {
 		t.Run(name, func(t *testing.T) {
-			req, err := historyAdapters[name].ParseRequest([]byte(body))
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, h := decodeHistory(t, historyAPIs[name], "", body)
 			// Anthropic's input is an object, so the third call's
 			// arguments are {}; the others carry text that is not JSON.
 			args3, isErr2 := `"not json"`, "false"
@@ -91,7 +100,7 @@ func TestHistoryFromEachAPI(t *testing.T) {
 				`{"id":"c2","tool":"get_order","args":{"order_id":"ord_2"},"result":"order not found","is_error":` + isErr2 + `}`,
 				`{"id":"c3","tool":"list_refunds","args":` + args3 + `,"result":[],"is_error":false}`,
 			}
-			if got := entryJSON(t, req.History.Entries()); !reflect.DeepEqual(got, want) {
+			if got := entryJSON(t, h.Entries()); !reflect.DeepEqual(got, want) {
 				t.Fatalf("history\n got %s\nwant %s", strings.Join(got, "\n    "), strings.Join(want, "\n    "))
 			}
 		})
@@ -101,11 +110,8 @@ func TestHistoryFromEachAPI(t *testing.T) {
 // A call the conversation has not answered yet has no result.
 func TestHistoryUnansweredCall(t *testing.T) {
 	body := `{"model":"m","input":[{"type":"function_call","call_id":"c1","name":"get_order","arguments":"{}"}]}`
-	req, err := responses.Adapter{}.ParseRequest([]byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	es := req.History.Entries()
+	_, h := decodeHistory(t, responses.API{}, "", body)
+	es := h.Entries()
 	if len(es) != 1 || es[0].Result != nil || es[0].IsError {
 		t.Fatalf("entries %+v", es)
 	}
@@ -115,14 +121,11 @@ func TestHistoryUnansweredCall(t *testing.T) {
 // answering calls the request does not carry pair with nothing.
 func TestHistoryStoredUpstream(t *testing.T) {
 	body := `{"model":"m","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"c1","output":"{\"order_id\":\"ord_1\"}"}]}`
-	req, err := responses.Adapter{}.ParseRequest([]byte(body))
-	if err != nil {
-		t.Fatal(err)
+	req, h := decodeHistory(t, responses.API{}, "", body)
+	if !req.HistoryUpstream || len(h.Entries()) != 0 {
+		t.Fatalf("upstream %v entries %+v", req.HistoryUpstream, h.Entries())
 	}
-	if !req.HistoryUpstream || len(req.History.Entries()) != 0 {
-		t.Fatalf("upstream %v entries %+v", req.HistoryUpstream, req.History.Entries())
-	}
-	cx := validate.Context{Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
+	cx := validate.Context{Evidence: validate.NewCorpus(req.Vouching), HistoryUpstream: req.HistoryUpstream}
 	if cx.HistoryComplete() {
 		t.Fatal("history_complete with previous_response_id")
 	}
@@ -142,11 +145,8 @@ func longChat(n int) []byte {
 }
 
 func TestHistoryLongConversation(t *testing.T) {
-	req, err := openaichat.Adapter{}.ParseRequest(longChat(250))
-	if err != nil {
-		t.Fatal(err)
-	}
-	es := req.History.Entries()
+	_, h := decodeHistory(t, openaichat.API{}, "", string(longChat(250)))
+	es := h.Entries()
 	if len(es) != 250 || es[0].ID != "c0" || es[249].ID != "c249" {
 		t.Fatalf("%d entries, first %q", len(es), es[0].ID)
 	}
@@ -166,13 +166,13 @@ func FuzzHistory(f *testing.F) {
 	f.Add(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"x","input":"s"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":[{"type":"image"}]}]}]}`)
 	f.Add(`{"input":[{"type":"function_call","call_id":"x","arguments":"{\"a\":1e999}"},{"type":"function_call_output","call_id":"x","output":"\ud800"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, ad := range historyAdapters {
-			req, err := ad.ParseRequest([]byte(body))
+		for _, a := range historyAPIs {
+			req, err := a.NewCodec().DecodeRequest("", []byte(body))
 			if err != nil || req.History == nil {
 				continue
 			}
-			if _, err := json.Marshal(req.History.Entries()); err != nil {
-				t.Fatalf("%s: history does not encode: %v", ad.Name(), err)
+			if _, err := json.Marshal(validate.HistoryOf(req.History).Entries()); err != nil {
+				t.Fatalf("%s: history does not encode: %v", a.Name(), err)
 			}
 		}
 	})
@@ -200,17 +200,14 @@ func TestHistoryFromGemini(t *testing.T) {
 			{"functionResponse":{"id":"c2","name":"get_order","response":{"error":"order not found"}}},
 			{"functionResponse":{"id":"c1","name":"get_order","response":{"output":{"order_id":"ord_1"}}}}]},
 		{"role":"user","parts":[{"text":"refund ord_1"}]}]}`
-	req, err := gemini.Adapter{}.ParseRequestAt("/v1beta/models/m:generateContent", []byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := decodeHistory(t, gemini.API{}, "/v1beta/models/m:generateContent", body)
 	want := []string{
 		`{"id":"get_order#1.1","tool":"get_order","args":{"order_id":"ord_1"},"result":{"output":{"order_id":"ord_1","total_cents":4000}},"is_error":false}`,
 		`{"id":"list_refunds#1.1","tool":"list_refunds","args":{},"result":{"output":[]},"is_error":false}`,
 		`{"id":"c1","tool":"get_order","args":{"order_id":"ord_1"},"result":{"output":{"order_id":"ord_1"}},"is_error":false}`,
 		`{"id":"c2","tool":"get_order","args":{"order_id":"ord_2"},"result":{"error":"order not found"},"is_error":true}`,
 	}
-	if got := entryJSON(t, req.History.Entries()); !reflect.DeepEqual(got, want) {
+	if got := entryJSON(t, h.Entries()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("history\n got %s\nwant %s", strings.Join(got, "\n    "), strings.Join(want, "\n    "))
 	}
 }

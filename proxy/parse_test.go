@@ -10,15 +10,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 )
 
-// panickyAdapter panics while reading the request, which toolgate does
-// on a goroutine of its own while the upstream works.
-type panickyAdapter struct{ openaichat.Adapter }
+// panickyAPI's codec panics while reading the request, which toolgate
+// does on a goroutine of its own while the upstream works.
+type panickyAPI struct{ openaichat.API }
 
-func (panickyAdapter) ParseRequest([]byte) (*api.Request, error) { panic("parser exploded") }
+func (panickyAPI) NewCodec() api.Codec { return panickyCodec{openaichat.API{}.NewCodec()} }
+
+type panickyCodec struct{ api.Codec }
+
+func (panickyCodec) DecodeRequest(string, []byte) (*neutral.Request, error) { panic("parser exploded") }
 
 // A panic while the request is read in the background is the handler's
 // panic: the client gets a 502, it is counted, and the process lives on.
@@ -28,9 +33,9 @@ func TestParsePanicIsTheHandlers(t *testing.T) {
 		_, _ = w.Write([]byte(`{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`))
 	}))
 	defer up.Close()
-	saved := adapters["chat"]
-	adapters["chat"] = panickyAdapter{}
-	defer func() { adapters["chat"] = saved }()
+	saved := apis["chat"]
+	apis["chat"] = panickyAPI{}
+	defer func() { apis["chat"] = saved }()
 
 	cfg, err := catalog.Parse([]byte("upstreams:\n  - url: "+up.URL+"\n"), "test.yaml")
 	if err != nil {

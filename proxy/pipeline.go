@@ -308,12 +308,12 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &recovery.UpstreamError{Err: err}
+		return nil, transportFailure(err)
 	}
 	defer c.Close()
 	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(c.body, 1<<20))
-		return nil, &recovery.UpstreamError{Status: c.resp.StatusCode, Header: c.resp.Header.Clone(), Body: b}
+		return nil, statusFailure(c.resp.StatusCode, c.resp.Header.Clone(), b)
 	}
 	answer, err := x.readAnswer(c)
 	if err != nil {
@@ -326,7 +326,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		// The connection failed inside the body (idle timeout, reset): a
 		// transport failure like one before the headers, which the
 		// client's retry may well not meet again.
-		return nil, &recovery.UpstreamError{Err: err}
+		return nil, transportFailure(err)
 	}
 	if x.foldedKey(answer) {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/proxy/openaiwire"
 )
 
 func TestCanonicalPath(t *testing.T) {
@@ -99,12 +101,12 @@ func testTable() *routeTable {
 	h := http.NotFoundHandler()
 	for _, prefix := range []string{"", "/anthropic"} {
 		for path, name := range builtinRoutes {
-			t.judge(name, prefix, path, envelopeOf(adapters[name]), h, http.MethodPost)
+			t.judge(name, prefix, path, envelopeOf(apis[name]), h, http.MethodPost)
 		}
 		if prefix == "" {
-			t.judge("chat", prefix, "/openai/deployments/{d}/chat/completions", openAIPlainError, h, http.MethodPost)
-			t.judge("chat", prefix, "/v1beta/models/{model}:generateContent", openAIPlainError, h, http.MethodPost)
-			t.judge("chat", prefix, "/mcp/orders", openAIPlainError, h, http.MethodPost, http.MethodGet, http.MethodDelete)
+			t.judge("chat", prefix, "/openai/deployments/{d}/chat/completions", openaiwire.Error, h, http.MethodPost)
+			t.judge("chat", prefix, "/v1beta/models/{model}:generateContent", openaiwire.Error, h, http.MethodPost)
+			t.judge("chat", prefix, "/mcp/orders", openaiwire.Error, h, http.MethodPost, http.MethodGet, http.MethodDelete)
 		}
 		t.passThrough(prefix, h)
 	}

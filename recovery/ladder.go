@@ -670,7 +670,7 @@ func (l *ladder) upstreamFailed(ctx context.Context, err error) error {
 		return ErrCanceled
 	case errors.Is(err, context.DeadlineExceeded) && (ctx.Err() != nil || !isUpstream):
 		return l.escalate("deadline", "the recovery deadline passed", -1)
-	case isUpstream && ue.Retryable():
+	case isUpstream && ue.Retryable:
 		l.res.Upstream = ue
 		return nil
 	}

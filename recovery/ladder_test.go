@@ -934,14 +934,14 @@ func TestRunUpstreamFailures(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"429", &UpstreamError{Status: 429, Header: retryAfter, Body: []byte(`{"error":"slow down"}`)}},
-		{"503", &UpstreamError{Status: 503, Body: []byte("unavailable")}},
-		{"500", &UpstreamError{Status: 500}},
-		{"408", &UpstreamError{Status: 408}},
-		{"409", &UpstreamError{Status: 409}},
-		{"transport error", &UpstreamError{Err: errors.New("connection reset by peer")}},
-		{"upstream timeout while the deadline is far", &UpstreamError{Err: fmt.Errorf("first byte: %w", context.DeadlineExceeded)}},
-		{"wrapped", fmt.Errorf("asking: %w", &UpstreamError{Status: 502})},
+		{"429", &UpstreamError{Retryable: true, Status: 429, Header: retryAfter, Body: []byte(`{"error":"slow down"}`)}},
+		{"503", &UpstreamError{Retryable: true, Status: 503, Body: []byte("unavailable")}},
+		{"500", &UpstreamError{Retryable: true, Status: 500}},
+		{"408", &UpstreamError{Retryable: true, Status: 408}},
+		{"409", &UpstreamError{Retryable: true, Status: 409}},
+		{"transport error", &UpstreamError{Retryable: true, Err: errors.New("connection reset by peer")}},
+		{"upstream timeout while the deadline is far", &UpstreamError{Retryable: true, Err: fmt.Errorf("first byte: %w", context.DeadlineExceeded)}},
+		{"wrapped", fmt.Errorf("asking: %w", &UpstreamError{Retryable: true, Status: 502})},
 	}
 	for _, turn := range []struct {
 		name string
@@ -1116,24 +1116,6 @@ func TestWorse(t *testing.T) {
 	}
 }
 
-func TestUpstreamErrorRetryable(t *testing.T) {
-	tests := []struct {
-		err  *UpstreamError
-		want bool
-	}{
-		{&UpstreamError{Status: 400}, false}, {&UpstreamError{Status: 401}, false}, {&UpstreamError{Status: 404}, false},
-		{&UpstreamError{Status: 422}, false}, {&UpstreamError{Status: 408}, true}, {&UpstreamError{Status: 409}, true},
-		{&UpstreamError{Status: 429}, true}, {&UpstreamError{Status: 500}, true}, {&UpstreamError{Status: 529}, true},
-		{&UpstreamError{Err: errors.New("reset")}, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.err.Error(), func(t *testing.T) {
-			if got := tc.err.Retryable(); got != tc.want {
-				t.Errorf("Retryable() = %v", got)
-			}
-		})
-	}
-}
 
 func TestSettingsFrom(t *testing.T) {
 	s := SettingsFrom(ladderSnapshot(t))

@@ -55,6 +55,10 @@ type UpstreamError struct {
 	Body   []byte
 	// Err is set for transport failures (timeouts, resets) with no status.
 	Err error
+	// Retryable is set by the Asker, which classifies the failure: the
+	// client's SDK would retry the whole request, so it is handed back as
+	// it is instead of escalated.
+	Retryable bool
 }
 
 func (e *UpstreamError) Error() string {
@@ -65,19 +69,6 @@ func (e *UpstreamError) Error() string {
 }
 
 func (e *UpstreamError) Unwrap() error { return e.Err }
-
-// Retryable reports whether the client's SDK should retry the whole request:
-// the statuses the official SDKs retry, and transport failures.
-func (e *UpstreamError) Retryable() bool {
-	if e.Err != nil {
-		return true
-	}
-	switch e.Status {
-	case 408, 409, 429:
-		return true
-	}
-	return e.Status >= 500
-}
 
 // ErrBadAnswer wraps a re-query answer the adapter could not decode.
 var ErrBadAnswer = errors.New("the upstream answer could not be read")
