@@ -136,7 +136,7 @@ func (m *Metrics) SetCatalog(version string, names []string) {
 	m.CatalogTools.Reset()
 	m.CatalogInfo.WithLabelValues(version).Set(1)
 	m.CatalogTools.WithLabelValues(version).Set(float64(len(names)))
-	for _, api := range []string{"chat", "messages", "responses"} {
+	for api := range apis {
 		m.Hallucinations.WithLabelValues(api, version)
 		m.ToolCalls.WithLabelValues(api, version, "_unknown", "unknown_tool")
 		for i, n := range names {

@@ -94,6 +94,14 @@ var apis = map[string]api.API{
 	"gemini":    gemini.API{},
 }
 
+// apiKeyHeaders names the header an API's own provider reads its key from,
+// for the APIs that do not take OpenAI's bearer; the upstream's host
+// decides for the others.
+var apiKeyHeaders = map[string]string{
+	"messages": "x-api-key",
+	"gemini":   "x-goog-api-key",
+}
+
 // builtinRoutes are the validated paths under every prefix. Gemini names
 // the model in the path: the parameter ends at the colon of the verb.
 var builtinRoutes = map[string]string{

@@ -209,15 +209,18 @@ func SetUpstreamKey(h http.Header, host, api, key string) {
 	}
 }
 
-// keyHeader picks the header a provider reads its key from: Anthropic uses
-// x-api-key, Azure OpenAI api-key, Gemini x-goog-api-key, everything
-// OpenAI-compatible a bearer.
+// keyHeader picks the header a provider reads its key from: the API's own
+// (apiKeyHeaders), else by host: Anthropic uses x-api-key, Azure OpenAI
+// api-key, Gemini x-goog-api-key, everything OpenAI-compatible a bearer.
 func keyHeader(host, api string) string {
+	if h, ok := apiKeyHeaders[api]; ok {
+		return h
+	}
 	host = strings.ToLower(host)
 	switch {
-	case api == "messages" || strings.HasSuffix(host, "anthropic.com"):
+	case strings.HasSuffix(host, "anthropic.com"):
 		return "x-api-key"
-	case api == "gemini" || host == "generativelanguage.googleapis.com":
+	case host == "generativelanguage.googleapis.com":
 		return "x-goog-api-key"
 	case strings.HasSuffix(host, ".azure.com"):
 		return "api-key"
