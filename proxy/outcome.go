@@ -13,6 +13,18 @@ import (
 	"github.com/toolgate/toolgate/recovery"
 )
 
+// Labels of requests and answers that were not judged, beside the ladder's
+// outcomes and the failure codes.
+const (
+	// labelUpstreamStatus: the upstream answered with an error status,
+	// relayed as it came.
+	labelUpstreamStatus = "upstream_status"
+	// unreadableRequest, unreadableResponse: toolgate_unvalidated_total
+	// reasons for a request or an answer the codec could not read.
+	unreadableRequest  = "request_unreadable"
+	unreadableResponse = "response_unreadable"
+)
+
 // outcome is what one request came to. It is filled in as the request is
 // decided, and everything that reports the request reads it, here: the
 // SPEC §6 response headers, the request metrics and the one log line.
@@ -37,7 +49,7 @@ func (x *exchange) relay(c *call) {
 	h := x.w.Header()
 	copyHeader(h, c.resp.Header)
 	keepEncoding(h, c.resp.Header)
-	x.conclude(c.resp.StatusCode, "upstream_status", false)
+	x.conclude(c.resp.StatusCode, labelUpstreamStatus, false)
 	x.headers(h)
 	x.w.WriteHeader(c.resp.StatusCode)
 	_, _ = io.Copy(x.w, io.LimitReader(c.body, x.rt.snap.Config.Limits.MaxResponseBytes))

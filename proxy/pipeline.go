@@ -233,7 +233,7 @@ func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 // refuseAnswer answers an upstream answer toolgate cannot judge: it is
 // not forwarded.
 func (x *exchange) refuseAnswer(err error) {
-	x.s.metrics.unvalidated("response_unreadable")
+	x.s.metrics.unvalidated(unreadableResponse)
 	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
 	x.writeFailure(classify(err, false))
 }
@@ -351,7 +351,7 @@ func (x *exchange) parseRequest(body []byte) {
 	if parsed {
 		evidence = validate.NewCorpus(req.Vouching)
 	} else {
-		x.s.metrics.unvalidated("request_unreadable")
+		x.s.metrics.unvalidated(unreadableRequest)
 		req = &neutral.Request{Body: body}
 	}
 	x.req = req

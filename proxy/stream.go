@@ -203,7 +203,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	// The stream is complete; nothing after the terminal event is read.
 	turns := r.st.Turns()
 	if r.holding && missingCallID(turns) {
-		x.s.metrics.unvalidated("response_unreadable")
+		x.s.metrics.unvalidated(unreadableResponse)
 		r.fail(errNoCallID)
 		return
 	}

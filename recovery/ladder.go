@@ -191,7 +191,7 @@ func (l *ladder) run(ctx context.Context) error {
 		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1)
 	}
 	if l.in.Eff.Len() == 0 {
-		return l.escalate("no_tools_offered", "the model called a tool but no tool may be called in this request", -1)
+		return l.escalate(ReasonNoTools, "the model called a tool but no tool may be called in this request", -1)
 	}
 	bad := l.badPositions(validate.ClassName, validate.ClassArgs)
 	if len(bad) == 0 {
@@ -206,7 +206,7 @@ func (l *ladder) run(ctx context.Context) error {
 		return nil
 	}
 	if l.in.Stateful {
-		return l.escalate("stateful_unrecoverable", "the conversation is stored upstream, so the call cannot be repaired", -1)
+		return l.escalate(ReasonStateful, "the conversation is stored upstream, so the call cannot be repaired", -1)
 	}
 	outcome := Pass
 	if names := l.badPositions(validate.ClassName); len(names) > 0 {
@@ -306,7 +306,7 @@ func replies(turn *Turn, errs map[int]string) []Reply {
 func (l *ladder) decideAll(ctx context.Context, positions []int) (Outcome, error) {
 	for _, i := range positions {
 		if l.recLeft <= 0 {
-			return "", l.escalate("budget", "the recovery budget is spent", -1)
+			return "", l.escalate(ReasonBudget, "the recovery budget is spent", -1)
 		}
 		l.recLeft--
 		if err := l.decide(ctx, i); err != nil || l.res.Escalation != nil || l.res.Upstream != nil {
@@ -345,14 +345,14 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 		ev.Result = "invalid_decision"
 		l.res.Events = append(l.res.Events, ev)
 		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
-		return l.escalate("invalid_decision", "the model answered the recovery prompt with a tool call instead of a decision", -1)
+		return l.escalate(ReasonInvalidDecision, "the model answered the recovery prompt with a tool call instead of a decision", -1)
 	}
 	d, perr := ParseDecision(turn.Text)
 	if perr != nil {
 		ev.Result = "invalid_decision"
 		l.res.Events = append(l.res.Events, ev)
 		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
-		return l.escalate("invalid_decision", "the recovery answer was not a valid decision: "+perr.Error(), -1)
+		return l.escalate(ReasonInvalidDecision, "the recovery answer was not a valid decision: "+perr.Error(), -1)
 	}
 	conf := d.Confidence
 	ev.Confidence = conf
@@ -380,14 +380,14 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 	if st != catalog.Found || stripped {
 		ev.Result = "invalid_decision"
 		l.res.Events = append(l.res.Events, ev)
-		return l.escalate("invalid_decision", "the proposed substitute is not a tool of this request", -1)
+		return l.escalate(ReasonInvalidDecision, "the proposed substitute is not a tool of this request", -1)
 	}
 	sub := validate.ToolCall{ID: orig.ID, Name: d.Tool, Args: d.Arguments, Kind: validate.Function}
 	confirm := tool.Policy == catalog.PolicyConfirm
 	if !tool.Substitutable && !confirm {
 		ev.Result = "invalid_decision"
 		l.res.Events = append(l.res.Events, ev)
-		return l.escalate("invalid_decision", "the proposed substitute's tool may not be substituted", -1)
+		return l.escalate(ReasonInvalidDecision, "the proposed substitute's tool may not be substituted", -1)
 	}
 	// Checked before the confirm rung too: the escalation hands the call to a
 	// person to approve, and it must be one that could run as it stands.
@@ -398,7 +398,7 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 		ev.Result = "invalid_decision"
 		l.res.Events = append(l.res.Events, ev)
 		l.attempts = append(l.attempts, callAttempt("call", sub, v.Findings))
-		return l.escalate("invalid_decision", "the proposed substitute's arguments are not valid", -1)
+		return l.escalate(ReasonInvalidDecision, "the proposed substitute's arguments are not valid", -1)
 	}
 	if confirm {
 		ev.Result = "escalated"
@@ -456,12 +456,12 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 		if nameLevel {
 			qkind = KindRecovery
 			if l.recLeft <= 0 {
-				return "", l.escalate("budget", "the recovery budget is spent", -1)
+				return "", l.escalate(ReasonBudget, "the recovery budget is spent", -1)
 			}
 			l.recLeft--
 		} else {
 			if l.repLeft <= 0 {
-				return "", l.escalate("budget", "the reprompt budget is spent", -1)
+				return "", l.escalate(ReasonBudget, "the reprompt budget is spent", -1)
 			}
 			l.repLeft--
 		}
@@ -669,7 +669,7 @@ func (l *ladder) upstreamFailed(ctx context.Context, err error) error {
 	case errors.Is(err, context.Canceled):
 		return ErrCanceled
 	case errors.Is(err, context.DeadlineExceeded) && (ctx.Err() != nil || !isUpstream):
-		return l.escalate("deadline", "the recovery deadline passed", -1)
+		return l.escalate(ReasonDeadline, "the recovery deadline passed", -1)
 	case isUpstream && ue.Retryable:
 		l.res.Upstream = ue
 		return nil

@@ -119,6 +119,24 @@ func Worse(a, b Outcome) Outcome {
 	return a
 }
 
+// Reasons an escalation has when no finding names it. With the finding
+// codes they are the closed set of Escalation.Label values, the
+// toolgate_escalations_total reason.
+const (
+	// ReasonInvalidDecision: the model's answer to the recovery prompt was
+	// not a decision toolgate can act on.
+	ReasonInvalidDecision = "invalid_decision"
+	// ReasonBudget: the recovery or reprompt attempts are spent.
+	ReasonBudget = "budget"
+	// ReasonDeadline: the recovery deadline passed.
+	ReasonDeadline = "deadline"
+	// ReasonStateful: the conversation is stored upstream, so a call cannot
+	// be repaired without changing what the client was given.
+	ReasonStateful = "stateful_unrecoverable"
+	// ReasonNoTools: the model called a tool where none may be called.
+	ReasonNoTools = "no_tools_offered"
+)
+
 // Escalation is the structured record a caller acts on (SPEC §5).
 type Escalation struct {
 	ID                 string          `json:"id"`
