@@ -2,18 +2,21 @@ package gemini
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/neutral"
 )
 
-// Render implements api.Adapter. Calls are matched to functionCall parts by
-// order, the order ParseResponse read them in, so a replaced call keeps its
-// id, its thoughtSignature and its place among the other parts. An
-// escalated or abstained candidate becomes one text part with finishReason
-// STOP; an escalation object rides in a top-level toolgate_escalation.
-func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([]byte, error) {
-	obj, err := jsonx.ParseObject(resp.Body)
+// EncodeAnswer implements api.Codec. Calls are matched to functionCall
+// parts by order, the order DecodeAnswer read them in, so a replaced call
+// keeps its id, its thoughtSignature and its place among the other parts.
+// A candidate answered with text (an escalation or an abstention) becomes
+// one text part with finishReason STOP; an escalation object rides in a
+// top-level toolgate_escalation.
+func (*codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte, error) {
+	obj, err := jsonx.ParseObject(a.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -25,22 +28,22 @@ func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([
 	cands = append([][]byte(nil), cands...)
 	var escObj []byte
 	for i := range cands {
-		if i >= len(finals) {
+		if i >= len(actions) {
 			break
 		}
-		f := finals[i]
+		act := &actions[i]
 		c, err := jsonx.ParseObject(cands[i])
 		if err != nil {
 			return nil, err
 		}
 		c = append(jsonx.Object(nil), c...)
-		if text, esc, ok := f.Replacement(); ok {
-			c = c.Set("content", textContent(c.Get("content"), nil, text)).Set("finishReason", []byte(`"STOP"`))
+		if act.Kind == neutral.Respond {
+			c = c.Set("content", textContent(c.Get("content"), nil, act.Text)).Set("finishReason", []byte(`"STOP"`))
 			if escObj == nil {
-				escObj = esc
+				escObj = escalationObject(act)
 			}
-		} else if f.Result != nil && f.Result.AnyChanged() {
-			content, _, err := spliceCalls(c.Get("content"), f, 0)
+		} else if anyChanged(act) {
+			content, _, err := spliceCalls(c.Get("content"), act, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -55,6 +58,25 @@ func (Adapter) Render(_ *api.Request, resp *api.Response, finals []api.Final) ([
 		obj = obj.Set("toolgate_escalation", escObj)
 	}
 	return obj.Bytes(), nil
+}
+
+// escalationObject is the escalation a Respond action carries, or nil.
+func escalationObject(act *neutral.Action) []byte {
+	if act.Escalation == nil {
+		return nil
+	}
+	return act.Escalation.Body
+}
+
+// anyChanged reports whether a Replace action changes a call; one that
+// changes none leaves its candidate byte for byte.
+func anyChanged(act *neutral.Action) bool {
+	for j := range act.Calls {
+		if act.ChangedAt(j) {
+			return true
+		}
+	}
+	return false
 }
 
 // textContent is a content object whose parts are kept, then text (when
@@ -74,7 +96,7 @@ func textContent(orig []byte, kept [][]byte, text string) []byte {
 // spliceCalls replaces the changed calls among a content object's parts;
 // first is the position of its first call in the whole turn. It returns
 // the content and how many calls it holds.
-func spliceCalls(content []byte, f api.Final, first int) ([]byte, int, error) {
+func spliceCalls(content []byte, act *neutral.Action, first int) ([]byte, int, error) {
 	c, err := jsonx.ParseObject(content)
 	if err != nil {
 		return nil, 0, err
@@ -96,14 +118,14 @@ func spliceCalls(content []byte, f api.Final, first int) ([]byte, int, error) {
 		}
 		j := first + n
 		n++
-		if !f.ChangedAt(j) {
+		if !act.ChangedAt(j) {
 			continue
 		}
 		fc, err := jsonx.ParseObject(fcRaw)
 		if err != nil {
 			return nil, 0, fmt.Errorf("gemini: functionCall: %w", err)
 		}
-		nc := f.Result.Calls[j]
+		nc := act.Calls[j]
 		args, err := objectJSON(nc.Args)
 		if err != nil {
 			return nil, 0, err
@@ -113,4 +135,103 @@ func spliceCalls(content []byte, f api.Final, first int) ([]byte, int, error) {
 	}
 	c = append(jsonx.Object(nil), c...).Set("parts", jsonx.AppendArray(nil, parts))
 	return c.Bytes(), n, nil
+}
+
+// CallJSON implements api.Codec: a functionCall part.
+func (*codec) CallJSON(c neutral.ToolCall) []byte {
+	fc := jsonx.Object{}
+	if !strings.HasPrefix(c.ID, syntheticID) {
+		fc = append(fc, jsonx.Field{Key: "id", Value: jsonx.String(c.ID)})
+	}
+	fc = append(fc, jsonx.Field{Key: "name", Value: jsonx.String(c.Name)}, jsonx.Field{Key: "args", Value: jsonx.Embeddable(c.Args)})
+	return jsonx.Object{{Key: "functionCall", Value: fc.Bytes()}}.Bytes()
+}
+
+// objectJSON is a repaired call's arguments, compacted; anything but an
+// object fails the render (see jsonx.CompactObject).
+func objectJSON(args []byte) ([]byte, error) {
+	b, err := jsonx.CompactObject(args)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: repaired arguments: %w", err)
+	}
+	return b, nil
+}
+
+// escalationType names the detail that carries an escalation.
+const escalationType = "type.googleapis.com/toolgate.ToolCallEscalation"
+
+// EncodeEscalation implements api.Codec: Google's error envelope, the
+// escalation's fields in its first detail next to "@type". Go's
+// genai.APIError exposes it as Details[0]; JavaScript's ApiError carries
+// the whole body, JSON-encoded, in its message.
+func (*codec) EncodeEscalation(e *neutral.Escalated) []byte { return escalationBody(e) }
+
+// escalationBody is EncodeEscalation, for streams too.
+func escalationBody(e *neutral.Escalated) []byte {
+	return envelope(422, "FAILED_PRECONDITION", e.Text, detail(e))
+}
+
+// detail is the escalation as one error detail.
+func detail(e *neutral.Escalated) []byte {
+	d := jsonx.Object{{Key: "@type", Value: jsonx.String(escalationType)}}
+	if obj, err := jsonx.ParseObject(e.Body); err == nil {
+		d = append(d, obj...)
+	} else {
+		d = append(d, jsonx.Field{Key: "escalation", Value: e.Body})
+	}
+	return d.Bytes()
+}
+
+// envelope is {"error":{"code","message","status","details"}}.
+func envelope(code int, status, message string, details ...[]byte) []byte {
+	inner := jsonx.Object{
+		{Key: "code", Value: strconv.AppendInt(nil, int64(code), 10)},
+		{Key: "message", Value: jsonx.String(message)},
+		{Key: "status", Value: jsonx.String(status)},
+	}
+	if len(details) > 0 {
+		inner = append(inner, jsonx.Field{Key: "details", Value: jsonx.AppendArray(nil, details)})
+	}
+	return jsonx.Object{{Key: "error", Value: inner.Bytes()}}.Bytes()
+}
+
+// EncodeError implements api.Codec: toolgate's own errors in Google's
+// envelope, the code in a google.rpc.ErrorInfo detail, as both SDKs read
+// an error's fields by their type.
+func (*codec) EncodeError(f neutral.Failure) []byte {
+	return failureBody(f.Status, string(f.Code), f.Message)
+}
+
+// failureBody is one of toolgate's own errors with status in the envelope.
+func failureBody(status int, code, message string) []byte {
+	info := jsonx.Object{
+		{Key: "@type", Value: []byte(`"type.googleapis.com/google.rpc.ErrorInfo"`)},
+		{Key: "reason", Value: jsonx.String(code)},
+		{Key: "domain", Value: []byte(`"toolgate"`)},
+	}
+	return envelope(status, rpcStatus(status), message, info.Bytes())
+}
+
+// rpcStatus is the google.rpc.Code name Google's APIs send with an HTTP
+// status.
+func rpcStatus(status int) string {
+	switch status {
+	case 400, 413:
+		return "INVALID_ARGUMENT"
+	case 401:
+		return "UNAUTHENTICATED"
+	case 403:
+		return "PERMISSION_DENIED"
+	case 404:
+		return "NOT_FOUND"
+	case 408, 504:
+		return "DEADLINE_EXCEEDED"
+	case 422:
+		return "FAILED_PRECONDITION"
+	case 429:
+		return "RESOURCE_EXHAUSTED"
+	case 502, 503:
+		return "UNAVAILABLE"
+	}
+	return "INTERNAL"
 }
