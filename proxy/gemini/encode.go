@@ -197,19 +197,26 @@ func envelope(code int, status, message string, details ...[]byte) []byte {
 
 // EncodeError implements api.Codec: toolgate's own errors in Google's
 // envelope, the code in a google.rpc.ErrorInfo detail, as both SDKs read
-// an error's fields by their type.
+// an error's fields by their type. A refusal of the request (a method or
+// an encoding toolgate does not judge) is the client's mistake, so where
+// its status has no code of its own it is INVALID_ARGUMENT, not INTERNAL.
 func (*codec) EncodeError(f neutral.Failure) []byte {
-	return failureBody(f.Status, string(f.Code), f.Message)
+	rpc := rpcStatus(f.Status)
+	if f.Refusal && rpc == "INTERNAL" {
+		rpc = "INVALID_ARGUMENT"
+	}
+	return failureBody(f.Status, rpc, string(f.Code), f.Message)
 }
 
-// failureBody is one of toolgate's own errors with status in the envelope.
-func failureBody(status int, code, message string) []byte {
+// failureBody is one of toolgate's own errors: its HTTP status, that
+// status's google.rpc.Code name and toolgate's code.
+func failureBody(status int, rpc, code, message string) []byte {
 	info := jsonx.Object{
 		{Key: "@type", Value: []byte(`"type.googleapis.com/google.rpc.ErrorInfo"`)},
 		{Key: "reason", Value: jsonx.String(code)},
 		{Key: "domain", Value: []byte(`"toolgate"`)},
 	}
-	return envelope(status, rpcStatus(status), message, info.Bytes())
+	return envelope(status, rpc, message, info.Bytes())
 }
 
 // rpcStatus is the google.rpc.Code name Google's APIs send with an HTTP

@@ -324,7 +324,7 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 		if f.Code == neutral.CodeUpstreamTimeout {
 			status = 504
 		}
-		body = failureBody(status, string(f.Code), f.Message)
+		body = failureBody(status, rpcStatus(status), string(f.Code), f.Message)
 	}
 	if s.arr == nil {
 		return s.appendEvent(nil, "", body)
