@@ -135,9 +135,14 @@ func TestStreamSamples(t *testing.T) {
 			if len(turns) != 1 || len(turns[0].Calls) != c.calls || turns[0].Text != c.text {
 				t.Fatalf("turns %+v", turns[0])
 			}
-			out, err := f.st.Encode(f.held(), []neutral.Action{{Kind: neutral.Keep}})
-			if err != nil || !bytes.Equal(joinRaw(f.events[f.holdAt:]), out) {
-				t.Fatalf("unchanged render differs (%v):\n%s", err, out)
+			for _, act := range []neutral.Action{
+				{Kind: neutral.Keep},
+				{Kind: neutral.Replace, Calls: turns[0].Calls, Changed: make([]bool, c.calls)},
+			} {
+				out, err := f.st.Encode(f.held(), []neutral.Action{act})
+				if err != nil || !bytes.Equal(joinRaw(f.events[f.holdAt:]), out) {
+					t.Fatalf("unchanged encode (%+v) differs (%v):\n%s", act, err, out)
+				}
 			}
 		})
 	}
