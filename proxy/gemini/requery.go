@@ -26,25 +26,11 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 	}
 	contents = append([][]byte(nil), contents...)
 	for _, ex := range q.History {
-		t, ok := ex.Turn.Raw.(*turn)
-		if !ok || t.content == nil {
-			return nil, errors.New("gemini: replayed turn has no content of this codec")
+		turns, err := replay(ex)
+		if err != nil {
+			return nil, err
 		}
-		if len(ex.Replies) == 0 || len(ex.Replies) != len(ex.Turn.Calls) {
-			return nil, errors.New("gemini: a replayed turn needs one reply per call")
-		}
-		parts := make([][]byte, len(ex.Replies))
-		for i, r := range ex.Replies {
-			call := ex.Turn.Calls[i]
-			if r.CallID != call.ID {
-				return nil, errors.New("gemini: replies are not in the order of the calls")
-			}
-			parts[i] = functionResponse(call.ID, call.Name, r)
-		}
-		contents = append(contents, t.content, jsonx.Object{
-			{Key: "role", Value: []byte(`"user"`)},
-			{Key: "parts", Value: jsonx.AppendArray(nil, parts)},
-		}.Bytes())
+		contents = append(contents, turns...)
 	}
 	obj = obj.Set("contents", jsonx.AppendArray(nil, contents))
 	obj = setIn(obj, "generationConfig", func(g jsonx.Object) jsonx.Object {
@@ -65,6 +51,31 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 		})
 	}
 	return obj.Bytes(), nil
+}
+
+// replay is one exchange as two turns: the model's content as received,
+// then the user's functionResponse parts, one per call in order.
+func replay(ex neutral.Exchange) ([][]byte, error) {
+	t, ok := ex.Turn.Raw.(*turn)
+	if !ok || t.content == nil {
+		return nil, errors.New("gemini: replayed turn has no content of this codec")
+	}
+	if len(ex.Replies) == 0 || len(ex.Replies) != len(ex.Turn.Calls) {
+		return nil, errors.New("gemini: a replayed turn needs one reply per call")
+	}
+	parts := make([][]byte, len(ex.Replies))
+	for i, r := range ex.Replies {
+		call := ex.Turn.Calls[i]
+		if r.CallID != call.ID {
+			return nil, errors.New("gemini: replies are not in the order of the calls")
+		}
+		parts[i] = functionResponse(call.ID, call.Name, r)
+	}
+	user := jsonx.Object{
+		{Key: "role", Value: []byte(`"user"`)},
+		{Key: "parts", Value: jsonx.AppendArray(nil, parts)},
+	}
+	return [][]byte{t.content, user.Bytes()}, nil
 }
 
 // setIn edits the object at key, present or not; an edit that leaves it
