@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
-	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/neutral"
 )
 
 // splitReader hands out data in pieces whose sizes come from cuts, so a
@@ -80,7 +79,7 @@ func FuzzArrayReader(f *testing.F) {
 }
 
 // FuzzStream feeds either framing, split anywhere: it never panics, and
-// a complete stream renders (unchanged and escalated) without error, in
+// a complete stream encodes (every candidate escalated) without error, in
 // the array framing as one valid JSON array.
 func FuzzStream(f *testing.F) {
 	addStreamSeeds(f)
@@ -93,12 +92,12 @@ func FuzzStream(f *testing.F) {
 		if fd.holdAt < 0 {
 			return
 		}
-		finals := make([]api.Final, len(turns))
-		for i, tn := range turns {
-			esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_f"}, Body: []byte(`{"id":"esc_f"}`), Text: "x"}
-			finals[i] = api.Final{Result: &recovery.Result{Outcome: recovery.Escalated, Calls: tn.Calls}, Escalated: esc}
+		actions := make([]neutral.Action, len(turns))
+		for i := range turns {
+			esc := &neutral.Escalated{ID: "esc_f", Body: []byte(`{"id":"esc_f"}`), Text: "x"}
+			actions[i] = neutral.Action{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}
 		}
-		out, err := fd.st.Render(fd.held(), finals)
+		out, err := fd.st.Encode(fd.held(), actions)
 		if err != nil {
 			t.Fatalf("render: %v", err)
 		}
@@ -111,31 +110,32 @@ func FuzzStream(f *testing.F) {
 	})
 }
 
-// FuzzParseResponse: any answer that is read gives calls with an id and
-// arguments, and renders with every call replaced.
-func FuzzParseResponse(f *testing.F) {
+// FuzzDecodeAnswer: any answer that is read gives calls with an id and
+// arguments, and encodes with every call replaced.
+func FuzzDecodeAnswer(f *testing.F) {
 	f.Add(readSample(f, "function_call.json"))
 	f.Add(readSample(f, "parallel_function_calls_thought_signature.json"))
 	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"f","args":[1]}}]},"finishReason":"MAX_TOKENS"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		resp, err := Adapter{}.ParseResponse(body)
+		cd := newCodec()
+		resp, err := cd.DecodeAnswer(body)
 		if err != nil {
 			return
 		}
-		finals := make([]api.Final, len(resp.Choices))
+		actions := make([]neutral.Action, len(resp.Choices))
 		for i, tn := range resp.Choices {
-			res := &recovery.Result{Outcome: recovery.Reprompted}
+			act := neutral.Action{Kind: neutral.Replace}
 			for _, c := range tn.Calls {
 				if c.ID == "" || len(c.Args) == 0 {
 					t.Fatalf("call %+v", c)
 				}
 				c.Args = []byte(`{"x":1}`)
-				res.Calls = append(res.Calls, c)
-				res.Changed = append(res.Changed, true)
+				act.Calls = append(act.Calls, c)
+				act.Changed = append(act.Changed, true)
 			}
-			finals[i] = api.Final{Result: res}
+			actions[i] = act
 		}
-		out, err := Adapter{}.Render(nil, resp, finals)
+		out, err := cd.EncodeAnswer(resp, actions)
 		if err != nil {
 			t.Fatalf("render of a readable answer: %v", err)
 		}

@@ -7,11 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
+	"github.com/toolgate/toolgate/neutral"
 )
 
 func readSample(t testing.TB, name string) []byte {
@@ -34,8 +31,14 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	return bytes.Equal(xa, ya)
 }
 
-func TestParseRequest(t *testing.T) {
-	req, err := Adapter{}.ParseRequestAt("/v1beta/models/gemini-2.5-flash:streamGenerateContent", readSample(t, "request.json"))
+// newCodec is a codec as the pipeline gets one for a request.
+func newCodec() *codec { return API{}.NewCodec().(*codec) }
+
+// decodeAnswer reads an answer with a fresh codec.
+func decodeAnswer(body []byte) (*neutral.Answer, error) { return newCodec().DecodeAnswer(body) }
+
+func TestDecodeRequest(t *testing.T) {
+	req, err := newCodec().DecodeRequest("/v1beta/models/gemini-2.5-flash:streamGenerateContent", readSample(t, "request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,29 +55,29 @@ func TestParseRequest(t *testing.T) {
 	if !bytes.Contains(req.Offered[1].Parameters, []byte(`"additionalProperties": false`)) {
 		t.Errorf("parametersJsonSchema not taken as is: %s", req.Offered[1].Parameters)
 	}
-	if req.Choice.Kind != catalog.ChoiceAuto || !strings.Contains(req.UserText, "Boston") {
+	if req.Choice.Kind != neutral.ChoiceAuto || !strings.Contains(req.UserText, "Boston") {
 		t.Errorf("choice %v user text %q", req.Choice, req.UserText)
 	}
-	plain, err := Adapter{}.ParseRequestAt("/v1/projects/p/locations/l/publishers/google/models/gemini-2.0-flash:generateContent", []byte(`{"contents":[]}`))
+	plain, err := newCodec().DecodeRequest("/v1/projects/p/locations/l/publishers/google/models/gemini-2.0-flash:generateContent", []byte(`{"contents":[]}`))
 	if err != nil || plain.Model != "gemini-2.0-flash" || plain.Stream {
 		t.Errorf("vertex path: %+v %v", plain, err)
 	}
 }
 
-func TestParseRequestStructuredAndCached(t *testing.T) {
-	req, err := Adapter{}.ParseRequest([]byte(`{"contents":[],"generationConfig":{"responseMimeType":"application/json"},"cachedContent":"cachedContents/abc"}`))
+func TestDecodeRequestStructuredAndCached(t *testing.T) {
+	req, err := newCodec().DecodeRequest("", []byte(`{"contents":[],"generationConfig":{"responseMimeType":"application/json"},"cachedContent":"cachedContents/abc"}`))
 	if err != nil || !req.StructuredOutput || !req.HistoryUpstream {
 		t.Fatalf("%+v %v", req, err)
 	}
-	if _, err := (Adapter{}).ParseRequest([]byte(`[]`)); err == nil {
+	if _, err := newCodec().DecodeRequest("", []byte(`[]`)); err == nil {
 		t.Error("an array is not a request")
 	}
 }
 
 // A schema that cannot be translated is offered as written, so it fails
 // to compile and calls of it are findings rather than unjudged.
-func TestParseRequestUntranslatableSchema(t *testing.T) {
-	req, err := Adapter{}.ParseRequest([]byte(`{"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"MAP"}}]}]}`))
+func TestDecodeRequestUntranslatableSchema(t *testing.T) {
+	req, err := newCodec().DecodeRequest("", []byte(`{"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"MAP"}}]}]}`))
 	if err != nil || len(req.Offered) != 1 || string(req.Offered[0].Parameters) != `{"type":"MAP"}` {
 		t.Fatalf("%+v %v", req, err)
 	}
@@ -83,18 +86,18 @@ func TestParseRequestUntranslatableSchema(t *testing.T) {
 func TestToolChoice(t *testing.T) {
 	cases := []struct {
 		conf string
-		want catalog.ToolChoice
+		want neutral.ToolChoice
 	}{
-		{``, catalog.ToolChoice{Kind: catalog.ChoiceAuto}},
-		{`,"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}`, catalog.ToolChoice{Kind: catalog.ChoiceAuto}},
-		{`,"toolConfig":{"functionCallingConfig":{"mode":"VALIDATED"}}`, catalog.ToolChoice{Kind: catalog.ChoiceAuto}},
-		{`,"toolConfig":{"functionCallingConfig":{"mode":"ANY"}}`, catalog.ToolChoice{Kind: catalog.ChoiceRequired}},
-		{`,"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}`, catalog.ToolChoice{Kind: catalog.ChoiceNone}},
-		{`,"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["a","b"]}}`, catalog.ToolChoice{Kind: catalog.ChoiceAllowed, Names: []string{"a", "b"}}},
-		{`,"toolConfig":{"functionCallingConfig":{"mode":"VALIDATED","allowedFunctionNames":["a"]}}`, catalog.ToolChoice{Kind: catalog.ChoiceAllowed, Names: []string{"a"}}},
+		{``, neutral.ToolChoice{Kind: neutral.ChoiceAuto}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}`, neutral.ToolChoice{Kind: neutral.ChoiceAuto}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"VALIDATED"}}`, neutral.ToolChoice{Kind: neutral.ChoiceAuto}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"ANY"}}`, neutral.ToolChoice{Kind: neutral.ChoiceRequired}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}`, neutral.ToolChoice{Kind: neutral.ChoiceNone}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["a","b"]}}`, neutral.ToolChoice{Kind: neutral.ChoiceAllowed, Names: []string{"a", "b"}}},
+		{`,"toolConfig":{"functionCallingConfig":{"mode":"VALIDATED","allowedFunctionNames":["a"]}}`, neutral.ToolChoice{Kind: neutral.ChoiceAllowed, Names: []string{"a"}}},
 	}
 	for _, c := range cases {
-		req, err := Adapter{}.ParseRequest([]byte(`{"contents":[]` + c.conf + `}`))
+		req, err := newCodec().DecodeRequest("", []byte(`{"contents":[]`+c.conf+`}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,9 +107,9 @@ func TestToolChoice(t *testing.T) {
 	}
 }
 
-func TestParseResponseSamples(t *testing.T) {
+func TestDecodeAnswerSamples(t *testing.T) {
 	body := readSample(t, "function_call.json")
-	resp, err := Adapter{}.ParseResponse(body)
+	resp, err := decodeAnswer(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +120,12 @@ func TestParseResponseSamples(t *testing.T) {
 	if c.Name != "get_current_weather" || !sameJSON(t, c.Args, []byte(`{"location":"Boston, MA"}`)) || !strings.HasPrefix(c.ID, syntheticID) {
 		t.Errorf("call %+v", c)
 	}
-	if resp.Usage != (recovery.Usage{Input: 93, Output: 8}) {
+	if resp.Usage != (neutral.Usage{Input: 93, Output: 8}) {
 		t.Errorf("usage %+v", resp.Usage)
 	}
 
 	body = readSample(t, "parallel_function_calls_thought_signature.json")
-	resp, err = Adapter{}.ParseResponse(body)
+	resp, err = decodeAnswer(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +133,7 @@ func TestParseResponseSamples(t *testing.T) {
 	if len(turn0.Calls) != 2 || turn0.Calls[1].Name != "get_stock_price" || turn0.Text != "" {
 		t.Errorf("parallel calls %+v text %q (thought parts are not text)", turn0.Calls, turn0.Text)
 	}
-	if resp.Usage != (recovery.Usage{Input: 120, Output: 41 + 98}) {
+	if resp.Usage != (neutral.Usage{Input: 120, Output: 41 + 98}) {
 		t.Errorf("usage with thoughts %+v", resp.Usage)
 	}
 	obj, _ := jsonx.ParseObject(body)
@@ -141,20 +144,20 @@ func TestParseResponseSamples(t *testing.T) {
 	}
 }
 
-func TestParseResponseRefuses(t *testing.T) {
+func TestDecodeAnswerRefuses(t *testing.T) {
 	for _, body := range []string{
 		`{}`, `[]`, `{"candidates":{}}`, `{"candidates":[1]}`, `{"candidates":[{"content":{"parts":[1]}}]}`,
 		`{"candidates":[{"content":{"parts":[{"functionCall":{"args":{}}}]}}]}`,
 		`{"candidates":[{"content":{"parts":[{"FunctionCall":{"name":"x"}}]}}]}`,
 	} {
-		if _, err := (Adapter{}).ParseResponse([]byte(body)); err == nil {
+		if _, err := decodeAnswer([]byte(body)); err == nil {
 			t.Errorf("%s was read", body)
 		}
 	}
 }
 
-func TestParseResponseTruncatedAndIDs(t *testing.T) {
-	resp, err := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"fc_1","name":"f"}}]},"finishReason":"MAX_TOKENS"}]}`))
+func TestDecodeAnswerTruncatedAndIDs(t *testing.T) {
+	resp, err := decodeAnswer([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"fc_1","name":"f"}}]},"finishReason":"MAX_TOKENS"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,14 +165,14 @@ func TestParseResponseTruncatedAndIDs(t *testing.T) {
 	if !tn.Truncated || tn.Calls[0].ID != "fc_1" || string(tn.Calls[0].Args) != "{}" {
 		t.Errorf("%+v", tn)
 	}
-	resp, _ = Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":"x"}}]}}]}`))
+	resp, _ = decodeAnswer([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":"x"}}]}}]}`))
 	if !resp.Choices[0].Calls[0].BadShape {
 		t.Error("args that are not an object are a bad shape")
 	}
 }
 
 // MALFORMED_FUNCTION_CALL and its kin carry no call: the candidate passes
-// and the adapter names the note the operator sees.
+// and the codec names the note the operator sees.
 func TestNotes(t *testing.T) {
 	for reason, want := range map[string]string{
 		"MALFORMED_FUNCTION_CALL": "gemini_malformed_function_call",
@@ -177,28 +180,31 @@ func TestNotes(t *testing.T) {
 		"TOO_MANY_TOOL_CALLS":     "gemini_too_many_tool_calls",
 		"STOP":                    "",
 	} {
-		resp, err := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"parts":[]},"finishReason":"` + reason + `","finishMessage":"Malformed function call: x"}]}`))
+		resp, err := decodeAnswer([]byte(`{"candidates":[{"content":{"parts":[]},"finishReason":"` + reason + `","finishMessage":"Malformed function call: x"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := strings.Join(Adapter{}.Notes(resp.Choices[0]), ",")
+		got := strings.Join(newCodec().Notes(resp.Choices[0]), ",")
 		if got != want || len(resp.Choices[0].Calls) != 0 {
 			t.Errorf("%s: notes %q, want %q", reason, got, want)
 		}
 	}
 }
 
-func parallelTurn(t *testing.T) (*api.Request, *api.Response) {
+// parallelTurn is the request sample read by a codec, and that codec's
+// reading of the parallel-call answer.
+func parallelTurn(t *testing.T) (*codec, *neutral.Request, *neutral.Answer) {
 	t.Helper()
-	req, err := Adapter{}.ParseRequestAt("/v1beta/models/gemini-2.5-flash:generateContent", readSample(t, "request.json"))
+	c := newCodec()
+	req, err := c.DecodeRequest("/v1beta/models/gemini-2.5-flash:generateContent", readSample(t, "request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := Adapter{}.ParseResponse(readSample(t, "parallel_function_calls_thought_signature.json"))
+	resp, err := c.DecodeAnswer(readSample(t, "parallel_function_calls_thought_signature.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return req, resp
+	return c, req, resp
 }
 
 // followUpContents decodes a re-query's contents.
@@ -213,14 +219,14 @@ func followUpContents(t *testing.T, body []byte) []json.RawMessage {
 	return q.Contents
 }
 
-func TestFollowUp(t *testing.T) {
-	req, resp := parallelTurn(t)
+func TestReQuery(t *testing.T) {
+	cd, req, resp := parallelTurn(t)
 	tn := resp.Choices[0]
-	q := &recovery.Query{Kind: recovery.KindReprompt, History: []recovery.Exchange{{Turn: tn, Replies: []recovery.Reply{
+	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Exchange{{Turn: tn, Replies: []neutral.Reply{
 		{CallID: tn.Calls[0].ID, Content: "bad unit", IsError: true},
 		{CallID: tn.Calls[1].ID, Content: "held"},
 	}}}}
-	body, err := Adapter{}.FollowUp(req, resp, q)
+	body, err := cd.ReQuery(resp, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +248,7 @@ func TestFollowUp(t *testing.T) {
 	}
 
 	q.Decision = true
-	body, err = Adapter{}.FollowUp(req, resp, q)
+	body, err = cd.ReQuery(resp, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,12 +260,15 @@ func TestFollowUp(t *testing.T) {
 
 // Ids the model sent are echoed; everything else of the request stays as
 // sent, and a decision drops the response schema.
-func TestFollowUpIDsAndConfig(t *testing.T) {
+func TestReQueryIDsAndConfig(t *testing.T) {
 	reqBody := `{"systemInstruction":{"parts":[{"text":"be brief"}]},"cachedContent":"cachedContents/x","contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"candidateCount":2,"responseMimeType":"application/json","temperature":0.2},"tools":[{"functionDeclarations":[{"name":"f"}]}]}`
-	req, _ := Adapter{}.ParseRequest([]byte(reqBody))
-	resp, _ := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"c1","name":"f","args":{}}}]}}]}`))
+	cd := newCodec()
+	if _, err := cd.DecodeRequest("", []byte(reqBody)); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := cd.DecodeAnswer([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"c1","name":"f","args":{}}}]}}]}`))
 	tn := resp.Choices[0]
-	body, err := Adapter{}.FollowUp(req, resp, &recovery.Query{Decision: true, History: []recovery.Exchange{{Turn: tn, Replies: []recovery.Reply{{CallID: "c1", Content: "x", IsError: true}}}}})
+	body, err := cd.ReQuery(resp, &neutral.Query{Decision: true, History: []neutral.Exchange{{Turn: tn, Replies: []neutral.Reply{{CallID: "c1", Content: "x", IsError: true}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,32 +285,32 @@ func TestFollowUpIDsAndConfig(t *testing.T) {
 	if !bytes.Contains(body, []byte(`{"functionResponse":{"id":"c1","name":"f","response":{"error":"x"}}}`)) {
 		t.Errorf("id not echoed: %s", body)
 	}
-	if _, err := (Adapter{}).FollowUp(req, resp, &recovery.Query{History: []recovery.Exchange{{Turn: tn}}}); err == nil {
+	if _, err := cd.ReQuery(resp, &neutral.Query{History: []neutral.Exchange{{Turn: tn}}}); err == nil {
 		t.Error("a turn without replies was replayed")
 	}
 }
 
 func TestFollowUpRoute(t *testing.T) {
-	p, q := Adapter{}.FollowUpRoute("/v1beta/models/m:streamGenerateContent", "alt=sse&key=k1")
+	p, q := newCodec().FollowUpRoute("/v1beta/models/m:streamGenerateContent", "alt=sse&key=k1")
 	if p != "/v1beta/models/m:generateContent" || q != "key=k1" {
 		t.Errorf("%s ? %s", p, q)
 	}
-	p, q = Adapter{}.FollowUpRoute("/v1/models/m:generateContent", "")
+	p, q = newCodec().FollowUpRoute("/v1/models/m:generateContent", "")
 	if p != "/v1/models/m:generateContent" || q != "" {
 		t.Errorf("%s ? %s", p, q)
 	}
 }
 
-func TestRenderSplicesAndReplaces(t *testing.T) {
-	req, resp := parallelTurn(t)
+func TestEncodeAnswerSplicesAndReplaces(t *testing.T) {
+	cd, _, resp := parallelTurn(t)
 	tn := resp.Choices[0]
-	fixed := validate.ToolCall{ID: tn.Calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA","unit":"celsius"}`)}
-	res := &recovery.Result{Outcome: recovery.Reprompted, Calls: []validate.ToolCall{fixed, tn.Calls[1]}, Changed: []bool{true, false}}
-	out, err := Adapter{}.Render(req, resp, []api.Final{{Result: res}})
+	fixed := neutral.ToolCall{ID: tn.Calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA","unit":"celsius"}`)}
+	act := neutral.Action{Kind: neutral.Replace, Calls: []neutral.ToolCall{fixed, tn.Calls[1]}, Changed: []bool{true, false}}
+	out, err := cd.EncodeAnswer(resp, []neutral.Action{act})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Adapter{}.ParseResponse(out)
+	again, err := decodeAnswer(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,8 +321,8 @@ func TestRenderSplicesAndReplaces(t *testing.T) {
 		t.Errorf("signature or thought part lost: %s", out)
 	}
 
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1"}, Body: []byte(`{"id":"esc_1"}`), Text: "needs a person [toolgate:esc_1]"}
-	out, err = Adapter{}.Render(req, resp, []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	esc := &neutral.Escalated{ID: "esc_1", Body: []byte(`{"id":"esc_1"}`), Text: "needs a person [toolgate:esc_1]"}
+	out, err = cd.EncodeAnswer(resp, []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +346,7 @@ func TestRenderSplicesAndReplaces(t *testing.T) {
 }
 
 func TestErrorBodies(t *testing.T) {
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1", Codes: []string{"unknown_tool"}}, Body: []byte(`{"id":"esc_1","codes":["unknown_tool"]}`), Text: "t"}
+	esc := &neutral.Escalated{ID: "esc_1", Code: "unknown_tool", Body: []byte(`{"id":"esc_1","codes":["unknown_tool"]}`), Text: "t"}
 	var w struct {
 		Error struct {
 			Code    int              `json:"code"`
@@ -346,14 +355,14 @@ func TestErrorBodies(t *testing.T) {
 			Details []map[string]any `json:"details"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal(Adapter{}.ErrorBody(esc), &w); err != nil {
+	if err := json.Unmarshal(newCodec().EncodeEscalation(esc), &w); err != nil {
 		t.Fatal(err)
 	}
 	d := w.Error.Details[0]
 	if w.Error.Code != 422 || w.Error.Status != "FAILED_PRECONDITION" || d["@type"] != escalationType || d["id"] != "esc_1" {
 		t.Errorf("%+v", w)
 	}
-	if err := json.Unmarshal(Adapter{}.PlainError(504, "upstream_timeout", "slow"), &w); err != nil {
+	if err := json.Unmarshal(newCodec().EncodeError(neutral.Failure{Status: 504, Code: neutral.CodeUpstreamTimeout, Message: "slow"}), &w); err != nil {
 		t.Fatal(err)
 	}
 	if w.Error.Code != 504 || w.Error.Status != "DEADLINE_EXCEEDED" || w.Error.Details[0]["reason"] != "upstream_timeout" {
@@ -362,24 +371,27 @@ func TestErrorBodies(t *testing.T) {
 }
 
 func TestCallJSON(t *testing.T) {
-	got := Adapter{}.CallJSON(validate.ToolCall{ID: syntheticID + "0", Name: "f", Args: []byte(`{ "a": 1 }`)})
+	got := newCodec().CallJSON(neutral.ToolCall{ID: syntheticID + "0", Name: "f", Args: []byte(`{ "a": 1 }`)})
 	if string(got) != `{"functionCall":{"name":"f","args":{"a":1}}}` {
 		t.Errorf("%s", got)
 	}
-	got = Adapter{}.CallJSON(validate.ToolCall{ID: "c9", Name: "f", Args: []byte(`{}`)})
+	got = newCodec().CallJSON(neutral.ToolCall{ID: "c9", Name: "f", Args: []byte(`{}`)})
 	if string(got) != `{"functionCall":{"id":"c9","name":"f","args":{}}}` {
 		t.Errorf("%s", got)
 	}
 }
 
 func TestInjectTool(t *testing.T) {
-	abstain := catalog.Offered{Name: "none_fits", Description: "d", Parameters: []byte(`{"type":"object","properties":{"reason":{"type":"string","description":"why"}},"required":["reason"],"additionalProperties":false}`)}
-	req, _ := Adapter{}.ParseRequest(readSample(t, "request.json"))
-	body, err := Adapter{}.InjectTool(req, abstain)
+	abstain := neutral.Offered{Name: "none_fits", Description: "d", Parameters: []byte(`{"type":"object","properties":{"reason":{"type":"string","description":"why"}},"required":["reason"],"additionalProperties":false}`)}
+	cd := newCodec()
+	if _, err := cd.DecodeRequest("", readSample(t, "request.json")); err != nil {
+		t.Fatal(err)
+	}
+	body, err := cd.InjectTool(abstain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Adapter{}.ParseRequest(body)
+	again, err := newCodec().DecodeRequest("", body)
 	if err != nil || len(again.Offered) != 3 || again.Offered[2].Name != "none_fits" {
 		t.Fatalf("%+v %v", again, err)
 	}
@@ -388,15 +400,22 @@ func TestInjectTool(t *testing.T) {
 	if !bytes.Equal(again.Offered[2].Parameters, abstain.Parameters) {
 		t.Errorf("injected schema %s", again.Offered[2].Parameters)
 	}
-	req, _ = Adapter{}.ParseRequest([]byte(`{"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"OBJECT"}}]}]}`))
-	body, err = Adapter{}.InjectTool(req, abstain)
+	cd = newCodec()
+	if _, err := cd.DecodeRequest("", []byte(`{"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"OBJECT"}}]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	body, err = cd.InjectTool(abstain)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(body, []byte(`"parameters":{"type":"OBJECT","properties":{"reason":{"type":"STRING","description":"why"}},"required":["reason"]}`)) {
 		t.Errorf("OpenAPI form not used: %s", body)
 	}
-	if _, err := (Adapter{}).InjectTool(&api.Request{Body: []byte(`{"tools":[{"googleSearch":{}}]}`)}, abstain); err == nil {
+	cd = newCodec()
+	if _, err := cd.DecodeRequest("", []byte(`{"tools":[{"googleSearch":{}}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cd.InjectTool(abstain); err == nil {
 		t.Error("injected into a request without function declarations")
 	}
 }
@@ -414,11 +433,11 @@ func TestFoldedKeys(t *testing.T) {
 		`{"usageMetadata":{"PromptTokenCount":1}}`:                               true,
 		`{"Error":{}}`: true,
 	} {
-		if got := (Adapter{}).FoldedKey([]byte(body)); got != want {
+		if got := newCodec().FoldedKey([]byte(body)); got != want {
 			t.Errorf("%s: %v", body, got)
 		}
 	}
-	resp, err := Adapter{}.ParseResponse([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"Type":"y"}}}]}}]}`))
+	resp, err := decodeAnswer([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"Type":"y"}}}]}}]}`))
 	if err != nil || string(resp.Choices[0].Calls[0].Args) != `{"Type":"y"}` {
 		t.Errorf("an argument named like a protocol key: %v", err)
 	}

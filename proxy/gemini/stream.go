@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
 )
 
 // maxCandidates bounds the candidate index a stream may use (the API
@@ -53,7 +53,7 @@ type stream struct {
 	arr    *ArrayReader
 	cands  []*candidate
 	chunks [][]chunkCand
-	usage  recovery.Usage
+	usage  neutral.Usage
 	id     string
 	// holdAt is the chunk that carried the first call, or -1. heldFrom is
 	// the first chunk the pipeline holds: holdAt, or 0 when every chunk
@@ -72,52 +72,56 @@ type stream struct {
 	opened bool
 }
 
-// NewStream implements api.Adapter: an SSE stream (alt=sse).
-func (Adapter) NewStream(*api.Request) api.Stream {
+var (
+	_ api.EOFEnder   = (*stream)(nil)
+	_ api.Keepaliver = (*stream)(nil)
+)
+
+// NewStream implements api.Codec: an SSE stream (alt=sse).
+func (*codec) NewStream() api.Stream {
 	return &stream{holdAt: -1}
 }
 
 // NewFramedStream implements api.Framer: an answer to :streamGenerateContent
-// that is not SSE is the JSON-array stream.
-func (Adapter) NewFramedStream(_ *api.Request, path string, h http.Header, body io.Reader) (api.Stream, api.EventReader, bool) {
-	if !strings.HasSuffix(path, verbStream) || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+// (the verb of the path DecodeRequest read) that is not SSE is the
+// JSON-array stream.
+func (c *codec) NewFramedStream(h http.Header, body io.Reader) (api.Stream, api.EventReader, bool) {
+	if !strings.HasSuffix(c.path, verbStream) || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
 		return nil, nil, false
 	}
 	rd := NewArrayReader(body, maxElement)
 	return &stream{arr: rd, holdAt: -1}, rd, true
 }
 
-var _ api.Framer = Adapter{}
-
 func (s *stream) holding() bool { return s.holdAt >= 0 }
 
 // Feed implements api.Stream.
-func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
+func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if s.blank == nil && s.arr == nil {
 		s.blank = blankEvent(ev.Raw)
 	}
 	if ev.Comment || len(ev.Data) == 0 {
-		return api.Step{Hold: s.holding()}, nil
+		return neutral.Step{Hold: s.holding()}, nil
 	}
-	if (Adapter{}).FoldedKey(ev.Data) {
-		return api.Step{}, errFolded
+	if foldedKey(ev.Data) {
+		return neutral.Step{}, errFolded
 	}
 	obj, err := jsonx.ParseObject(ev.Data)
 	if err != nil {
-		return api.Step{}, errStream("a chunk is not a JSON object")
+		return neutral.Step{}, errStream("a chunk is not a JSON object")
 	}
 	if obj.Has("error") {
-		return api.Step{}, errStream("the upstream sent an error in the stream")
+		return neutral.Step{}, errStream("the upstream sent an error in the stream")
 	}
 	if err := s.chunk(obj); err != nil {
-		return api.Step{}, err
+		return neutral.Step{}, err
 	}
 	if s.arr != nil && s.content && !s.holding() {
 		// This chunk goes out, and with it any opening chunk held before,
 		// the one with the bracket among them.
 		s.opened = true
 	}
-	return api.Step{Hold: s.holding(), Opening: !s.content}, nil
+	return neutral.Step{Hold: s.holding(), Opening: !s.content}, nil
 }
 
 // chunk reads one GenerateContentResponse.
@@ -279,22 +283,22 @@ func blankEvent(raw []byte) []byte {
 }
 
 // Usage implements api.Stream.
-func (s *stream) Usage() recovery.Usage { return s.usage }
+func (s *stream) Usage() neutral.Usage { return s.usage }
 
 // Committed implements api.Stream: nothing is stored at the provider.
 func (s *stream) Committed() bool { return false }
 
 // Turns implements api.Stream: one turn per candidate, its content every
 // part the stream carried, each byte for byte, in order.
-func (s *stream) Turns() []*recovery.Turn {
-	out := make([]*recovery.Turn, 0, len(s.cands))
+func (s *stream) Turns() []*neutral.Turn {
+	out := make([]*neutral.Turn, 0, len(s.cands))
 	for _, c := range s.cands {
 		role := c.role
 		if role == nil {
 			role = []byte(`"model"`)
 		}
 		content := jsonx.Object{{Key: "parts", Value: jsonx.AppendArray(nil, c.parts)}, {Key: "role", Value: role}}.Bytes()
-		t := &recovery.Turn{ResponseID: s.id, Usage: s.usage, Raw: &turn{content: content, finish: c.finish}}
+		t := &neutral.Turn{ResponseID: s.id, Usage: s.usage, Raw: &turn{content: content, finish: c.finish}}
 		var text []byte
 		// Feed read every part already; an error here cannot happen.
 		_ = callsOf(c.parts, 0, t, &text)
@@ -306,18 +310,21 @@ func (s *stream) Turns() []*recovery.Turn {
 }
 
 // ErrorEvent implements api.Stream: a chunk that is Google's error
-// envelope, which both SDKs raise as an API error. In a JSON array it is
-// the last element, and the array is closed after it.
-func (s *stream) ErrorEvent(code, message string, esc *api.Escalated) []byte {
+// envelope, which both SDKs raise as an API error. The answer has begun,
+// so f.Status is not what the envelope's code says: that is 504 for a
+// silent upstream and 502 for anything else that ended the stream. In a
+// JSON array the chunk is the last element, and the array is closed after
+// it.
+func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 	var body []byte
 	if esc != nil {
-		body = Adapter{}.ErrorBody(esc)
+		body = escalationBody(esc)
 	} else {
 		status := 502
-		if code == "upstream_timeout" {
+		if f.Code == neutral.CodeUpstreamTimeout {
 			status = 504
 		}
-		body = Adapter{}.PlainError(status, code, message)
+		body = failureBody(status, rpcStatus(status), string(f.Code), f.Message)
 	}
 	if s.arr == nil {
 		return s.appendEvent(nil, "", body)

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // fed is a stream after every event of body was fed, as the pipeline
@@ -32,14 +31,18 @@ func feedAll(t testing.TB, arrayFraming bool, src io.Reader) fed {
 	t.Helper()
 	var st api.Stream
 	var rd api.EventReader
+	cd := newCodec()
 	if arrayFraming {
+		if _, err := cd.DecodeRequest("/v1beta/models/m:streamGenerateContent", []byte(`{"contents":[]}`)); err != nil {
+			t.Fatal(err)
+		}
 		var ok bool
-		st, rd, ok = Adapter{}.NewFramedStream(nil, "/v1beta/models/m:streamGenerateContent", http.Header{"Content-Type": {"application/json"}}, src)
+		st, rd, ok = cd.NewFramedStream(http.Header{"Content-Type": {"application/json"}}, src)
 		if !ok {
 			t.Fatal("no framed stream for a JSON answer")
 		}
 	} else {
-		st = Adapter{}.NewStream(nil)
+		st = cd.NewStream()
 		rd = sse.NewReader(src, 1<<20)
 	}
 	f := fed{st: st.(*stream), holdAt: -1}
@@ -81,13 +84,21 @@ func feedAll(t testing.TB, arrayFraming bool, src io.Reader) fed {
 	return f
 }
 
-func (f fed) held() []api.HeldEvent {
-	var out []api.HeldEvent
+func (f fed) held() []neutral.HeldEvent {
+	var out []neutral.HeldEvent
 	for _, ev := range f.events[f.holdAt:] {
-		out = append(out, api.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data})
+		out = append(out, neutral.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data})
 	}
 	return out
 }
+
+// respond is the action that answers the only candidate with esc.
+func respond(esc *neutral.Escalated) []neutral.Action {
+	return []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}}
+}
+
+// failXY is a failure whose code and message tests do not look at.
+var failXY = neutral.Failure{Code: "x", Message: "y"}
 
 func joinRaw(evs []sse.Event) []byte {
 	var b []byte
@@ -98,7 +109,7 @@ func joinRaw(evs []sse.Event) []byte {
 }
 
 // The samples of both framings are read whole, end complete, and replay
-// byte for byte: the events' bytes are the stream's, and a Render that
+// byte for byte: the events' bytes are the stream's, and an Encode that
 // changes nothing gives the held bytes back.
 func TestStreamSamples(t *testing.T) {
 	for _, c := range []struct {
@@ -124,9 +135,14 @@ func TestStreamSamples(t *testing.T) {
 			if len(turns) != 1 || len(turns[0].Calls) != c.calls || turns[0].Text != c.text {
 				t.Fatalf("turns %+v", turns[0])
 			}
-			out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Pass, Calls: turns[0].Calls, Changed: make([]bool, c.calls)}}})
-			if err != nil || !bytes.Equal(joinRaw(f.events[f.holdAt:]), out) {
-				t.Fatalf("unchanged render differs (%v):\n%s", err, out)
+			for _, act := range []neutral.Action{
+				{Kind: neutral.Keep},
+				{Kind: neutral.Replace, Calls: turns[0].Calls, Changed: make([]bool, c.calls)},
+			} {
+				out, err := f.st.Encode(f.held(), []neutral.Action{act})
+				if err != nil || !bytes.Equal(joinRaw(f.events[f.holdAt:]), out) {
+					t.Fatalf("unchanged encode (%+v) differs (%v):\n%s", act, err, out)
+				}
 			}
 		})
 	}
@@ -141,7 +157,7 @@ func TestStreamTurnKeepsSignatures(t *testing.T) {
 	if string(raw) != want {
 		t.Errorf("replayed content\n%s\nwant\n%s", raw, want)
 	}
-	if f.st.Usage() != (recovery.Usage{Input: 120, Output: 47 + 44}) {
+	if f.st.Usage() != (neutral.Usage{Input: 120, Output: 47 + 44}) {
 		t.Errorf("usage %+v", f.st.Usage())
 	}
 }
@@ -154,8 +170,8 @@ func TestStreamTextAndCallInOneChunk(t *testing.T) {
 	if f.holdAt != 1 {
 		t.Fatalf("held from event %d; the first chunk is text only and flows", f.holdAt)
 	}
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_9"}, Body: []byte(`{"id":"esc_9"}`), Text: "A person decides. [toolgate:esc_9]"}
-	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	esc := &neutral.Escalated{ID: "esc_9", Body: []byte(`{"id":"esc_9"}`), Text: "A person decides. [toolgate:esc_9]"}
+	out, err := f.st.Encode(f.held(), respond(esc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +206,8 @@ func TestStreamRenderRepairedCall(t *testing.T) {
 	body := readSample(t, "function_call_stream_thought_signature.sse")
 	f := feedAll(t, false, bytes.NewReader(body))
 	calls := f.st.Turns()[0].Calls
-	fixed := validate.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA","unit":"celsius"}`)}
-	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Reprompted, Calls: []validate.ToolCall{fixed, calls[1]}, Changed: []bool{true, false}}}})
+	fixed := neutral.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA","unit":"celsius"}`)}
+	out, err := f.st.Encode(f.held(), []neutral.Action{{Kind: neutral.Replace, Calls: []neutral.ToolCall{fixed, calls[1]}, Changed: []bool{true, false}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,9 +220,9 @@ func TestStreamRenderRepairedCall(t *testing.T) {
 }
 
 func TestStreamErrorEvent(t *testing.T) {
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1"}, Body: []byte(`{"id":"esc_1"}`), Text: "t"}
-	s := Adapter{}.NewStream(nil)
-	ev := s.ErrorEvent("unknown_tool", "t", esc)
+	esc := &neutral.Escalated{ID: "esc_1", Code: "unknown_tool", Body: []byte(`{"id":"esc_1"}`), Text: "t"}
+	s := newCodec().NewStream()
+	ev := s.ErrorEvent(neutral.Failure{}, esc)
 	if !bytes.HasPrefix(ev, []byte(`data: {"error":{"code":422,`)) || !bytes.HasSuffix(ev, []byte("\n\n")) {
 		t.Errorf("SSE error %q", ev)
 	}
@@ -214,7 +230,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	// when nothing went out.
 	body := readSample(t, "function_call_stream_array.json")
 	f := feedAll(t, true, bytes.NewReader(body))
-	tail := f.st.ErrorEvent("upstream_timeout", "slow", nil)
+	tail := f.st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "slow"}, nil)
 	var arr []map[string]any
 	if err := json.Unmarshal(append(joinRaw(f.events[:1]), tail...), &arr); err != nil || len(arr) != 2 {
 		t.Errorf("after a sent element: %v %s", err, tail)
@@ -223,7 +239,7 @@ func TestStreamErrorEvent(t *testing.T) {
 		t.Errorf("%v", arr[1])
 	}
 	held := feedAll(t, true, strings.NewReader(`[{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f"}}]}}]}`))
-	if got := string(held.st.ErrorEvent("x", "y", nil)); !strings.HasPrefix(got, `[{"error":`) || !strings.HasSuffix(got, "]") {
+	if got := string(held.st.ErrorEvent(failXY, nil)); !strings.HasPrefix(got, `[{"error":`) || !strings.HasSuffix(got, "]") {
 		t.Errorf("with the opening bracket held: %s", got)
 	}
 }
@@ -251,7 +267,7 @@ func TestStreamIncompleteAndBad(t *testing.T) {
 	// A malformed call ends the stream without a call; the turn carries the
 	// note.
 	f = feedAll(t, false, strings.NewReader(`data: {"candidates":[{"content":{"parts":[]},"finishReason":"MALFORMED_FUNCTION_CALL"}]}`+"\n\n"))
-	if !f.done || f.err != nil || strings.Join(Adapter{}.Notes(f.st.Turns()[0]), ",") != "gemini_malformed_function_call" {
+	if !f.done || f.err != nil || strings.Join(newCodec().Notes(f.st.Turns()[0]), ",") != "gemini_malformed_function_call" {
 		t.Errorf("malformed call: done %v err %v", f.done, f.err)
 	}
 	// A refused prompt has no candidate and is complete with its feedback.
@@ -320,18 +336,18 @@ func TestStreamKeepaliveMatchesLineBreaks(t *testing.T) {
 func TestStreamWrittenEventsMatchLineBreaks(t *testing.T) {
 	body := readSample(t, "function_call_stream_thought_signature.sse")
 	f := feedAll(t, false, bytes.NewReader(body))
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1"}, Body: []byte(`{"id":"esc_1"}`), Text: "t"}
-	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	esc := &neutral.Escalated{ID: "esc_1", Body: []byte(`{"id":"esc_1"}`), Text: "t"}
+	out, err := f.st.Encode(f.held(), respond(esc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range [][]byte{out, f.st.ErrorEvent("x", "y", nil)} {
+	for _, b := range [][]byte{out, f.st.ErrorEvent(failXY, nil)} {
 		if !bytes.HasSuffix(b, []byte("\r\n\r\n")) || bytes.Contains(bytes.ReplaceAll(b, []byte("\r\n"), nil), []byte("\n")) {
 			t.Errorf("not CRLF throughout: %q", b)
 		}
 	}
 	lf := feedAll(t, false, strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\"}}]},\"finishReason\":\"STOP\"}]}\n\n"))
-	if got := string(lf.st.ErrorEvent("x", "y", nil)); !strings.HasSuffix(got, "}\n\n") || strings.Contains(got, "\r") {
+	if got := string(lf.st.ErrorEvent(failXY, nil)); !strings.HasSuffix(got, "}\n\n") || strings.Contains(got, "\r") {
 		t.Errorf("LF stream error event %q", got)
 	}
 	// Multi-line data is written as one data line per line.
@@ -346,7 +362,7 @@ func TestStreamWrittenEventsMatchLineBreaks(t *testing.T) {
 func TestStreamOpeningChunks(t *testing.T) {
 	open := `{"candidates":[{"content":{"parts":[{"text":""}],"role":"model"}}],"usageMetadata":{"promptTokenCount":5}}`
 	call := `{"candidates":[{"content":{"parts":[{"text":"Sure."},{"functionCall":{"name":"f","args":{}}}],"role":"model"},"finishReason":"STOP"}]}`
-	st := Adapter{}.NewStream(nil)
+	st := newCodec().NewStream()
 	for i, c := range []struct {
 		data          string
 		hold, opening bool
@@ -360,8 +376,8 @@ func TestStreamOpeningChunks(t *testing.T) {
 	if f.holdAt != 0 {
 		t.Fatalf("held from %d, want the opening chunk", f.holdAt)
 	}
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_o"}, Body: []byte(`{"id":"esc_o"}`), Text: "A person decides."}
-	out, err := f.st.Render(f.held(), []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	esc := &neutral.Escalated{ID: "esc_o", Body: []byte(`{"id":"esc_o"}`), Text: "A person decides."}
+	out, err := f.st.Encode(f.held(), respond(esc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,12 +385,12 @@ func TestStreamOpeningChunks(t *testing.T) {
 	if err := json.Unmarshal(out, &elems); err != nil || !bytes.Contains(out, []byte(`"Sure."`)) || !bytes.Contains(out, []byte(esc.Text)) || bytes.Contains(out, []byte("functionCall")) {
 		t.Errorf("rendered %s (%v)", out, err)
 	}
-	if got := string(f.st.ErrorEvent("x", "y", nil)); !strings.HasPrefix(got, "[") {
+	if got := string(f.st.ErrorEvent(failXY, nil)); !strings.HasPrefix(got, "[") {
 		t.Errorf("error with the bracket held: %s", got)
 	}
 	// Released by text, the opening chunk carried the bracket out.
 	f = feedAll(t, true, strings.NewReader("["+open+",\n"+`{"candidates":[{"content":{"parts":[{"text":"Hi"}]}}]}`+"]"))
-	if got := string(f.st.ErrorEvent("x", "y", nil)); !strings.HasPrefix(got, ",") {
+	if got := string(f.st.ErrorEvent(failXY, nil)); !strings.HasPrefix(got, ",") {
 		t.Errorf("error after the bracket went out: %s", got)
 	}
 }

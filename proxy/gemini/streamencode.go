@@ -4,24 +4,24 @@ import (
 	"bytes"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/neutral"
 )
 
-// Render implements api.Stream. Held chunks whose calls did not change go
+// Encode implements api.Stream. Held chunks whose calls did not change go
 // out as the upstream sent them. A replaced call is rewritten in its chunk,
-// keeping its id and thoughtSignature. An escalated or abstained candidate
-// loses every held part except the text that preceded its first call in
+// keeping its id and thoughtSignature. A candidate answered with text (an
+// escalation or an abstention) loses every held part except the text that preceded its first call in
 // the same chunk (that text was the model's answer, and is sent once); its
 // last held chunk carries the replacement text part, finishReason STOP and,
 // for an escalation, toolgate_escalation.
-func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error) {
+func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error) {
 	last := make(map[int]int)
 	for n := s.heldFrom; s.holding() && n < len(s.chunks); n++ {
 		for _, cc := range s.chunks[n] {
 			last[cc.index] = n
 		}
 	}
-	r := &renderer{s: s, finals: finals, last: last, opened: s.opened}
+	r := &renderer{s: s, actions: actions, last: last, opened: s.opened}
 	n := s.heldFrom
 	for _, ev := range held {
 		if len(ev.Data) == 0 {
@@ -40,12 +40,12 @@ func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error
 	return r.out, nil
 }
 
-// renderer writes one Render's output.
+// renderer writes one Encode's output.
 type renderer struct {
-	s      *stream
-	finals []api.Final
-	last   map[int]int
-	out    []byte
+	s       *stream
+	actions []neutral.Action
+	last    map[int]int
+	out     []byte
 	// opened: the array's opening bracket is out.
 	opened bool
 }
@@ -53,7 +53,7 @@ type renderer struct {
 // passEmpty writes an event without data: an SSE comment or blank line,
 // or the array's closing bracket (opening the array first if no element
 // went out).
-func (r *renderer) passEmpty(ev api.HeldEvent) {
+func (r *renderer) passEmpty(ev neutral.HeldEvent) {
 	if r.s.arr != nil && !r.opened {
 		r.out = append(r.out, '[')
 		r.opened = true
@@ -64,7 +64,7 @@ func (r *renderer) passEmpty(ev api.HeldEvent) {
 }
 
 // write writes one chunk; data nil means as the upstream sent it.
-func (r *renderer) write(ev api.HeldEvent, data []byte) {
+func (r *renderer) write(ev neutral.HeldEvent, data []byte) {
 	if r.s.arr == nil {
 		if data == nil {
 			r.out = append(r.out, ev.Raw...)
@@ -155,21 +155,20 @@ func (r *renderer) chunk(data []byte, n int) (out []byte, keep bool, err error) 
 // drop when nothing of it remains in this chunk, and the escalation object
 // when this chunk carries the replacement.
 func (r *renderer) candidate(raw []byte, cc chunkCand, n int) (out []byte, drop bool, esc []byte, err error) {
-	if cc.index >= len(r.finals) {
+	if cc.index >= len(r.actions) {
 		return nil, false, nil, nil
 	}
-	f := r.finals[cc.index]
+	act := &r.actions[cc.index]
 	c, err := jsonx.ParseObject(raw)
 	if err != nil {
 		return nil, false, nil, err
 	}
 	c = append(jsonx.Object(nil), c...)
-	text, escObj, replace := f.Replacement()
-	if !replace {
-		if f.Result == nil || !f.Result.AnyChanged() || jsonx.IsNull(c.Get("content")) {
+	if act.Kind != neutral.Respond {
+		if !anyChanged(act) || jsonx.IsNull(c.Get("content")) {
 			return nil, false, nil, nil
 		}
-		content, _, err := spliceCalls(c.Get("content"), f, cc.callsBefore)
+		content, _, err := spliceCalls(c.Get("content"), act, cc.callsBefore)
 		if err != nil {
 			return nil, false, nil, err
 		}
@@ -185,8 +184,8 @@ func (r *renderer) candidate(raw []byte, cc chunkCand, n int) (out []byte, drop 
 		}
 		return c.Set("content", textContent(c.Get("content"), before, "")).Delete("finishReason").Bytes(), false, nil, nil
 	}
-	c = c.Set("content", textContent(c.Get("content"), before, text)).Set("finishReason", []byte(`"STOP"`))
-	return c.Bytes(), false, escObj, nil
+	c = c.Set("content", textContent(c.Get("content"), before, act.Text)).Set("finishReason", []byte(`"STOP"`))
+	return c.Bytes(), false, escalationObject(act), nil
 }
 
 // textBeforeCall returns the visible text parts that precede the first

@@ -1,0 +1,165 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
+)
+
+// usage counts what the provider bills: the prompt (which already includes
+// cachedContentTokenCount) and tool-use prompt as input, the candidates and
+// the thoughts as output.
+func (u *wireUsage) usage() neutral.Usage {
+	if u == nil {
+		return neutral.Usage{}
+	}
+	return neutral.Usage{Input: u.PromptTokenCount + u.ToolUsePromptTokenCount, Output: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+}
+
+// turn is a candidate's content as the codec keeps it: the content object
+// replayed byte for byte in a re-query (every part, thought parts and
+// thoughtSignature included), and its finish reason.
+type turn struct {
+	content []byte
+	finish  string
+}
+
+// syntheticID prefixes the id a call is given when the model sent none.
+// The pipeline matches replies to calls by id; on the wire such a call is
+// answered by name and position, and the id is never written.
+const syntheticID = "toolgate-call-"
+
+// callsOf reads the parts of one candidate: its calls, numbered from
+// first, and its visible text. Thought parts are the model's reasoning,
+// not text for the user.
+func callsOf(parts [][]byte, first int, t *neutral.Turn, text *[]byte) error {
+	for _, raw := range parts {
+		p, err := jsonx.ParseObject(raw)
+		if err != nil {
+			return fmt.Errorf("%w: a part is not an object", ErrShape)
+		}
+		if fc := p.Get("functionCall"); fc != nil {
+			c, err := callOf(fc, first+len(t.Calls))
+			if err != nil {
+				return err
+			}
+			t.Calls = append(t.Calls, c)
+			continue
+		}
+		if string(p.Get("thought")) == "true" {
+			continue
+		}
+		if s, ok := jsonx.Unquote(p.Get("text")); ok {
+			*text = append(*text, s...)
+		}
+	}
+	return nil
+}
+
+// callOf is one functionCall in neutral form. Args are the object exactly
+// as sent; absent args are an empty object, as the SDKs hand it over.
+func callOf(raw []byte, pos int) (neutral.ToolCall, error) {
+	fc, err := jsonx.ParseObject(raw)
+	if err != nil {
+		return neutral.ToolCall{}, fmt.Errorf("%w: functionCall is not an object", ErrShape)
+	}
+	name, ok := jsonx.Unquote(fc.Get("name"))
+	if !ok {
+		return neutral.ToolCall{}, fmt.Errorf("%w: functionCall without a name", ErrShape)
+	}
+	c := neutral.ToolCall{Name: name, Args: fc.Get("args"), Kind: neutral.Function}
+	if jsonx.IsNull(c.Args) {
+		c.Args = []byte("{}")
+	} else if c.Args[0] != '{' {
+		c.BadShape = true
+	}
+	if id, ok := jsonx.Unquote(fc.Get("id")); ok && id != "" {
+		c.ID = id
+	} else {
+		c.ID = syntheticID + strconv.Itoa(pos)
+	}
+	return c, nil
+}
+
+// DecodeAnswer implements api.Codec: one turn per candidate.
+func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
+	if foldedKey(body) {
+		return nil, errFolded
+	}
+	obj, err := jsonx.ParseObject(body)
+	if err != nil {
+		return nil, err
+	}
+	if !obj.Has("candidates") && !obj.Has("promptFeedback") && !obj.Has("usageMetadata") {
+		return nil, ErrShape
+	}
+	var w struct {
+		UsageMetadata *wireUsage `json:"usageMetadata"`
+		ResponseID    string     `json:"responseId"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, err
+	}
+	resp := &neutral.Answer{Body: body, Usage: w.UsageMetadata.usage()}
+	cands, err := array(obj.Get("candidates"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: candidates", ErrShape)
+	}
+	for _, raw := range cands {
+		c, err := jsonx.ParseObject(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: a candidate is not an object", ErrShape)
+		}
+		finish, _ := jsonx.Unquote(c.Get("finishReason"))
+		t := &neutral.Turn{ResponseID: w.ResponseID, Usage: resp.Usage, Raw: &turn{content: c.Get("content"), finish: finish}}
+		parts, err := contentParts(c.Get("content"))
+		if err != nil {
+			return nil, err
+		}
+		var text []byte
+		if err := callsOf(parts, 0, t, &text); err != nil {
+			return nil, err
+		}
+		t.Text = string(text)
+		t.Truncated = finish == "MAX_TOKENS" && len(t.Calls) > 0
+		resp.Choices = append(resp.Choices, t)
+	}
+	return resp, nil
+}
+
+// contentParts reads the parts of a content object that may be absent (a
+// candidate stopped for safety has none).
+func contentParts(raw []byte) ([][]byte, error) {
+	if jsonx.IsNull(raw) {
+		return nil, nil
+	}
+	c, err := jsonx.ParseObject(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: content is not an object", ErrShape)
+	}
+	parts, err := array(c.Get("parts"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: parts", ErrShape)
+	}
+	return parts, nil
+}
+
+// Notes implements api.Noter. A candidate the API ended because the model's
+// call was malformed, called a tool it may not call, or called too many
+// carries no call to judge and passes as the API sent it (the SDKs report
+// the finish reason, and the client decides whether to retry); the
+// operator sees the note in the request's log line and in
+// toolgate_unvalidated_total.
+func (*codec) Notes(t *neutral.Turn) []string {
+	if r, ok := t.Raw.(*turn); ok {
+		switch r.finish {
+		case "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS":
+			return []string{"gemini_" + strings.ToLower(r.finish)}
+		}
+	}
+	return nil
+}

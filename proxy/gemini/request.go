@@ -1,0 +1,164 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/geminischema"
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
+)
+
+// DecodeRequest implements api.Codec: the path names the model
+// (…/models/{model}:verb) and whether the answer is streamed.
+func (c *codec) DecodeRequest(path string, body []byte) (*neutral.Request, error) {
+	var w wireRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, err
+	}
+	if bytes.TrimSpace(body)[0] != '{' {
+		return nil, ErrShape
+	}
+	c.body, c.path = body, path
+	model, stream := route(path)
+	req := &neutral.Request{Body: body, Model: model, Stream: stream, HistoryUpstream: w.CachedContent != ""}
+	if g := w.GenerationConfig; g != nil {
+		req.StructuredOutput = g.ResponseMimeType == "application/json" || !jsonx.IsNull(g.ResponseSchema) || !jsonx.IsNull(g.ResponseJSONSchema)
+	}
+	req.Offered = offeredTools(w.Tools)
+	req.Choice = toolChoice(w.ToolConfig)
+	req.History = history(w.Contents)
+	for _, t := range w.Contents {
+		if t.Role == "model" {
+			// The model's own words never vouch for a value.
+			continue
+		}
+		own, results := userText(t.Parts)
+		req.Vouching = append(req.Vouching, own)
+		req.Vouching = append(req.Vouching, results...)
+		if own != "" {
+			req.UserText = own
+		}
+	}
+	return req, nil
+}
+
+// history records the conversation's function calls and their responses.
+// A call carries an id only when the model sent one; Gemini itself pairs a
+// functionResponse with the calls of the model turn before it by name, in
+// order. So a call without an id is keyed by its model turn, its name and
+// its place among that turn's calls of that name ("get_order#3.1": turn 3,
+// the first get_order), and each response without an id takes the same
+// key from the last model turn. A response whose object holds "error" and
+// no "output" is an error result, as the API documents those keys.
+func history(contents []wireContent) *neutral.History {
+	h := &neutral.History{}
+	turn := -1
+	for i, c := range contents {
+		seen := map[string]int{}
+		if c.Role == "model" {
+			turn = i
+		}
+		for _, p := range c.Parts {
+			switch {
+			case c.Role == "model" && p.FunctionCall != nil:
+				f := p.FunctionCall
+				seen[f.Name]++
+				args := f.Args
+				if len(args) == 0 || jsonx.IsNull(args) {
+					args = json.RawMessage("{}")
+				}
+				h.AddCall(callKey(f.ID, f.Name, turn, seen[f.Name]), f.Name, args)
+			case c.Role != "model" && p.FunctionResponse != nil && turn >= 0:
+				f := p.FunctionResponse
+				seen[f.Name]++
+				h.AddResult(callKey(f.ID, f.Name, turn, seen[f.Name]), string(f.Response), isErrorResponse(f.Response))
+			}
+		}
+	}
+	return h
+}
+
+func callKey(id, name string, turn, n int) string {
+	if id != "" {
+		return id
+	}
+	return name + "#" + strconv.Itoa(turn) + "." + strconv.Itoa(n)
+}
+
+func isErrorResponse(resp json.RawMessage) bool {
+	var keys struct {
+		Output json.RawMessage `json:"output"`
+		Error  json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(resp, &keys) == nil && keys.Error != nil && keys.Output == nil
+}
+
+// route reads the model and the verb from a request path.
+func route(path string) (model string, stream bool) {
+	seg := path[strings.LastIndexByte(path, '/')+1:]
+	if name, ok := strings.CutSuffix(seg, verbStream); ok {
+		return name, true
+	}
+	name, _ := strings.CutSuffix(seg, verbPlain)
+	return name, false
+}
+
+// offeredTools reads the function declarations. A declaration's schema is
+// parametersJsonSchema as is, or parameters translated to JSON Schema; a
+// declaration without either takes no arguments. A schema that cannot be
+// translated is offered as written: it then fails to compile, and calls of
+// that function are findings instead of passing unjudged.
+func offeredTools(tools []wireTool) []neutral.Offered {
+	var out []neutral.Offered
+	for _, t := range tools {
+		for _, d := range t.FunctionDeclarations {
+			params, err := geminischema.Declaration(d.Parameters, d.ParametersJSONSchema)
+			if err != nil {
+				params = d.Parameters
+			}
+			out = append(out, neutral.Offered{Name: d.Name, Description: d.Description, Parameters: params})
+		}
+	}
+	return out
+}
+
+// toolChoice reads functionCallingConfig. ANY requires a call; VALIDATED
+// leaves the model free like AUTO; allowedFunctionNames narrows either.
+func toolChoice(tc *wireToolConf) neutral.ToolChoice {
+	if tc == nil || tc.FunctionCallingConfig == nil {
+		return neutral.ToolChoice{Kind: neutral.ChoiceAuto}
+	}
+	fc := tc.FunctionCallingConfig
+	switch strings.ToUpper(fc.Mode) {
+	case "NONE":
+		return neutral.ToolChoice{Kind: neutral.ChoiceNone}
+	case "ANY":
+		if len(fc.AllowedFunctionNames) > 0 {
+			return neutral.ToolChoice{Kind: neutral.ChoiceAllowed, Names: fc.AllowedFunctionNames}
+		}
+		return neutral.ToolChoice{Kind: neutral.ChoiceRequired}
+	}
+	if len(fc.AllowedFunctionNames) > 0 {
+		return neutral.ToolChoice{Kind: neutral.ChoiceAllowed, Names: fc.AllowedFunctionNames}
+	}
+	return neutral.ToolChoice{Kind: neutral.ChoiceAuto}
+}
+
+// userText splits a user turn into the text the user wrote and the
+// responses of the functions the client ran.
+func userText(parts []wirePart) (own string, results []string) {
+	var b []byte
+	for _, p := range parts {
+		switch {
+		case p.FunctionResponse != nil:
+			results = append(results, string(p.FunctionResponse.Response))
+		case p.Text != nil && !p.Thought:
+			b = append(b, *p.Text...)
+			b = append(b, '\n')
+		}
+	}
+	return string(b), results
+}
