@@ -14,6 +14,9 @@ import (
 // DecodeRequest implements api.Codec: the path names the model
 // (…/models/{model}:verb) and whether the answer is streamed.
 func (c *codec) DecodeRequest(path string, body []byte) (*neutral.Request, error) {
+	// The path says how the answer is framed even when the body cannot be
+	// read: such a request is still forwarded, and its answer followed.
+	c.body, c.path = body, path
 	var w wireRequest
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, err
@@ -21,7 +24,6 @@ func (c *codec) DecodeRequest(path string, body []byte) (*neutral.Request, error
 	if bytes.TrimSpace(body)[0] != '{' {
 		return nil, ErrShape
 	}
-	c.body, c.path = body, path
 	model, stream := route(path)
 	req := &neutral.Request{Body: body, Model: model, Stream: stream, HistoryUpstream: w.CachedContent != ""}
 	if g := w.GenerationConfig; g != nil {
