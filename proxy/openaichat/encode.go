@@ -10,15 +10,10 @@ import (
 // keeps the upstream's bytes. The first escalation of a message-mode
 // answer also goes into toolgate_escalation.
 func (*codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte, error) {
-	obj, err := jsonx.ParseObject(a.Body)
+	obj, choices, err := splitChoices(a.Body)
 	if err != nil {
 		return nil, err
 	}
-	choices, err := jsonx.ParseArray(obj.Get("choices"))
-	if err != nil {
-		return nil, err
-	}
-	choices = append([][]byte(nil), choices...)
 	var escalation []byte
 	for i := range actions {
 		act := &actions[i]
@@ -48,6 +43,20 @@ func (*codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte,
 		obj = obj.Set("toolgate_escalation", escalation)
 	}
 	return obj.Bytes(), nil
+}
+
+// splitChoices splits an answer or chunk into its top level and a copy of
+// its choices, which the caller rewrites in place.
+func splitChoices(body []byte) (jsonx.Object, [][]byte, error) {
+	obj, err := jsonx.ParseObject(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	choices, err := jsonx.ParseArray(obj.Get("choices"))
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, append([][]byte(nil), choices...), nil
 }
 
 // rewrites reports whether act changes its choice's bytes: a Replace that

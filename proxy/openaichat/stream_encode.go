@@ -56,15 +56,10 @@ func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]b
 // event appends the rewritten chunk of ev to out, or nothing when only
 // fragments of a replaced call were in it.
 func (e *streamEncoder) event(out []byte, ev neutral.HeldEvent) ([]byte, error) {
-	obj, err := jsonx.ParseObject(ev.Data)
+	obj, choices, err := splitChoices(ev.Data)
 	if err != nil {
 		return nil, err
 	}
-	choices, err := jsonx.ParseArray(obj.Get("choices"))
-	if err != nil {
-		return nil, err
-	}
-	choices = append([][]byte(nil), choices...)
 	var escBody []byte
 	for k, raw := range choices {
 		c, err := jsonx.ParseObject(raw)
