@@ -392,20 +392,25 @@ func choiceOf(t *testing.T, body []byte) encodedChoice {
 }
 
 // A stream whose every choice is kept, or replaced with nothing marked
-// changed, goes out as the upstream sent it.
+// changed, goes out as the upstream sent it; so does a kept choice in a
+// chunk that another choice's action rewrites.
 func TestStreamEncodeKeepsUntouchedChoices(t *testing.T) {
-	st, evs := mustFeed(t, readFixture(t, "parallel_tool_calls_stream.sse"))
-	calls := st.Turns()[0].Calls
+	// The spaces are what a rewrite of the chunk would not keep.
+	kept := `{"index":1, "delta":{"tool_calls":[{"index":0, "id":"call_k", "type":"function", "function":{"name":"g", "arguments":"{}"}}]}, "finish_reason":null}`
+	in := `data: {"id":"x", "choices":[{"index":0, "delta":{"tool_calls":[{"index":0, "id":"call_r", "type":"function", "function":{"name":"f", "arguments":"{}"}}]}, "finish_reason":null}, ` +
+		kept + "]}\n\ndata: [DONE]\n\n"
+	st, evs := mustFeed(t, []byte(in))
+	turns := st.Turns()
 	_, held := heldFrom(evs)
-	var raw []byte
-	for _, h := range held {
-		raw = append(raw, h.Raw...)
-	}
-	for _, acts := range [][]neutral.Action{{{}}, {{Kind: neutral.Replace, Calls: calls, Changed: make([]bool, len(calls))}}} {
+	for _, acts := range [][]neutral.Action{{{}, {}}, {{Kind: neutral.Replace, Calls: turns[0].Calls, Changed: []bool{false}}, {}}} {
 		out, err := st.Encode(held, acts)
-		if err != nil || !bytes.Equal(out, raw) {
-			t.Fatalf("untouched stream rewritten (%v)", err)
+		if err != nil || string(out) != in {
+			t.Fatalf("untouched stream rewritten (%v): %s", err, out)
 		}
+	}
+	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: "No tool fits."}, {}})
+	if err != nil || !bytes.Contains(out, []byte(kept)) || bytes.Contains(out, []byte("call_r")) {
+		t.Fatalf("kept choice not byte for byte beside a rewritten one (%v): %s", err, out)
 	}
 }
 
