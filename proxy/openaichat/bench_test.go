@@ -70,27 +70,28 @@ func benchContextFor(b *testing.B, config, request []byte) *validate.Context {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req, err := openaichat.Adapter{}.ParseRequest(request)
+	req, err := openaichat.API{}.NewCodec().DecodeRequest("", request)
 	if err != nil {
 		b.Fatal(err)
 	}
 	eff := snap.Effective(req.Offered, req.Choice, true)
-	return &validate.Context{Eff: eff, Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
+	return &validate.Context{Eff: eff, Evidence: validate.NewCorpus(req.Vouching), HistoryUpstream: req.HistoryUpstream}
 }
 
 // BenchmarkFindingsTwoCalls is the work between an upstream answer arriving
-// and its verdict: ParseResponse of a two-call answer and Check of each call.
+// and its verdict: DecodeAnswer of a two-call answer and Check of each call.
 func BenchmarkFindingsTwoCalls(b *testing.B) {
 	runFindings(b, benchFixture(b, "parallel_tool_calls.json"), benchContext(b))
 }
 
-// runFindings times ParseResponse of answer and Check of its two calls.
+// runFindings times DecodeAnswer of answer and Check of its two calls.
+// The codec is made once, as a request's codec decodes all its answers.
 func runFindings(b *testing.B, answer []byte, cx *validate.Context) {
-	ad := openaichat.Adapter{}
+	cd := openaichat.API{}.NewCodec()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(answer)))
 	for b.Loop() {
-		resp, err := ad.ParseResponse(answer)
+		resp, err := cd.DecodeAnswer(answer)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -168,7 +169,7 @@ func BenchmarkStreamFilter(b *testing.B) {
 // runStreamFilter times Feed of every event, Turns, and Check of the one
 // turn's two calls.
 func runStreamFilter(b *testing.B, evs []sse.Event, cx *validate.Context) {
-	ad := openaichat.Adapter{}
+	cd := openaichat.API{}.NewCodec()
 	n := 0
 	for _, ev := range evs {
 		n += len(ev.Raw)
@@ -176,7 +177,7 @@ func runStreamFilter(b *testing.B, evs []sse.Event, cx *validate.Context) {
 	b.ReportAllocs()
 	b.SetBytes(int64(n))
 	for b.Loop() {
-		st := ad.NewStream(nil)
+		st := cd.NewStream()
 		for i := range evs {
 			if _, err := st.Feed(&evs[i]); err != nil {
 				b.Fatal(err)

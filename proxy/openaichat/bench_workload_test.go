@@ -28,7 +28,7 @@ func workloadContext(b *testing.B) *validate.Context {
 	return benchContextFor(b, workloadFile(b, "toolgate.yaml"), workloadFile(b, "request.json"))
 }
 
-// BenchmarkFindingsWorkload is ParseResponse of answer.json and Check of
+// BenchmarkFindingsWorkload is DecodeAnswer of answer.json and Check of
 // both its calls against the compiled workload catalog.
 func BenchmarkFindingsWorkload(b *testing.B) {
 	runFindings(b, workloadFile(b, "answer.json"), workloadContext(b))

@@ -30,9 +30,9 @@ func loadFindingsFixture(t testing.TB) findingsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := openaichat.Adapter{}.ParseRequest(body)
+	req, err := openaichat.API{}.NewCodec().DecodeRequest("", body)
 	if err != nil {
-		t.Fatalf("ParseRequest: %v", err)
+		t.Fatalf("DecodeRequest: %v", err)
 	}
 	cfg, err := catalog.Parse([]byte("upstreams:\n  - url: https://api.example.com\n"), "test.yaml")
 	if err != nil {
@@ -76,7 +76,7 @@ func loadFindingsFixture(t testing.TB) findingsFixture {
 		}
 		schemas[tl.Function.Name] = sch
 	}
-	return findingsFixture{cx: &validate.Context{Eff: eff, Evidence: req.Evidence}, schemas: schemas}
+	return findingsFixture{cx: &validate.Context{Eff: eff, Evidence: validate.NewCorpus(req.Vouching)}, schemas: schemas}
 }
 
 // checkAnswer parses body as the upstream's answer and judges every call.
@@ -85,7 +85,7 @@ func loadFindingsFixture(t testing.TB) findingsFixture {
 // JSON object passing that tool's schema.
 func (fx findingsFixture) checkAnswer(t *testing.T, body []byte) (verdicts []validate.Verdict, parsed bool) {
 	t.Helper()
-	resp, err := openaichat.Adapter{}.ParseResponse(body)
+	resp, err := openaichat.API{}.NewCodec().DecodeAnswer(body)
 	if err != nil {
 		return nil, false
 	}
@@ -211,7 +211,7 @@ func codeStrings(cs []validate.Code) []string {
 	return out
 }
 
-// FuzzChatFindings feeds arbitrary bytes to the adapter as a non-streaming
+// FuzzChatFindings feeds arbitrary bytes to the codec as a non-streaming
 // upstream answer and judges every call it finds against the fixtures'
 // two-tool catalog. Nothing may panic, and whatever the validator lets
 // through must be a real call with arguments that pass the schema.

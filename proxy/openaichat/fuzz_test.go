@@ -7,10 +7,9 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // chopReader hands out its data in reads whose sizes the fuzzer picks, so
@@ -155,7 +154,7 @@ func carries(data []byte) bool {
 }
 
 func runFuzzStream(t *testing.T, src io.Reader) (st api.Stream, evs []fed, ok bool) {
-	st = Adapter{}.NewStream(&api.Request{Stream: true})
+	st = API{}.NewCodec().NewStream()
 	ref := &refState{choices: map[int][]*refCall{}}
 	rd := sse.NewReader(src, 1<<16)
 	held := false
@@ -164,7 +163,7 @@ func runFuzzStream(t *testing.T, src io.Reader) (st api.Stream, evs []fed, ok bo
 		step, err := st.Feed(&ev)
 		if err != nil {
 			// Also exercise what the driver calls after a failure.
-			_ = st.ErrorEvent("upstream_error", "x", nil)
+			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "x"}, nil)
 			return st, evs, false
 		}
 		if !ev.Comment && len(ev.Data) > 0 && string(ev.Data) != "[DONE]" {
@@ -241,28 +240,28 @@ func FuzzChatStream(f *testing.F) {
 			}
 		}
 
-		// Render must not panic whatever it is given to rewrite; errors
+		// Encode must not panic whatever it is given to rewrite; errors
 		// are allowed (the driver turns them into an error event).
 		_, held := heldFrom(evs)
-		finals := make([]api.Final, len(a))
+		actions := make([]neutral.Action, len(a))
 		for i, turn := range a {
-			res := &recovery.Result{Outcome: recovery.Substituted, Original: turn.Calls,
-				Calls: append([]validate.ToolCall(nil), turn.Calls...), Changed: make([]bool, len(turn.Calls))}
-			for j := range res.Calls {
+			act := neutral.Action{Kind: neutral.Replace,
+				Calls: append([]neutral.ToolCall(nil), turn.Calls...), Changed: make([]bool, len(turn.Calls))}
+			for j := range act.Calls {
 				if j%2 == 0 {
-					res.Calls[j] = validate.ToolCall{ID: turn.Calls[j].ID, Name: "get_stock_price", Args: []byte(`{"ticker":"X"}`)}
-					res.Changed[j] = true
+					act.Calls[j] = neutral.ToolCall{ID: turn.Calls[j].ID, Name: "get_stock_price", Args: []byte(`{"ticker":"X"}`)}
+					act.Changed[j] = true
 				}
 			}
-			finals[i].Result = res
 			if i == 1 {
-				finals[i].Escalated = &api.Escalated{Choice: i, Escalation: &recovery.Escalation{ID: "esc_f"},
-					Body: []byte(`{"id":"esc_f"}`), Text: "needs a person [toolgate:esc_f]"}
+				esc := &neutral.Escalated{ID: "esc_f", Body: []byte(`{"id":"esc_f"}`), Text: "needs a person [toolgate:esc_f]"}
+				act = neutral.Action{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}
 			}
+			actions[i] = act
 		}
-		if out, err := st.Render(held, finals); err == nil && len(held) > 0 && string(held[len(held)-1].Data) == "[DONE]" &&
+		if out, err := st.Encode(held, actions); err == nil && len(held) > 0 && string(held[len(held)-1].Data) == "[DONE]" &&
 			!bytes.HasSuffix(out, held[len(held)-1].Raw) {
-			t.Fatalf("Render lost the terminal event")
+			t.Fatalf("Encode lost the terminal event")
 		}
 	})
 }
@@ -279,7 +278,7 @@ func BenchmarkChatStreamFeed(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for b.Loop() {
-		st := Adapter{}.NewStream(nil)
+		st := API{}.NewCodec().NewStream()
 		for i := range evs {
 			if _, err := st.Feed(&evs[i]); err != nil {
 				b.Fatal(err)

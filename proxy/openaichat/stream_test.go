@@ -9,10 +9,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // The fixtures in testdata/ are copies of shared/fixtures/openai-chat: real
@@ -31,7 +30,7 @@ func readFixture(t testing.TB, name string) []byte {
 type fed struct {
 	raw  []byte
 	data []byte
-	step api.Step
+	step neutral.Step
 }
 
 // feedStream runs a whole stream through sse.Reader and a new Stream, the
@@ -39,7 +38,7 @@ type fed struct {
 // first Feed error, which it returns.
 func feedStream(t testing.TB, data []byte) (api.Stream, []fed, error) {
 	t.Helper()
-	st := Adapter{}.NewStream(&api.Request{Stream: true})
+	st := API{}.NewCodec().NewStream()
 	rd := sse.NewReader(bytes.NewReader(data), 0)
 	var out []fed
 	for rd.Next() {
@@ -90,16 +89,16 @@ const callStart = `{"role":"assistant","content":null,"tool_calls":[{"index":0,"
 func TestStreamFixturesMatchTheirTwins(t *testing.T) {
 	cases := []struct {
 		stream, twin string
-		usage        recovery.Usage
+		usage        neutral.Usage
 	}{
-		{"tool_call_stream.sse", "tool_call.json", recovery.Usage{}},
-		{"parallel_tool_calls_stream.sse", "parallel_tool_calls.json", recovery.Usage{}},
-		{"tool_call_stream_include_usage.sse", "tool_call.json", recovery.Usage{Input: 82, Output: 19}},
+		{"tool_call_stream.sse", "tool_call.json", neutral.Usage{}},
+		{"parallel_tool_calls_stream.sse", "parallel_tool_calls.json", neutral.Usage{}},
+		{"tool_call_stream_include_usage.sse", "tool_call.json", neutral.Usage{Input: 82, Output: 19}},
 	}
 	for _, c := range cases {
 		t.Run(c.stream, func(t *testing.T) {
 			st, evs := mustFeed(t, readFixture(t, c.stream))
-			twin, err := Adapter{}.ParseResponse(readFixture(t, c.twin))
+			twin, err := API{}.NewCodec().DecodeAnswer(readFixture(t, c.twin))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +138,7 @@ func TestStreamFixturesMatchTheirTwins(t *testing.T) {
 			for i := range got {
 				// Ids differ between a stream and its twin (separate
 				// recordings); names and argument text must not.
-				if got[i].Name != want[i].Name || string(got[i].Args) != string(want[i].Args) || got[i].Kind != validate.Function {
+				if got[i].Name != want[i].Name || string(got[i].Args) != string(want[i].Args) || got[i].Kind != neutral.Function {
 					t.Errorf("call %d = %s(%s) kind %v, want %s(%s)", i, got[i].Name, got[i].Args, got[i].Kind, want[i].Name, want[i].Args)
 				}
 				if !strings.HasPrefix(got[i].ID, "call_") || got[i].BadShape {
@@ -206,7 +205,10 @@ func TestStreamTextFlowsUntilTheFirstToolCall(t *testing.T) {
 	if !ok {
 		t.Fatalf("Raw is %T", turn.Raw)
 	}
-	raw := c.message()
+	raw, err := c.message()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +335,8 @@ func TestStreamSparseChoicesKeepPositions(t *testing.T) {
 }
 
 func TestStreamErrorEventIsReadByOpenAISDKs(t *testing.T) {
-	st := Adapter{}.NewStream(&api.Request{})
-	out := st.ErrorEvent("upstream_error", "cut \"short\"\nhere", nil)
+	st := API{}.NewCodec().NewStream()
+	out := st.ErrorEvent(neutral.Failure{Status: 502, Code: neutral.CodeUpstream, Message: "cut \"short\"\nhere"}, nil)
 	rd := sse.NewReader(bytes.NewReader(out), 0)
 	var datas []string
 	for rd.Next() {
@@ -355,9 +357,9 @@ func TestStreamErrorEventIsReadByOpenAISDKs(t *testing.T) {
 		t.Fatalf("error %+v", e.Error)
 	}
 
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1", Codes: []string{"unknown_tool"}},
+	esc := &neutral.Escalated{ID: "esc_1", Code: "unknown_tool",
 		Body: []byte(`{"id":"esc_1","codes":["unknown_tool"]}`), Text: "needs a person [toolgate:esc_1]"}
-	out = st.ErrorEvent("unknown_tool", "ignored", esc)
+	out = st.ErrorEvent(neutral.Failure{Code: "unknown_tool", Message: "ignored"}, esc)
 	if !bytes.HasPrefix(out, []byte(`data: {"error":{"type":"tool_call_escalation","code":"unknown_tool"`)) ||
 		!bytes.Contains(out, []byte(`"escalation":{"id":"esc_1"`)) || !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) {
 		t.Fatalf("escalation event %s", out)
@@ -366,7 +368,7 @@ func TestStreamErrorEventIsReadByOpenAISDKs(t *testing.T) {
 
 // heldFrom returns the events the driver holds: everything from the first
 // Hold on (the driver latches; Feed reports Hold only for chunks).
-func heldFrom(evs []fed) (sent []byte, held []api.HeldEvent) {
+func heldFrom(evs []fed) (sent []byte, held []neutral.HeldEvent) {
 	holding := false
 	for _, e := range evs {
 		holding = holding || e.step.Hold
@@ -374,22 +376,21 @@ func heldFrom(evs []fed) (sent []byte, held []api.HeldEvent) {
 			sent = append(sent, e.raw...)
 			continue
 		}
-		held = append(held, api.HeldEvent{Raw: e.raw, Data: e.data})
+		held = append(held, neutral.HeldEvent{Raw: e.raw, Data: e.data})
 	}
 	return sent, held
 }
 
-func substitute(calls []validate.ToolCall, at int, name, args string) api.Final {
-	res := &recovery.Result{Outcome: recovery.Substituted, Original: calls,
-		Calls: append([]validate.ToolCall(nil), calls...), Changed: make([]bool, len(calls))}
-	res.Calls[at] = validate.ToolCall{ID: calls[at].ID, Name: name, Args: []byte(args), Kind: validate.Function}
-	res.Changed[at] = true
-	return api.Final{Result: res}
+func substitute(calls []neutral.ToolCall, at int, name, args string) neutral.Action {
+	act := neutral.Action{Kind: neutral.Replace, Calls: append([]neutral.ToolCall(nil), calls...), Changed: make([]bool, len(calls))}
+	act.Calls[at] = neutral.ToolCall{ID: calls[at].ID, Name: name, Args: []byte(args), Kind: neutral.Function}
+	act.Changed[at] = true
+	return act
 }
 
 // reread parses what a client receives and returns the reassembled calls
 // of choice 0 and the data of every event.
-func reread(t *testing.T, out []byte) ([]validate.ToolCall, []string) {
+func reread(t *testing.T, out []byte) ([]neutral.ToolCall, []string) {
 	t.Helper()
 	st, evs := mustFeed(t, out)
 	var datas []string
@@ -409,7 +410,7 @@ func TestStreamRenderReplacesOnlyTheChangedCall(t *testing.T) {
 			st, evs := mustFeed(t, readFixture(t, name))
 			calls := st.Turns()[0].Calls
 			sent, held := heldFrom(evs)
-			out, err := st.Render(held, []api.Final{substitute(calls, 0, "get_stock_price", `{"ticker":"AAPL","exchange":"NASDAQ"}`)})
+			out, err := st.Encode(held, []neutral.Action{substitute(calls, 0, "get_stock_price", `{"ticker":"AAPL","exchange":"NASDAQ"}`)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -453,7 +454,7 @@ func TestStreamRenderParallelKeepsTheValidSibling(t *testing.T) {
 	st, evs := mustFeed(t, readFixture(t, "parallel_tool_calls_stream.sse"))
 	calls := st.Turns()[0].Calls
 	sent, held := heldFrom(evs)
-	out, err := st.Render(held, []api.Final{substitute(calls, 1, "get_stock_price", `{"ticker":"MSFT","exchange":"NASDAQ"}`)})
+	out, err := st.Encode(held, []neutral.Action{substitute(calls, 1, "get_stock_price", `{"ticker":"MSFT","exchange":"NASDAQ"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,11 +476,9 @@ func TestStreamRenderMessageModeEscalation(t *testing.T) {
 		chunkLine(argFrag(`"{\"sql\":\"SELECT 1\"}"`), "") + chunkLine(`{}`, "tool_calls") + "data: [DONE]\n\n"
 	st, evs := mustFeed(t, []byte(in))
 	sent, held := heldFrom(evs)
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_9", Codes: []string{"unknown_tool"}},
+	esc := &neutral.Escalated{ID: "esc_9", Code: "unknown_tool",
 		Body: []byte(`{"id":"esc_9"}`), Text: "This step needs a person. [toolgate:esc_9]"}
-	calls := st.Turns()[0].Calls
-	res := &recovery.Result{Outcome: recovery.Escalated, Original: calls, Calls: calls, Changed: make([]bool, len(calls)), Escalation: esc.Escalation}
-	out, err := st.Render(held, []api.Final{{Result: res, Escalated: esc}})
+	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,11 +515,9 @@ func TestStreamRenderMessageModeKeepsTheRole(t *testing.T) {
 	if len(sent) != 0 {
 		t.Fatalf("the fixture's first chunk should already be held, %d bytes went out", len(sent))
 	}
-	calls := st.Turns()[0].Calls
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_r", Codes: []string{"confirmation_required"}},
+	esc := &neutral.Escalated{ID: "esc_r", Code: "confirmation_required",
 		Body: []byte(`{"id":"esc_r"}`), Text: "A person must confirm this. [toolgate:esc_r]"}
-	res := &recovery.Result{Outcome: recovery.Escalated, Original: calls, Calls: calls, Changed: make([]bool, len(calls)), Escalation: esc.Escalation}
-	out, err := st.Render(held, []api.Final{{Result: res, Escalated: esc}})
+	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}})
 	if err != nil {
 		t.Fatal(err)
 	}

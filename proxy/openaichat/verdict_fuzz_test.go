@@ -122,9 +122,9 @@ func verdictAnswers(args string, cuts []byte) (plain, stream []byte) {
 	return plain, []byte(b.String())
 }
 
-// streamedCall assembles the stream through the adapter, as the pipeline does.
+// streamedCall assembles the stream through the codec, as the pipeline does.
 func streamedCall(t *testing.T, body []byte) (validate.ToolCall, bool) {
-	st := openaichat.Adapter{}.NewStream(nil)
+	st := openaichat.API{}.NewCodec().NewStream()
 	rd := sse.NewReader(bytes.NewReader(body), 0)
 	for rd.Next() {
 		ev := rd.Event()
@@ -188,7 +188,7 @@ func FuzzVerdictMatchesJSONSchema(f *testing.F) {
 		}
 		cx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
 		plain, stream := verdictAnswers(args, cuts)
-		resp, err := openaichat.Adapter{}.ParseResponse(plain)
+		resp, err := openaichat.API{}.NewCodec().DecodeAnswer(plain)
 		if err != nil {
 			t.Fatalf("plain answer does not parse: %v", err)
 		}
