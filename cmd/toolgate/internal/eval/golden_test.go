@@ -22,17 +22,17 @@ var goldenKinds = []string{"namespace_dropped", "verb_synonym", "case_style", "t
 
 func loadGolden(t *testing.T, upstream string) (*catalog.Snapshot, []Case) {
 	t.Helper()
-	cfg, err := catalog.LoadConfig("../../eval/catalog.yaml")
+	cfg, err := catalog.LoadConfig("golden/catalog.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Upstreams[0].URL = upstream
 	t.Setenv(cfg.Upstreams[0].APIKeyEnv, testKey)
-	snap, err := CompileForEval(cfg, "../../eval")
+	snap, err := CompileForEval(cfg, "golden")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fh, err := os.Open("../../eval/golden.jsonl")
+	fh, err := os.Open("golden/golden.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
