@@ -139,14 +139,16 @@ func listError(what string, probs []string) error {
 	return errors.New(b.String())
 }
 
-// prepared is a case turned into what recovery.Run needs: the original
-// request as the adapter reads it, the bad call as the upstream's answer, and
-// the request's effective catalog.
+// prepared is a case turned into what toolgate is sent and replays: the
+// original request's body, and the bad call as the upstream's answer. req,
+// resp and eff are how toolgate reads them, for the checks of prepare.
 type prepared struct {
-	c    Case
-	req  *api.Request
-	resp *api.Response
-	eff  *catalog.Effective
+	c      Case
+	body   []byte
+	answer []byte
+	req    *api.Request
+	resp   *api.Response
+	eff    *catalog.Effective
 	// key identifies everything that shapes the re-query; a stored result
 	// is reused only when its key matches (see Result.Key).
 	key string
@@ -218,13 +220,15 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 		}
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte("eval/v1"), []byte(snap.Version), []byte(rs.settings.Prompt),
+	// v2: measured through toolgate itself, whose checks (validators among
+	// them) a v1 result did not pass.
+	for _, part := range [][]byte{[]byte("eval/v2"), []byte(snap.Version), []byte(rs.settings.Prompt),
 		[]byte(strconv.Itoa(rs.settings.Shortlist)), body, answer} {
 		h.Write([]byte(strconv.Itoa(len(part))))
 		h.Write([]byte{':'})
 		h.Write(part)
 	}
-	return &prepared{c: c, req: req, resp: resp, eff: eff, key: hex.EncodeToString(h.Sum(nil))[:24]}, nil
+	return &prepared{c: c, body: body, answer: answer, req: req, resp: resp, eff: eff, key: hex.EncodeToString(h.Sum(nil))[:24]}, nil
 }
 
 func raws(rs []json.RawMessage) [][]byte {
