@@ -1,12 +1,15 @@
 // Package eval measures the decision recovery strategy against a real model
 // and picks recovery.confidence_threshold from the measurements.
 //
-// Every case is one invented tool call in a conversation. It is run through
-// the same code serve uses (recovery.Run with the config's settings and the
-// Chat Completions adapter's re-query), except that the threshold is forced
-// to 0, so the model's decision and confidence are recorded whatever they
-// are. Thresholds are then swept over the recorded decisions: a case counts
-// as substituted at threshold T exactly when serve would have substituted it
+// Every case is one invented tool call in a conversation. It is sent, as a
+// Chat Completions request, to toolgate itself, started in-process the way
+// serve starts it, whose upstream is a front: the front answers the first
+// call with the case's invented call and passes toolgate's re-query to the
+// config's first upstream. So the re-query, the checks its answer passes
+// and the verdict are serve's own; only the threshold is forced to 0, so
+// the model's decision and confidence are recorded whatever they are.
+// Thresholds are then swept over the recorded decisions: a case counts as
+// substituted at threshold T exactly when serve would have substituted it
 // with recovery.confidence_threshold = T.
 package eval
 
