@@ -36,6 +36,7 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 		v.outcome = recovery.Worse(v.outcome, r.Outcome)
 	}
 	x.account(results)
+	x.observe(results)
 	for _, r := range results {
 		if r.Upstream != nil {
 			v.upstream = r.Upstream

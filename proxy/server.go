@@ -47,6 +47,8 @@ type Options struct {
 	// Keepalive is the interval of ": keepalive" comments on held streams
 	// (default 15s).
 	Keepalive time.Duration
+	// Observer, when set, receives every judged answer's recovery steps.
+	Observer RecoveryObserver
 }
 
 // Server is the proxy listener's handler.
@@ -61,6 +63,7 @@ type Server struct {
 	mcp *mcp.Gateway
 
 	keepalive time.Duration
+	observer  RecoveryObserver // may be nil
 }
 
 func (s *Server) keepaliveInterval() time.Duration {
@@ -120,7 +123,7 @@ var builtinRoutes = map[string]string{
 
 // New builds a Server serving the store's current snapshot.
 func New(o Options) (*Server, error) {
-	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink, keepalive: o.Keepalive}
+	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink, keepalive: o.Keepalive, observer: o.Observer}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
 // Abuse from the client side: bodies too large to buffer, clients that

@@ -31,7 +31,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
 // anthRequest is one request the scripted upstream received.

@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
 // faultUpstream is an upstream that misbehaves on purpose: it fails with

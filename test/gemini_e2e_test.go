@@ -24,7 +24,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
 // gemRequest is one request the scripted upstream received.

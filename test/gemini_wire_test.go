@@ -23,7 +23,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/genai"
 
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
 // gemRequestBody is the fixtures' request as JSON, with the given

@@ -26,7 +26,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 	"github.com/toolgate/toolgate/proxy"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
 // The conversation every seed request carries: two orders looked up in

@@ -18,7 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
 // respStartGate starts toolgate in front of upstream with an empty catalog

@@ -25,7 +25,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/internal/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
 // semVersion labels the semantics catalog.

@@ -17,10 +17,10 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/internal/app"
-	"github.com/toolgate/toolgate/internal/demo"
-	"github.com/toolgate/toolgate/internal/eval"
-	"github.com/toolgate/toolgate/internal/lint"
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
+	"github.com/toolgate/toolgate/cmd/toolgate/internal/demo"
+	"github.com/toolgate/toolgate/cmd/toolgate/internal/eval"
+	"github.com/toolgate/toolgate/cmd/toolgate/internal/lint"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".

@@ -70,6 +70,8 @@ type Options struct {
 	Logger *zap.Logger
 	// Sink receives escalations; nil uses the config's sinks.
 	Sink proxy.Sink
+	// Observer receives every judged answer's recovery steps (eval).
+	Observer proxy.RecoveryObserver
 	// BaseDir resolves a relative sink file path (the config's folder).
 	BaseDir string
 	// Keepalive overrides the held-stream keepalive interval (tests).
@@ -116,7 +118,7 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 		}
 		a.sinks.Store(set)
 	}
-	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: sinkSwitch{a}, Keepalive: o.Keepalive})
+	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: sinkSwitch{a}, Keepalive: o.Keepalive, Observer: o.Observer})
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,14 @@ func Run(ctx context.Context, snap *catalog.Snapshot, cases []Case, opt Options)
 			opt.ResultsPath, reused, retry, stale)
 	}
 
+	if len(todo) > 0 {
+		if rs.srv, err = rs.start(); err != nil {
+			_ = st.close()
+			return nil, err
+		}
+		defer rs.srv.stop()
+	}
+
 	// A failure to record stops the run: measuring on without saving would
 	// spend money on results a resume cannot use.
 	runCtx, cancel := context.WithCancel(ctx)

@@ -1,12 +1,15 @@
 // Package eval measures the decision recovery strategy against a real model
 // and picks recovery.confidence_threshold from the measurements.
 //
-// Every case is one invented tool call in a conversation. It is run through
-// the same code serve uses (recovery.Run with the config's settings and the
-// Chat Completions adapter's re-query), except that the threshold is forced
-// to 0, so the model's decision and confidence are recorded whatever they
-// are. Thresholds are then swept over the recorded decisions: a case counts
-// as substituted at threshold T exactly when serve would have substituted it
+// Every case is one invented tool call in a conversation. It is sent, as a
+// Chat Completions request, to toolgate itself, started in-process the way
+// serve starts it, whose upstream is a front: the front answers the first
+// call with the case's invented call and passes toolgate's re-query to the
+// config's first upstream. So the re-query, the checks its answer passes
+// and the verdict are serve's own; only the threshold is forced to 0, so
+// the model's decision and confidence are recorded whatever they are.
+// Thresholds are then swept over the recorded decisions: a case counts as
+// substituted at threshold T exactly when serve would have substituted it
 // with recovery.confidence_threshold = T.
 package eval
 
@@ -139,14 +142,16 @@ func listError(what string, probs []string) error {
 	return errors.New(b.String())
 }
 
-// prepared is a case turned into what recovery.Run needs: the original
-// request as the adapter reads it, the bad call as the upstream's answer, and
-// the request's effective catalog.
+// prepared is a case turned into what toolgate is sent and replays: the
+// original request's body, and the bad call as the upstream's answer. req,
+// resp and eff are how toolgate reads them, for the checks of prepare.
 type prepared struct {
-	c    Case
-	req  *api.Request
-	resp *api.Response
-	eff  *catalog.Effective
+	c      Case
+	body   []byte
+	answer []byte
+	req    *api.Request
+	resp   *api.Response
+	eff    *catalog.Effective
 	// key identifies everything that shapes the re-query; a stored result
 	// is reused only when its key matches (see Result.Key).
 	key string
@@ -218,13 +223,15 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 		}
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte("eval/v1"), []byte(snap.Version), []byte(rs.settings.Prompt),
+	// v2: measured through toolgate itself, whose checks (validators among
+	// them) a v1 result did not pass.
+	for _, part := range [][]byte{[]byte("eval/v2"), []byte(snap.Version), []byte(rs.settings.Prompt),
 		[]byte(strconv.Itoa(rs.settings.Shortlist)), body, answer} {
 		h.Write([]byte(strconv.Itoa(len(part))))
 		h.Write([]byte{':'})
 		h.Write(part)
 	}
-	return &prepared{c: c, req: req, resp: resp, eff: eff, key: hex.EncodeToString(h.Sum(nil))[:24]}, nil
+	return &prepared{c: c, body: body, answer: answer, req: req, resp: resp, eff: eff, key: hex.EncodeToString(h.Sum(nil))[:24]}, nil
 }
 
 func raws(rs []json.RawMessage) [][]byte {

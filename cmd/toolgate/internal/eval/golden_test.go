@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -22,17 +23,17 @@ var goldenKinds = []string{"namespace_dropped", "verb_synonym", "case_style", "t
 
 func loadGolden(t *testing.T, upstream string) (*catalog.Snapshot, []Case) {
 	t.Helper()
-	cfg, err := catalog.LoadConfig("../../eval/catalog.yaml")
+	cfg, err := catalog.LoadConfig("golden/catalog.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Upstreams[0].URL = upstream
 	t.Setenv(cfg.Upstreams[0].APIKeyEnv, testKey)
-	snap, err := CompileForEval(cfg, "../../eval")
+	snap, err := CompileForEval(cfg, "golden")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fh, err := os.Open("../../eval/golden.jsonl")
+	fh, err := os.Open("golden/golden.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +215,23 @@ func TestSetupNotesOverrides(t *testing.T) {
 	}
 	if rs.settings.Strategy != catalog.StrategyDecision || rs.settings.RecoveryAttempts != 1 || rs.settings.RepromptAttempts != 0 {
 		t.Errorf("settings %+v, want decision, one re-query, no reprompt", rs.settings)
+	}
+
+	// The run's toolgate reads exactly these settings from its snapshot,
+	// and calls nothing but the front, without a key.
+	snap.Config.Mode = catalog.ModeShadow
+	snap.Config.Abstain.Enabled = true
+	ps := proxySnapshot(snap, rs.settings, "http://127.0.0.1:1")
+	if got := recovery.SettingsFrom(ps); got != rs.settings {
+		t.Errorf("toolgate's settings\n %+v\nwant\n %+v", got, rs.settings)
+	}
+	c := ps.Config
+	if len(c.Upstreams) != 1 || c.Upstreams[0].URL != "http://127.0.0.1:1" || len(ps.Secrets.UpstreamKeys) != 0 ||
+		c.Abstain.Enabled || c.Escalation.Mode != catalog.EscalationError {
+		t.Errorf("toolgate's config: upstreams %+v keys %d abstain %v escalation %q",
+			c.Upstreams, len(ps.Secrets.UpstreamKeys), c.Abstain.Enabled, c.Escalation.Mode)
+	}
+	if snap.Config.Mode != catalog.ModeShadow || snap.Config.Upstreams[0].URL == "http://127.0.0.1:1" {
+		t.Error("proxySnapshot changed the snapshot it was given")
 	}
 }

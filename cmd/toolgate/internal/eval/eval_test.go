@@ -65,7 +65,8 @@ func TestSweepNumbers(t *testing.T) {
 		t.Fatalf("counts: cases %d measured %d errors %d pending %d right %d interrupted %v",
 			rep.Cases, rep.Measured, rep.Errors, rep.Pending, rep.WithRightTool, rep.Interrupted)
 	}
-	if len(rep.Failures) != 1 || rep.Failures[0].ID != "c13" || !strings.Contains(rep.Failures[0].Error, "400") {
+	if len(rep.Failures) != 1 || rep.Failures[0].ID != "c13" || !strings.Contains(rep.Failures[0].Error, "400") ||
+		!strings.Contains(rep.Failures[0].Error, "scripted status 400") {
 		t.Errorf("failures: %+v", rep.Failures)
 	}
 	if want := (Decisions{Substitute: 9, Escalate: 2, Invalid: 1, SubstituteRejected: 3}); rep.Decisions != want {

@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,10 +15,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/judge"
-	"github.com/toolgate/toolgate/proxy"
-	"github.com/toolgate/toolgate/proxy/api"
-	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -99,17 +94,18 @@ func CompileForEval(cfg *catalog.Config, baseDir string) (*catalog.Snapshot, err
 type runSetup struct {
 	snap  *catalog.Snapshot
 	model string
-	// settings.Prompt is the template with the configured threshold
-	// filled in.
+	// settings are the ladder's in the run's toolgate; settings.Prompt is
+	// the template with the configured threshold filled in.
 	settings     recovery.Settings
 	catalogTools []json.RawMessage
-	client       *http.Client
-	endpoint     string
-	host         string
-	key          string
-	maxBody      int64
-	retries      int
-	gate         gate
+	// upstream is the config's first, where re-queries go: at endpoint,
+	// with key.
+	upstream catalog.Upstream
+	endpoint string
+	key      string
+	retries  int
+	gate     gate
+	srv      *served
 }
 
 // newSetup derives the run's settings from the snapshot: serve's own, with
@@ -155,84 +151,14 @@ func newSetup(snap *catalog.Snapshot, opt *Options, log io.Writer) (*runSetup, e
 		snap:     snap,
 		model:    opt.Model,
 		settings: s,
-		client:   proxy.NewUpstreamClient(up),
+		upstream: up,
 		endpoint: base.String(),
-		host:     base.Hostname(),
 		key:      snap.Secrets.UpstreamKeys[up.Name],
-		maxBody:  cfg.Limits.MaxResponseBytes,
 		retries:  opt.Retries,
 		// Built once: every case without tools of its own offers these.
 		catalogTools: catalogTools(snap),
 	}
 	return rs, nil
-}
-
-// asker sends one case's re-query to the upstream and keeps what it cost.
-type asker struct {
-	rs      *runSetup
-	req     *api.Request
-	prev    *api.Response
-	latency time.Duration
-	usage   recovery.Usage
-	// err is the last failure, for the result's error text.
-	err error
-}
-
-// Ask implements recovery.Asker the way serve's pipeline does: the adapter
-// builds the body, a non-success status becomes an *UpstreamError.
-func (a *asker) Ask(ctx context.Context, q *recovery.Query) (*recovery.Turn, error) {
-	body, err := openaichat.Adapter{}.FollowUp(a.req, a.prev, q)
-	if err != nil {
-		a.err = fmt.Errorf("building the re-query: %w", err)
-		return nil, a.err
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, a.rs.endpoint, bytes.NewReader(body))
-	if err != nil {
-		a.err = err
-		return nil, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	hr.Header.Set("User-Agent", "toolgate-eval")
-	if a.rs.key != "" {
-		proxy.SetUpstreamKey(hr.Header, a.rs.host, openaichat.Adapter{}.Name(), a.rs.key)
-	}
-	start := time.Now()
-	resp, err := a.rs.client.Do(hr)
-	if err != nil {
-		a.latency = time.Since(start)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		a.err = err
-		return nil, &recovery.UpstreamError{Err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, a.rs.maxBody+1))
-	a.latency = time.Since(start)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		a.err = err
-		return nil, &recovery.UpstreamError{Err: err}
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		a.err = fmt.Errorf("the upstream answered status %d: %s", resp.StatusCode, snippet(b))
-		return nil, &recovery.UpstreamError{Status: resp.StatusCode, Header: resp.Header.Clone(), Body: b}
-	}
-	if int64(len(b)) > a.rs.maxBody {
-		a.err = errors.New("the upstream answer exceeds limits.max_response_bytes")
-		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, a.err)
-	}
-	pr, err := openaichat.Adapter{}.ParseResponse(b)
-	if err != nil || len(pr.Choices) == 0 {
-		a.err = fmt.Errorf("the upstream answer is not a chat completion: %v", err)
-		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
-	}
-	a.usage.Input += pr.Usage.Input
-	a.usage.Output += pr.Usage.Output
-	return pr.Choices[0], nil
 }
 
 // snippet is the start of an error body, for a result's error text. Error
@@ -340,28 +266,21 @@ func (rs *runSetup) runCase(ctx context.Context, p *prepared) (Result, bool) {
 	}
 }
 
-// once runs recovery.Run for one case and reads what the ladder did. A
+// once sends one case through toolgate and reads what it did. A
 // retryable upstream failure is returned for runCase to retry.
 func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.UpstreamError, bool) {
-	// Waiting out a 429 happens here, outside recovery.Run, so that the
+	// Waiting out a 429 happens here, before the request, so that the
 	// pause does not eat into recovery.deadline.
 	if rs.gate.wait(ctx) != nil {
 		return Result{}, nil, false
 	}
-	a := &asker{rs: rs, req: p.req, prev: p.resp}
-	s := rs.settings
-	vctx := &validate.Context{Eff: p.eff, Evidence: p.req.Evidence}
-	res, err := recovery.Run(ctx, &recovery.Input{
-		Turn:     p.resp.Choices[0],
-		Judge:    (&judge.Judge{Local: vctx}).Batch,
-		Eff:      p.eff,
-		Settings: &s,
-		Ask:      a,
-		UserText: p.req.UserText,
-	})
-	if err != nil || ctx.Err() != nil {
+	t := rs.srv.front.issue(p.answer)
+	defer rs.srv.front.drop(t)
+	ans, err := rs.srv.ask(ctx, p.body, t)
+	if ctx.Err() != nil {
 		return Result{}, nil, false
 	}
+	latency, failure := t.seen()
 	row := Result{
 		ID:             p.c.ID,
 		Kind:           p.c.Kind,
@@ -369,63 +288,87 @@ func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.Up
 		Expected:       p.c.Expected,
 		CatalogVersion: rs.snap.Version,
 		Model:          rs.model,
-		LatencyMS:      float64(a.latency.Microseconds()) / 1000,
-		InputTokens:    a.usage.Input,
-		OutputTokens:   a.usage.Output,
+		LatencyMS:      float64(latency.Microseconds()) / 1000,
 		Time:           time.Now().UTC(),
 	}
-	if res.Upstream != nil {
-		row.Error = errText(a.err, res.Upstream)
-		return row, res.Upstream, true
+	if err != nil {
+		row.Error = err.Error()
+		return row, nil, true
 	}
-	classify(&row, res, a.err)
+	row.InputTokens, row.OutputTokens = ans.requeryTokens()
+	if ans.header.Get("X-Toolgate-Outcome") == "" {
+		// Nothing was decided: toolgate passed a failed re-query on as the
+		// provider sent it (the client's SDK would retry), or answered an
+		// error of its own.
+		if failure == "" {
+			failure = fmt.Sprintf("toolgate answered status %d: %s", ans.status, snippet(ans.body))
+		}
+		row.Error = failure
+		if ue := (&recovery.UpstreamError{Status: ans.status, Header: ans.header, Body: ans.body}); ue.Retryable() {
+			return row, ue, true
+		}
+		return row, nil, true
+	}
+	classify(&row, ans, callID(p.c.ID), failure)
 	return row, nil, true
 }
 
-func errText(err error, ue *recovery.UpstreamError) string {
-	if err != nil {
-		return err.Error()
-	}
-	return ue.Error()
-}
-
-// classify reads the decision out of the ladder's result. At threshold 0
-// the only ways to end are: substituted; an escalation after a decision
+// classify reads the decision out of toolgate's answer. At threshold 0 the
+// only ways to end are: substituted; an escalation after a decision
 // (escalate, an invalid answer, a substitute that failed its checks or
 // needs confirmation); or a failure to get an answer at all, which is not a
-// measurement and is recorded as an error.
-func classify(row *Result, res *recovery.Result, askErr error) {
-	for _, ev := range res.Events {
+// measurement and is recorded as an error. failure is the front's account
+// of a re-query that got no answer.
+func classify(row *Result, ans *answered, id, failure string) {
+	for _, ev := range ans.steps {
 		if ev.Strategy == catalog.StrategyDecision && ev.Confidence >= 0 {
 			c := ev.Confidence
 			row.Confidence = &c
 		}
 	}
-	if res.Outcome == recovery.Substituted {
-		row.Decision, row.Outcome, row.Valid = recovery.DecisionSubstitute, OutcomeSubstituted, true
-		for i, ch := range res.Changed {
-			if ch {
-				row.Tool = res.Calls[i].Name
-			}
+	switch outcome := ans.header.Get("X-Toolgate-Outcome"); recovery.Outcome(outcome) {
+	case recovery.Substituted:
+		tool, err := calledTool(ans.body, id)
+		switch {
+		case err != nil:
+			row.Error = err.Error()
+		case row.Confidence == nil:
+			row.Error = "toolgate substituted, but no decision confidence was observed"
+		default:
+			row.Decision, row.Outcome, row.Valid = recovery.DecisionSubstitute, OutcomeSubstituted, true
+			row.Tool, row.Correct = tool, tool == row.Expected
 		}
-		row.Correct = row.Tool == row.Expected
-		return
-	}
-	e := res.Escalation
-	if e == nil {
-		row.Error = fmt.Sprintf("the ladder ended with outcome %q and no decision", res.Outcome)
-		return
-	}
-	for _, at := range e.Attempts {
-		if at.Kind == "upstream_error" {
-			row.Error = "the model could not be asked"
-			if askErr != nil {
-				row.Error = askErr.Error()
-			}
+	case recovery.Escalated:
+		label, e, err := escalationIn(ans.body)
+		if err != nil {
+			row.Error = err.Error()
 			return
 		}
+		classifyEscalation(row, label, e, failure)
+	default:
+		row.Error = fmt.Sprintf("toolgate ended the case with outcome %q and no decision", outcome)
 	}
-	if e.Label == "deadline" {
+}
+
+// classifyEscalation reads an escalation: the decision that led to it, or
+// why there was none.
+func classifyEscalation(row *Result, label string, e *recovery.Escalation, failure string) {
+	for _, at := range e.Attempts {
+		if at.Kind != "upstream_error" {
+			continue
+		}
+		switch {
+		case failure != "":
+			row.Error = failure
+		case at.Status != 0:
+			row.Error = fmt.Sprintf("the upstream answered status %d", at.Status)
+		default:
+			row.Error = "toolgate refused the model's answer to the re-query: over limits.max_response_bytes, " +
+				"a key that differs from a protocol key only in letter case, or not a chat completion"
+		}
+		return
+	}
+	if label == "deadline" {
 		row.Error = "recovery.deadline passed before the model answered"
 		return
 	}
@@ -441,10 +384,10 @@ func classify(row *Result, res *recovery.Result, askErr error) {
 		switch at.Decision {
 		case recovery.DecisionSubstitute:
 			row.Decision, row.Tool = recovery.DecisionSubstitute, at.Tool
-			row.Outcome = e.Label
+			row.Outcome = label
 			// A confirm tool's substitute passed every check; serve hands
 			// it to a person instead of running it.
-			row.Valid = e.Label == string(validate.ConfirmationRequired)
+			row.Valid = label == string(validate.ConfirmationRequired)
 			row.Correct = row.Tool == row.Expected
 		case recovery.DecisionEscalate:
 			row.Decision, row.Outcome = recovery.DecisionEscalate, OutcomeEscalated
@@ -453,5 +396,5 @@ func classify(row *Result, res *recovery.Result, askErr error) {
 		}
 		return
 	}
-	row.Error = fmt.Sprintf("escalated (%s) before the model decided: %s", e.Label, e.Reason)
+	row.Error = fmt.Sprintf("escalated (%s) before the model decided: %s", label, e.Reason)
 }

@@ -59,6 +59,8 @@ type reply struct {
 	text   string
 	in     int64
 	out    int64
+	// raw, when set, is the whole answer body, sent as it is.
+	raw string
 }
 
 func sub(tool, args string, conf float64) string {
@@ -113,6 +115,10 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if got := r.Header.Get("Authorization"); got != "Bearer "+testKey {
 		fail("authorization header %q", got)
+		return
+	}
+	if got := r.Header.Get(caseHeader); got != "" {
+		fail("eval's own header %s reached the provider", caseHeader)
 		return
 	}
 	var req struct {
@@ -195,6 +201,10 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"error":{"message":"scripted status %d"}}`, rp.status)
 		return
 	}
+	if rp.raw != "" {
+		_, _ = io.WriteString(w, rp.raw)
+		return
+	}
 	writeCompletion(w, rp.text, rp.in, rp.out)
 }
 
@@ -217,13 +227,19 @@ func (s *scripted) requests() int {
 // newUpstream starts the scripted upstream and a config pointing at it.
 func newUpstream(t *testing.T, script map[string][]reply) (*scripted, *catalog.Snapshot) {
 	t.Helper()
+	return newUpstreamWith(t, script, "")
+}
+
+// newUpstreamWith is newUpstream with more top-level config lines.
+func newUpstreamWith(t *testing.T, script map[string][]reply, extra string) (*scripted, *catalog.Snapshot) {
+	t.Helper()
 	s := &scripted{script: script, seen: map[string]int{}, promptWants: "at least 0.8 sure"}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	t.Setenv("EVAL_TEST_KEY", testKey)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, fmt.Appendf(nil, testConfig, srv.URL), 0o600); err != nil {
+	if err := os.WriteFile(path, append(fmt.Appendf(nil, testConfig, srv.URL), extra...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := LoadSnapshot(path)
