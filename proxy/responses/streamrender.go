@@ -5,10 +5,8 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // renderer writes the events that replace the held ones. Every event it
@@ -23,7 +21,7 @@ type renderer struct {
 	// newID is the response id the client continues from, when it changes.
 	newID string
 	// changed maps an output_index to its repaired call.
-	changed map[int]*validate.ToolCall
+	changed map[int]*neutral.ToolCall
 	// ids maps an output_index to the ids its call item takes.
 	ids map[int]callIDs
 	// doneSent marks repaired calls whose arguments done event went out.
@@ -49,18 +47,19 @@ func (s *stream) callIndexes() []int {
 	return out
 }
 
-// Render implements api.Stream. Held events that nothing touches go out as
+// Encode implements api.Stream. Held events that nothing touches go out as
 // the upstream sent them (renumbered if needed). A repaired call keeps its
 // output_index, item id and call_id: its output_item.added carries the new
 // name and empty arguments, one delta carries the whole new arguments, its
 // original deltas are dropped, and its done events carry the new call. An
-// escalated or abstained answer (message mode) loses every held item; one
-// message item with the text takes the first one's place. The terminal
-// event's response always matches what was sent.
-func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error) {
+// answer that responds with text (an escalation in message mode, an
+// abstention) loses every held item; one message item with the text takes
+// the first one's place. The terminal event's response always matches what
+// was sent.
+func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error) {
 	r := &renderer{s: s, next: s.lastSent + 1, doneSent: map[int]bool{}}
-	if len(finals) > 0 {
-		r.plan(finals[0])
+	if len(actions) > 0 {
+		r.plan(&actions[0])
 	}
 	for _, h := range held {
 		if err := r.event(h.Event, h.Raw, h.Data); err != nil {
@@ -71,37 +70,38 @@ func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error
 	return r.out, nil
 }
 
-// plan reads the pipeline's decision for the answer.
-func (r *renderer) plan(f api.Final) {
+// plan reads the pipeline's action for the answer.
+func (r *renderer) plan(act *neutral.Action) {
 	s := r.s
 	switch {
-	case f.Escalated != nil || (f.Result != nil && f.Result.Outcome == recovery.Abstained):
+	case act.Kind == neutral.Respond:
 		r.replace = true
-		r.text, r.escBody, r.msgID = replacement(f)
+		r.text = act.Text
+		r.escBody, r.msgID = replacement(act)
 		r.msgIndex = -1
 		for i, it := range s.items {
 			if it.held && (r.msgIndex < 0 || i < r.msgIndex) {
 				r.msgIndex = i
 			}
 		}
-		r.newID = chainedID(s.info.chain, f, false)
-	case f.Result != nil && f.Result.AnyChanged():
+		r.newID = chainedID(s.info.chain, act.ReQueries, false)
+	case replaces(act):
 		at := s.callIndexes()
-		r.changed = map[int]*validate.ToolCall{}
-		for j, ch := range f.Result.Changed {
-			if ch && j < len(at) && j < len(f.Result.Calls) {
-				r.changed[at[j]] = &f.Result.Calls[j]
+		r.changed = map[int]*neutral.ToolCall{}
+		for j := range act.Changed {
+			if act.ChangedAt(j) && j < len(at) {
+				r.changed[at[j]] = &act.Calls[j]
 			}
 		}
 		if s.info.chain {
 			r.ids = map[int]callIDs{}
-			for j, id := range chainedCallIDs(f.Result) {
+			for j, id := range chainedCallIDs(act) {
 				if j < len(at) {
 					r.ids[at[j]] = id
 				}
 			}
 		}
-		r.newID = chainedID(s.info.chain, f, true)
+		r.newID = chainedID(s.info.chain, act.ReQueries, true)
 	}
 }
 
@@ -201,8 +201,8 @@ func (r *renderer) emitRaw(name string, raw, data []byte, seq int64, numbered bo
 }
 
 // argsEvents names the delta and done events and the field of a call kind.
-func argsEvents(k validate.Kind) (delta, done, field string) {
-	if k == validate.Custom {
+func argsEvents(k neutral.Kind) (delta, done, field string) {
+	if k == neutral.Custom {
 		return evInputDelta, evInputDone, "input"
 	}
 	return evArgsDelta, evArgsDone, "arguments"
