@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/neutral"
 )
 
 func newStream(t testing.TB, reqBody string) api.Stream {
