@@ -491,3 +491,39 @@ func TestStreamOutputOnlyInTerminalEvent(t *testing.T) {
 		t.Errorf("rendered %s", out)
 	}
 }
+
+// A chained stream escalated after a decision continues from the
+// decision's stored answer: every response the client reads carries its id.
+// After a re-query that still called, the original id stays.
+func TestStreamEscalationChainedID(t *testing.T) {
+	data := fixture(t, "function_call_stream.sse")
+	decision := turnOf(t, responseOf("resp_7", itemMessage))
+	again := turnOf(t, responseOf("resp_8", itemBadCall))
+	for _, c := range []struct {
+		requery *neutral.Turn
+		id      string
+	}{{decision, "resp_7"}, {again, ""}} {
+		st := newStream(t, chainReq)
+		f, err := feed(t, st, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := st.Encode(f.held, []neutral.Action{escalating(escalated("needs a person"), c.requery)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		final := checkClientStream(t, out)
+		for _, e := range readEvents(t, out) {
+			r := e.data["response"]
+			if r == nil {
+				continue
+			}
+			if has := bytes.Contains(r, []byte(`"id":"resp_7"`)); has != (c.id != "") {
+				t.Errorf("after %s: %s carries %s", c.requery.ResponseID, e.str("type"), r)
+			}
+		}
+		if !bytes.Contains(final["output"], []byte("needs a person")) {
+			t.Errorf("final output %s", final["output"])
+		}
+	}
+}
