@@ -300,21 +300,21 @@ func (s *stream) readItem(typ string, data []byte) (bool, error) {
 	if err := json.Unmarshal(e.Item, &w); err != nil {
 		return false, errorf("item %d: %v", idx, err)
 	}
-	it := s.items[idx]
-	began := false
 	if typ == evItemAdded {
-		if it != nil {
+		if s.items[idx] != nil {
 			return false, errorf("item %d added twice", idx)
 		}
-		it = &streamItem{typ: w.Type, added: bytes.Clone(e.Item), held: s.holding,
+		s.items[idx] = &streamItem{typ: w.Type, added: bytes.Clone(e.Item), held: s.holding || isCallType(w.Type),
 			id: w.ID, callID: w.CallID, name: w.Name}
-		s.items[idx] = it
-		began = isCallType(w.Type)
-		if began {
-			it.held = true
-		}
-		return began, nil
+		return isCallType(w.Type), nil
 	}
+	return s.itemDone(idx, &w, e.Item)
+}
+
+// itemDone follows output_item.done, which carries the item complete.
+func (s *stream) itemDone(idx int, w *wireItem, item []byte) (bool, error) {
+	it := s.items[idx]
+	began := false
 	if it == nil {
 		// A done item that never began: take it whole. A call still has
 		// to be held, or it would reach the client unjudged.
@@ -328,7 +328,7 @@ func (s *stream) readItem(typ string, data []byte) (bool, error) {
 	if w.Type != it.typ {
 		return false, errorf("item %d changed type", idx)
 	}
-	it.final = bytes.Clone(e.Item)
+	it.final = bytes.Clone(item)
 	if !isCallType(it.typ) {
 		return began, nil
 	}
@@ -444,47 +444,59 @@ func (s *stream) checkFinalOutput(data []byte) (bool, error) {
 			return false, errorf("final item %d: %v", idx, err)
 		}
 		it := s.items[idx]
-		if it == nil {
-			it = &streamItem{typ: w.Type, final: bytes.Clone(raw), held: s.holding || isCallType(w.Type),
-				id: w.ID, callID: w.CallID, name: w.Name}
-			s.items[idx] = it
-			if !isCallType(w.Type) {
-				continue
+		switch {
+		case it == nil:
+			s.items[idx] = s.finalItem(&w, raw)
+			began = began || isCallType(w.Type)
+		case isCallType(w.Type):
+			if err := it.matchFinal(idx, &w); err != nil {
+				return false, err
 			}
-			began = true
-			field := w.Arguments
-			if w.Type == typeCustomCall {
-				field = w.Input
-			}
-			if v, ok := jsonx.Unquote(field); ok {
-				it.done = &v
-			} else if !jsonx.IsNull(field) {
-				it.badShape, it.args = true, append([]byte(nil), field...)
-			}
-			continue
-		}
-		if !isCallType(w.Type) {
-			continue
-		}
-		if it.typ != w.Type || !agree(&it.name, w.Name) || !agree(&it.callID, w.CallID) {
-			return false, errorf("the final output's item %d is not the streamed call", idx)
-		}
-		field := w.Arguments
-		if w.Type == typeCustomCall {
-			field = w.Input
-		}
-		v, ok := jsonx.Unquote(field)
-		if !ok || it.badShape {
-			if !(it.badShape && string(field) == string(it.args)) {
-				return false, errorf("the final output's call %d differs from the streamed one", idx)
-			}
-			continue
-		}
-		if v != string(it.finalArgs()) {
-			return false, errorf("the final output's call %d differs from the streamed one", idx)
 		}
 	}
 	return began, nil
+}
+
+// finalItem is an item that only the terminal event's output carried.
+func (s *stream) finalItem(w *wireItem, raw []byte) *streamItem {
+	it := &streamItem{typ: w.Type, final: bytes.Clone(raw), held: s.holding || isCallType(w.Type),
+		id: w.ID, callID: w.CallID, name: w.Name}
+	if !isCallType(w.Type) {
+		return it
+	}
+	field := w.Arguments
+	if w.Type == typeCustomCall {
+		field = w.Input
+	}
+	if v, ok := jsonx.Unquote(field); ok {
+		it.done = &v
+	} else if !jsonx.IsNull(field) {
+		it.badShape, it.args = true, append([]byte(nil), field...)
+	}
+	return it
+}
+
+// matchFinal checks that the terminal event's call w at idx is the call
+// that was streamed there.
+func (it *streamItem) matchFinal(idx int, w *wireItem) error {
+	if it.typ != w.Type || !agree(&it.name, w.Name) || !agree(&it.callID, w.CallID) {
+		return errorf("the final output's item %d is not the streamed call", idx)
+	}
+	field := w.Arguments
+	if w.Type == typeCustomCall {
+		field = w.Input
+	}
+	v, ok := jsonx.Unquote(field)
+	if !ok || it.badShape {
+		if !(it.badShape && string(field) == string(it.args)) {
+			return errorf("the final output's call %d differs from the streamed one", idx)
+		}
+		return nil
+	}
+	if v != string(it.finalArgs()) {
+		return errorf("the final output's call %d differs from the streamed one", idx)
+	}
+	return nil
 }
 
 // finalArgs is the call's complete argument text.

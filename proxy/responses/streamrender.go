@@ -229,13 +229,7 @@ func (r *renderer) repaired(name, typ string, idx int, data []byte, numbered boo
 			return err
 		}
 		r.emit(name, obj.Set("item", item), numbered)
-		r.emit(eventName(name, deltaType), jsonx.Object{
-			{Key: "type", Value: jsonx.String(deltaType)},
-			{Key: "sequence_number", Value: []byte("0")},
-			{Key: "item_id", Value: jsonx.String(itemID)},
-			{Key: "output_index", Value: []byte(strconv.Itoa(idx))},
-			{Key: "delta", Value: jsonx.String(string(nc.Args))},
-		}, numbered)
+		r.emitArgs(eventName(name, deltaType), deltaType, "delta", itemID, idx, nc.Args, numbered)
 	case evArgsDelta, evInputDelta:
 		// The whole new arguments went out with the item.
 	case evArgsDone, evInputDone:
@@ -251,13 +245,7 @@ func (r *renderer) repaired(name, typ string, idx int, data []byte, numbered boo
 			// The upstream skipped the done event; the client's SDK may
 			// wait for it, so the repaired call gets one.
 			r.doneSent[idx] = true
-			r.emit(eventName(name, doneType), jsonx.Object{
-				{Key: "type", Value: jsonx.String(doneType)},
-				{Key: "sequence_number", Value: []byte("0")},
-				{Key: "item_id", Value: jsonx.String(itemID)},
-				{Key: "output_index", Value: []byte(strconv.Itoa(idx))},
-				{Key: field, Value: jsonx.String(string(nc.Args))},
-			}, numbered)
+			r.emitArgs(eventName(name, doneType), doneType, field, itemID, idx, nc.Args, numbered)
 		}
 		item, err := spliceCall(obj.Get("item"), nc, ids, false)
 		if err != nil {
@@ -271,6 +259,18 @@ func (r *renderer) repaired(name, typ string, idx int, data []byte, numbered boo
 		r.emit(name, obj, numbered)
 	}
 	return nil
+}
+
+// emitArgs writes an arguments event toolgate makes itself for a repaired
+// call: a delta (key "delta") or a done event (key the call's field).
+func (r *renderer) emitArgs(name, typ, key, itemID string, idx int, args []byte, numbered bool) {
+	r.emit(name, jsonx.Object{
+		{Key: "type", Value: jsonx.String(typ)},
+		{Key: "sequence_number", Value: []byte("0")},
+		{Key: "item_id", Value: jsonx.String(itemID)},
+		{Key: "output_index", Value: []byte(strconv.Itoa(idx))},
+		{Key: key, Value: jsonx.String(string(args))},
+	}, numbered)
 }
 
 // reIDed renders an event of a call that keeps its name and arguments but
@@ -351,44 +351,62 @@ func (r *renderer) terminal(name, typ string, data []byte, numbered bool) error 
 		}
 		items = append([][]byte(nil), items...)
 	}
-	switch {
-	case r.replace:
-		if !r.msgSent {
-			r.message(numbered)
+	if !r.replace {
+		if resp, err = r.repairedOutput(resp, items); err != nil {
+			return err
 		}
-		var kept [][]byte
-		for i, item := range items {
-			if it := r.s.items[i]; it == nil || !it.held {
-				kept = append(kept, item)
-			}
-		}
-		resp = replaceOutput(resp, messageItem(r.msgID, r.text, "completed"), r.text)
-		resp = resp.Set("output", jsonx.AppendArray(nil, append(kept, messageItem(r.msgID, r.text, "completed"))))
-		if r.escBody != nil {
-			resp = resp.Set("toolgate_escalation", r.escBody)
-		}
-		if typ == evIncomplete {
-			// The answer the client gets is complete: a message.
-			resp = resp.Set("status", []byte(`"completed"`))
-			typ = evCompleted
-			obj = obj.Set("type", jsonx.String(typ))
-			name = eventName(name, typ)
-		}
-	default:
-		for i := range items {
-			nc := r.changed[i]
-			ids, reID := r.ids[i]
-			if nc == nil && !reID {
-				continue
-			}
-			if items[i], err = spliceCall(items[i], nc, ids, false); err != nil {
-				return err
-			}
-		}
-		if items != nil {
-			resp = resp.Set("output", jsonx.AppendArray(nil, items))
-		}
+		r.emit(name, obj.Set("response", resp.Bytes()), numbered)
+		return nil
+	}
+	if !r.msgSent {
+		r.message(numbered)
+	}
+	resp = r.replacedOutput(resp, items)
+	if typ == evIncomplete {
+		// The answer the client gets is complete: a message.
+		resp = resp.Set("status", []byte(`"completed"`))
+		typ = evCompleted
+		obj = obj.Set("type", jsonx.String(typ))
+		name = eventName(name, typ)
 	}
 	r.emit(name, obj.Set("response", resp.Bytes()), numbered)
 	return nil
+}
+
+// replacedOutput is the terminal response of an answer that responds with
+// text: the items that went out before the hold, then the message item.
+func (r *renderer) replacedOutput(resp jsonx.Object, items [][]byte) jsonx.Object {
+	var kept [][]byte
+	for i, item := range items {
+		if it := r.s.items[i]; it == nil || !it.held {
+			kept = append(kept, item)
+		}
+	}
+	msg := messageItem(r.msgID, r.text, "completed")
+	resp = replaceOutput(resp, msg, r.text)
+	resp = resp.Set("output", jsonx.AppendArray(nil, append(kept, msg)))
+	if r.escBody != nil {
+		resp = resp.Set("toolgate_escalation", r.escBody)
+	}
+	return resp
+}
+
+// repairedOutput splices the repaired calls and the stored ids into the
+// terminal response's output.
+func (r *renderer) repairedOutput(resp jsonx.Object, items [][]byte) (jsonx.Object, error) {
+	for i := range items {
+		nc := r.changed[i]
+		ids, reID := r.ids[i]
+		if nc == nil && !reID {
+			continue
+		}
+		var err error
+		if items[i], err = spliceCall(items[i], nc, ids, false); err != nil {
+			return nil, err
+		}
+	}
+	if items != nil {
+		resp = resp.Set("output", jsonx.AppendArray(nil, items))
+	}
+	return resp, nil
 }
