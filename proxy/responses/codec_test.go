@@ -113,7 +113,7 @@ func TestCodecsArePerRequest(t *testing.T) {
 // only when that answer left no call unanswered (a decision); otherwise the
 // client keeps the original id. A stateless request always keeps it.
 func TestEncodeChainedEscalationID(t *testing.T) {
-	resp := mustParseResponse(t, responseOf("resp_1", itemBadCall))
+	resp := mustDecodeAnswer(t, responseOf("resp_1", itemBadCall))
 	decision := turnOf(t, responseOf("resp_2", itemMessage))
 	again := turnOf(t, responseOf("resp_3", itemBadCall))
 	esc := escalated("needs a person")
@@ -142,7 +142,7 @@ func TestEncodeChainedEscalationID(t *testing.T) {
 // conversation still waits on.
 func TestEncodeChainedKeptCallTakesRepeatIDs(t *testing.T) {
 	c := codecFor(t, chainReq)
-	resp := mustParseResponse(t, responseOf("resp_1", itemBadCall, itemCall))
+	resp := mustDecodeAnswer(t, responseOf("resp_1", itemBadCall, itemCall))
 	fixed := `{"id":"fc_31","type":"function_call","status":"completed","arguments":"{\"location\":\"Oslo\"}","call_id":"call_31","name":"get_weather"}`
 	repeat := strings.NewReplacer(`"fc_01"`, `"fc_32"`, `"call_01"`, `"call_32"`).Replace(itemCall)
 	requery := turnOf(t, responseOf("resp_2", fixed, repeat))

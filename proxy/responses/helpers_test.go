@@ -41,7 +41,7 @@ func codecFor(t testing.TB, body string) *codec {
 	return c
 }
 
-func mustParseResponse(t testing.TB, body string) *neutral.Answer {
+func mustDecodeAnswer(t testing.TB, body string) *neutral.Answer {
 	t.Helper()
 	resp, err := API{}.NewCodec().DecodeAnswer([]byte(body))
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/toolgate/toolgate/validate"
 )
 
-func TestParseRequestFixture(t *testing.T) {
+func TestDecodeRequestFixture(t *testing.T) {
 	_, req := mustDecode(t, string(fixture(t, "request.json")))
 	if req.Model != "gpt-4o-2024-08-06" || !req.Stream {
 		t.Errorf("model %q stream %v", req.Model, req.Stream)
@@ -33,7 +33,7 @@ func TestParseRequestFixture(t *testing.T) {
 	}
 }
 
-func TestParseRequestTools(t *testing.T) {
+func TestDecodeRequestTools(t *testing.T) {
 	_, req := mustDecode(t, `{"model":"m","input":"hi","tools":[
 		{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true},
 		{"type":"custom","name":"code_exec","description":"runs code","format":{"type":"text"}},
@@ -51,7 +51,7 @@ func TestParseRequestTools(t *testing.T) {
 	}
 }
 
-func TestParseRequestToolChoice(t *testing.T) {
+func TestDecodeRequestToolChoice(t *testing.T) {
 	cases := []struct {
 		choice string
 		kind   neutral.ChoiceKind
@@ -81,7 +81,7 @@ func TestParseRequestToolChoice(t *testing.T) {
 	}
 }
 
-func TestParseRequestEvidenceAndState(t *testing.T) {
+func TestDecodeRequestVouchingAndState(t *testing.T) {
 	_, req := mustDecode(t, `{"model":"m","instructions":"Use order ord_instr.",
 		"input":[
 			{"role":"developer","content":"dev says ord_dev"},
@@ -133,9 +133,9 @@ func TestParseRequestEvidenceAndState(t *testing.T) {
 	}
 }
 
-func TestParseResponseFixture(t *testing.T) {
+func TestDecodeAnswerFixture(t *testing.T) {
 	body := fixture(t, "function_call.json")
-	resp := mustParseResponse(t, string(body))
+	resp := mustDecodeAnswer(t, string(body))
 	if len(resp.Choices) != 1 {
 		t.Fatalf("%d turns", len(resp.Choices))
 	}
@@ -156,8 +156,8 @@ func TestParseResponseFixture(t *testing.T) {
 	}
 }
 
-func TestParseResponseMixedItems(t *testing.T) {
-	resp := mustParseResponse(t, responseOf("resp_1", itemReasoning, itemMessage, itemSearch, itemCall, itemCustom))
+func TestDecodeAnswerMixedItems(t *testing.T) {
+	resp := mustDecodeAnswer(t, responseOf("resp_1", itemReasoning, itemMessage, itemSearch, itemCall, itemCustom))
 	turn := resp.Choices[0]
 	if len(turn.Calls) != 2 || turn.Calls[0].Name != "get_weather" || turn.Calls[1].Kind != neutral.Custom ||
 		string(turn.Calls[1].Args) != "print(1)" || turn.Calls[1].ID != "call_03" {
@@ -171,19 +171,19 @@ func TestParseResponseMixedItems(t *testing.T) {
 		t.Errorf("raw %+v", ti.callAt)
 	}
 
-	bad := mustParseResponse(t, responseOf("resp_2", `{"id":"fc_9","type":"function_call","call_id":"c9","name":"f","arguments":{"a":1}}`))
+	bad := mustDecodeAnswer(t, responseOf("resp_2", `{"id":"fc_9","type":"function_call","call_id":"c9","name":"f","arguments":{"a":1}}`))
 	if c := bad.Choices[0].Calls[0]; !c.BadShape || string(c.Args) != `{"a":1}` {
 		t.Errorf("object arguments: %+v", c)
 	}
 
 	cut := strings.Replace(responseOf("resp_3", itemCall), `"status":"completed","error":null,"incomplete_details":null`,
 		`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`, 1)
-	if !mustParseResponse(t, cut).Choices[0].Truncated {
+	if !mustDecodeAnswer(t, cut).Choices[0].Truncated {
 		t.Error("a call cut off by max_output_tokens is not truncated")
 	}
 	textOnly := strings.Replace(responseOf("resp_4", itemMessage), `"status":"completed","error":null,"incomplete_details":null`,
 		`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`, 1)
-	if mustParseResponse(t, textOnly).Choices[0].Truncated {
+	if mustDecodeAnswer(t, textOnly).Choices[0].Truncated {
 		t.Error("cut-off text without a call is not a truncated call")
 	}
 	for _, b := range []string{`{"object":"list","data":[]}`, `[]`, `{"output":null}`} {
@@ -193,10 +193,10 @@ func TestParseResponseMixedItems(t *testing.T) {
 	}
 }
 
-func TestRenderUnchangedIsIdentity(t *testing.T) {
+func TestEncodeAnswerUnchangedIsIdentity(t *testing.T) {
 	req := codecFor(t, string(fixture(t, "request.json")))
 	body := fixture(t, "function_call.json")
-	resp := mustParseResponse(t, string(body))
+	resp := mustDecodeAnswer(t, string(body))
 	turn := resp.Choices[0]
 	for _, act := range []neutral.Action{{Kind: neutral.Keep}, replaced(turn, nil)} {
 		out, err := req.EncodeAnswer(resp, []neutral.Action{act})
@@ -212,10 +212,10 @@ func TestRenderUnchangedIsIdentity(t *testing.T) {
 	}
 }
 
-func TestRenderSubstitutionKeepsIDsAndPositions(t *testing.T) {
+func TestEncodeAnswerSubstitutionKeepsIDsAndPositions(t *testing.T) {
 	req := codecFor(t, `{"model":"m","input":"weather in Boston?","tools":[{"type":"function","name":"get_weather","parameters":{}}]}`)
 	body := responseOf("resp_1", itemReasoning, itemMessage, itemBadCall, itemCall)
-	resp := mustParseResponse(t, body)
+	resp := mustDecodeAnswer(t, body)
 	turn := resp.Choices[0]
 	res := replaced(turn, map[int]neutral.ToolCall{
 		0: {Name: "get_weather", Args: []byte(`{"location":"Paris"}`), Kind: neutral.Function}})
@@ -247,9 +247,9 @@ func TestRenderSubstitutionKeepsIDsAndPositions(t *testing.T) {
 	}
 }
 
-func TestRenderCustomCallRepair(t *testing.T) {
+func TestEncodeAnswerCustomCallRepair(t *testing.T) {
 	req := codecFor(t, `{"model":"m","input":"x"}`)
-	resp := mustParseResponse(t, responseOf("resp_1", itemCustom))
+	resp := mustDecodeAnswer(t, responseOf("resp_1", itemCustom))
 	res := replaced(resp.Choices[0], map[int]neutral.ToolCall{
 		0: {Name: "python", Args: []byte("print(2)"), Kind: neutral.Custom}})
 	out, err := req.EncodeAnswer(resp, []neutral.Action{res})
@@ -261,10 +261,10 @@ func TestRenderCustomCallRepair(t *testing.T) {
 	}
 }
 
-func TestRenderEscalationAndAbstainMessage(t *testing.T) {
+func TestEncodeAnswerEscalationAndAbstainMessage(t *testing.T) {
 	req := codecFor(t, `{"model":"m","input":"x"}`)
 	body := strings.Replace(responseOf("resp_1", itemReasoning, itemMessage, itemBadCall), `"metadata":{}`, `"metadata":{},"output_text":"Let me check that."`, 1)
-	resp := mustParseResponse(t, body)
+	resp := mustDecodeAnswer(t, body)
 	esc := escalated("This step needs a person: no tool fits. [toolgate:esc_0123456789abcdef01234567]")
 	out, err := req.EncodeAnswer(resp, []neutral.Action{escalating(esc)})
 	if err != nil {
@@ -291,7 +291,7 @@ func TestRenderEscalationAndAbstainMessage(t *testing.T) {
 
 	cut := strings.Replace(responseOf("resp_2", itemCall), `"status":"completed","error":null,"incomplete_details":null`,
 		`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`, 1)
-	resp = mustParseResponse(t, cut)
+	resp = mustDecodeAnswer(t, cut)
 	out, err = req.EncodeAnswer(resp, []neutral.Action{abstaining("No tool can book trains.")})
 	if err != nil {
 		t.Fatal(err)
@@ -305,11 +305,11 @@ func TestRenderEscalationAndAbstainMessage(t *testing.T) {
 // A chained request's repair continues the stored conversation: the client
 // gets the last re-query's response id, and the repaired call the call_id
 // and item id the upstream stored for it.
-func TestRenderChainedTakesRequeryIDs(t *testing.T) {
+func TestEncodeAnswerChainedTakesRequeryIDs(t *testing.T) {
 	req := codecFor(t, `{"model":"m","previous_response_id":"resp_0","input":[{"type":"function_call_output","call_id":"c0","output":"ok"}]}`)
-	resp := mustParseResponse(t, responseOf("resp_1", itemReasoning, itemBadCall, itemCall))
+	resp := mustDecodeAnswer(t, responseOf("resp_1", itemReasoning, itemBadCall, itemCall))
 	turn := resp.Choices[0]
-	requery := mustParseResponse(t, responseOf("resp_2",
+	requery := mustDecodeAnswer(t, responseOf("resp_2",
 		`{"id":"fc_22","type":"function_call","status":"completed","arguments":"{\"location\":\"Oslo\"}","call_id":"call_22","name":"get_weather"}`)).Choices[0]
 	res := replaced(turn, map[int]neutral.ToolCall{
 		0: {Name: "get_weather", Args: []byte(`{"location":"Oslo"}`), Kind: neutral.Function}}, requery)
@@ -335,11 +335,11 @@ func TestRenderChainedTakesRequeryIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(out, []byte(`"id":"resp_1"`)) || !bytes.Contains(out, []byte(`"call_id":"call_02","name":"get_weather"`)) {
-		t.Errorf("stateless render %s", out)
+		t.Errorf("stateless answer %s", out)
 	}
 }
 
-func TestErrorBodyAndCallJSON(t *testing.T) {
+func TestEncodeEscalationAndCallJSON(t *testing.T) {
 	esc := escalated("needs a person")
 	var env struct {
 		Error struct {
@@ -383,7 +383,7 @@ func TestInjectTool(t *testing.T) {
 // turnOf wraps a response's only turn.
 func turnOf(t *testing.T, body string) *neutral.Turn {
 	t.Helper()
-	return mustParseResponse(t, body).Choices[0]
+	return mustDecodeAnswer(t, body).Choices[0]
 }
 
 func decodeInput(t *testing.T, body []byte) (jsonx.Object, [][]byte) {
@@ -399,7 +399,7 @@ func decodeInput(t *testing.T, body []byte) (jsonx.Object, [][]byte) {
 	return obj, items
 }
 
-func TestFollowUpStatelessReplaysItems(t *testing.T) {
+func TestReQueryStatelessReplaysItems(t *testing.T) {
 	reqBody := `{"model":"gpt-5","instructions":"Be brief.","input":"Weather in Boston?","store":false,` +
 		`"include":["reasoning.encrypted_content"],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],` +
 		`"tool_choice":"auto","text":{"format":{"type":"text"},"verbosity":"low"},"stream":true,"stream_options":{"include_obfuscation":false}}`
@@ -471,7 +471,7 @@ func TestFollowUpStatelessReplaysItems(t *testing.T) {
 // With store false and no encrypted reasoning, the reasoning item points at
 // nothing the provider kept: it is left out and the items it led to lose
 // their ids, which the provider would otherwise pair with it.
-func TestFollowUpStoreFalseBareReasoning(t *testing.T) {
+func TestReQueryStoreFalseBareReasoning(t *testing.T) {
 	req := codecFor(t, `{"model":"m","input":"x","store":false}`)
 	turn := turnOf(t, responseOf("resp_1", itemReasoningBare, itemBadCall))
 	q := &neutral.Query{History: []neutral.Exchange{{Turn: turn, Replies: []neutral.Reply{{CallID: "call_02", Content: "no"}}}}}
@@ -492,7 +492,7 @@ func TestFollowUpStoreFalseBareReasoning(t *testing.T) {
 	}
 }
 
-func TestFollowUpChained(t *testing.T) {
+func TestReQueryChained(t *testing.T) {
 	reqBody := `{"model":"m","previous_response_id":"resp_0","instructions":"Be brief.",` +
 		`"input":[{"type":"function_call_output","call_id":"call_prev","output":"42"}],"tools":[{"type":"function","name":"get_weather"}],"stream":true}`
 	req := codecFor(t, reqBody)
@@ -537,7 +537,7 @@ func TestFollowUpChained(t *testing.T) {
 	}
 }
 
-func TestFollowUpRefusals(t *testing.T) {
+func TestReQueryRefusals(t *testing.T) {
 	turn := turnOf(t, responseOf("resp_1", itemBadCall))
 	q := &neutral.Query{History: []neutral.Exchange{{Turn: turn, Replies: []neutral.Reply{{CallID: "call_02", Content: "x"}}}}}
 	conv := codecFor(t, `{"model":"m","input":"x","conversation":"conv_1"}`)
@@ -546,7 +546,7 @@ func TestFollowUpRefusals(t *testing.T) {
 	}
 	foreign := &neutral.Query{History: []neutral.Exchange{{Turn: &neutral.Turn{Raw: "chat"}}}}
 	if _, err := codecFor(t, `{"input":"x"}`).ReQuery(nil, foreign); err == nil {
-		t.Error("a turn of another adapter was replayed")
+		t.Error("a turn of another codec was replayed")
 	}
 	unread := API{}.NewCodec()
 	if _, err := unread.DecodeRequest("", []byte("not json")); err == nil {

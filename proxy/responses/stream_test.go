@@ -43,7 +43,7 @@ func TestStreamFixturesPassUnchanged(t *testing.T) {
 				t.Fatalf("%d turns", len(turns))
 			}
 			turn := turns[0]
-			want := mustParseResponse(t, string(fixture(t, "function_call.json"))).Choices[0]
+			want := mustDecodeAnswer(t, string(fixture(t, "function_call.json"))).Choices[0]
 			if len(turn.Calls) == 0 || turn.Calls[0].Name != want.Calls[0].Name || string(turn.Calls[0].Args) != string(want.Calls[0].Args) {
 				t.Errorf("calls %+v", turn.Calls)
 			}
@@ -138,7 +138,7 @@ func TestStreamWithoutCallsIsNotHeld(t *testing.T) {
 	}
 }
 
-func TestStreamRenderSubstitution(t *testing.T) {
+func TestStreamEncodeSubstitution(t *testing.T) {
 	data := streamOf(t, "resp_1", []string{itemReasoning, itemMessage, itemBadCall, itemCall}, 3)
 	st := newStream(t, plainReq)
 	f, err := feed(t, st, data)
@@ -188,7 +188,7 @@ func TestStreamRenderSubstitution(t *testing.T) {
 // A chained stream whose answer starts with the call kept the stored id
 // unseen, so it is repaired and the client gets the re-query's id in every
 // status event, and the repaired call the ids stored for it.
-func TestStreamRenderChained(t *testing.T) {
+func TestStreamEncodeChained(t *testing.T) {
 	data := strings.ReplaceAll(string(fixture(t, "parallel_function_calls_stream.sse")), `"get_stock_price"`, `"stock_quote"`)
 	st := newStream(t, `{"model":"m","input":"x","stream":true,"previous_response_id":"resp_0"}`)
 	f, err := feed(t, st, []byte(data))
@@ -225,7 +225,7 @@ func TestStreamRenderChained(t *testing.T) {
 	}
 }
 
-func TestStreamRenderEscalationMessage(t *testing.T) {
+func TestStreamEncodeEscalationMessage(t *testing.T) {
 	data := streamOf(t, "resp_1", []string{itemMessage, itemBadCall, itemReasoning, itemCall}, 4)
 	st := newStream(t, plainReq)
 	f, err := feed(t, st, data)
@@ -391,7 +391,7 @@ func FuzzResponsesStream(f *testing.F) {
 	// What does not depend on the input is prepared once: every new input
 	// the fuzzer finds is minimized by running it thousands of times.
 	codecs := []*codec{codecFor(f, plainReq), codecFor(f, chainReq)}
-	requery := mustParseResponse(f, responseOf("resp_9", itemCall)).Choices[0]
+	requery := mustDecodeAnswer(f, responseOf("resp_9", itemCall)).Choices[0]
 	f.Fuzz(func(t *testing.T, data []byte, seed int64) {
 		// The seed picks the request, the decision and how the input is cut.
 		c := codecs[seed&1]
