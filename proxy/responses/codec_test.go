@@ -186,3 +186,43 @@ func TestImportsOnlyTheContract(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCodec runs arbitrary request and answer bodies through everything
+// the pipeline asks of a codec outside a stream: nothing may panic, and a
+// kept answer goes out byte for byte.
+func FuzzCodec(f *testing.F) {
+	f.Add([]byte(chainReq), []byte(responseOf("resp_1", itemReasoning, itemBadCall, itemCall)), uint8(0))
+	f.Add([]byte(`{"input":[{"role":"user","content":"x"}],"tools":[],"store":false}`), []byte(responseOf("resp_2", itemCustom)), uint8(1))
+	f.Add([]byte(`{"input":"x","conversation":"c"}`), []byte(`{"output":[{"type":"function_call","arguments":{}}]}`), uint8(2))
+	requery := mustDecodeAnswer(f, responseOf("resp_9", itemCall))
+	f.Fuzz(func(t *testing.T, reqBody, answer []byte, pick uint8) {
+		c := API{}.NewCodec()
+		if _, err := c.DecodeRequest("", reqBody); err != nil {
+			return
+		}
+		_, _ = c.InjectTool(neutral.Offered{Name: "exit"})
+		a, err := c.DecodeAnswer(answer)
+		if err != nil {
+			return
+		}
+		turn := a.Choices[0]
+		q := &neutral.Query{Decision: pick&1 == 1, History: []neutral.Exchange{{Turn: turn, Replies: []neutral.Reply{{CallID: "c", Content: "x"}}}}}
+		_, _ = c.ReQuery(a, q)
+		for _, call := range turn.Calls {
+			_ = c.CallJSON(call)
+		}
+		acts := []neutral.Action{{Kind: neutral.Keep}, abstaining("none"), escalating(escalated("esc"), requery.Choices[0])}
+		repl := map[int]neutral.ToolCall{}
+		for i := range turn.Calls {
+			if i%2 == int(pick>>1)&1 {
+				repl[i] = neutral.ToolCall{Name: "fixed", Args: []byte(`{"a":1}`), Kind: turn.Calls[i].Kind}
+			}
+		}
+		acts = append(acts, replaced(turn, repl, requery.Choices[0]))
+		act := acts[int(pick>>2)%len(acts)]
+		out, err := c.EncodeAnswer(a, []neutral.Action{act})
+		if act.Kind == neutral.Keep && (err != nil || !bytes.Equal(out, answer)) {
+			t.Errorf("a kept answer was rewritten: %v", err)
+		}
+	})
+}
