@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/openaiwire"
 )
 
 // callIDs are the ids a rendered call item carries.
@@ -282,4 +283,35 @@ func sameJSON(a, b []byte) bool {
 		return false
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// CallJSON implements api.Codec: a function_call item (custom_tool_call
+// for custom tools), the shape the client would have received.
+func (*codec) CallJSON(c neutral.ToolCall) []byte {
+	if c.Kind == neutral.Custom {
+		return jsonx.Object{
+			{Key: "type", Value: []byte(`"custom_tool_call"`)},
+			{Key: "call_id", Value: jsonx.String(c.ID)},
+			{Key: "name", Value: jsonx.String(c.Name)},
+			{Key: "input", Value: jsonx.String(string(c.Args))},
+		}.Bytes()
+	}
+	return jsonx.Object{
+		{Key: "type", Value: []byte(`"function_call"`)},
+		{Key: "call_id", Value: jsonx.String(c.ID)},
+		{Key: "name", Value: jsonx.String(c.Name)},
+		{Key: "arguments", Value: jsonx.String(string(c.Args))},
+	}.Bytes()
+}
+
+// EncodeEscalation implements api.Codec: the OpenAI error envelope, as on
+// the Chat Completions route.
+func (*codec) EncodeEscalation(e *neutral.Escalated) []byte {
+	return openaiwire.EscalationError(e)
+}
+
+// EncodeError implements api.Codec: toolgate's own errors in the OpenAI
+// error envelope, which the Responses API shares with Chat Completions.
+func (*codec) EncodeError(f neutral.Failure) []byte {
+	return openaiwire.Error(f)
 }

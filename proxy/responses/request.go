@@ -134,3 +134,32 @@ func parseToolChoice(raw json.RawMessage) (neutral.ToolChoice, error) {
 	}
 	return neutral.ToolChoice{Kind: neutral.ChoiceAuto}, nil
 }
+
+// InjectTool implements api.Codec: the tool is appended last to the
+// request's tools as a flat function tool, and the codec's request becomes
+// the injected one, which re-queries then start from.
+func (c *codec) InjectTool(t neutral.Offered) ([]byte, error) {
+	if c.body == nil {
+		return nil, errNoRequest
+	}
+	params := []byte(t.Parameters)
+	if len(params) == 0 {
+		params = []byte(`{"type":"object","properties":{}}`)
+	}
+	tool := jsonx.Object{
+		{Key: "type", Value: []byte(`"function"`)},
+		{Key: "name", Value: jsonx.String(t.Name)},
+		{Key: "description", Value: jsonx.String(t.Description)},
+		{Key: "parameters", Value: params},
+		// The API makes function tools strict by default; toolgate checks
+		// the arguments itself, so it asks for nothing stricter than the
+		// client's own tools get.
+		{Key: "strict", Value: []byte("false")},
+	}
+	out, err := jsonx.AppendToField(c.body, "tools", tool.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	c.body = out
+	return out, nil
+}
