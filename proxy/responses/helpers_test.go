@@ -9,10 +9,9 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 func fixture(t testing.TB, name string) []byte {
@@ -24,20 +23,29 @@ func fixture(t testing.TB, name string) []byte {
 	return b
 }
 
-func mustParseRequest(t testing.TB, body string) *api.Request {
+// mustDecode is a codec that has read the request body.
+func mustDecode(t testing.TB, body string) (*codec, *neutral.Request) {
 	t.Helper()
-	req, err := Adapter{}.ParseRequest([]byte(body))
+	c := API{}.NewCodec().(*codec)
+	req, err := c.DecodeRequest("", []byte(body))
 	if err != nil {
-		t.Fatalf("ParseRequest: %v", err)
+		t.Fatalf("DecodeRequest: %v", err)
 	}
-	return req
+	return c, req
 }
 
-func mustParseResponse(t testing.TB, body string) *api.Response {
+// codecFor is a codec that has read the request body.
+func codecFor(t testing.TB, body string) *codec {
 	t.Helper()
-	resp, err := Adapter{}.ParseResponse([]byte(body))
+	c, _ := mustDecode(t, body)
+	return c
+}
+
+func mustDecodeAnswer(t testing.TB, body string) *neutral.Answer {
+	t.Helper()
+	resp, err := API{}.NewCodec().DecodeAnswer([]byte(body))
 	if err != nil {
-		t.Fatalf("ParseResponse: %v", err)
+		t.Fatalf("DecodeAnswer: %v", err)
 	}
 	return resp
 }
@@ -46,7 +54,7 @@ func mustParseResponse(t testing.TB, body string) *api.Response {
 // the client got at once and the events held back.
 type fed struct {
 	forwarded []byte
-	held      []api.HeldEvent
+	held      []neutral.HeldEvent
 	done      bool
 }
 
@@ -80,10 +88,10 @@ func feed(t testing.TB, st api.Stream, data []byte) (fed, error) {
 type pipelineRules struct {
 	holding, opened bool
 	forwarded       []byte
-	held            []api.HeldEvent
+	held            []neutral.HeldEvent
 }
 
-func (p *pipelineRules) take(ev *sse.Event, step api.Step) {
+func (p *pipelineRules) take(ev *sse.Event, step neutral.Step) {
 	switch {
 	case p.holding:
 	case step.Hold:
@@ -95,13 +103,13 @@ func (p *pipelineRules) take(ev *sse.Event, step api.Step) {
 		p.held = nil
 	}
 	if p.holding || !p.opened {
-		p.held = append(p.held, api.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
+		p.held = append(p.held, neutral.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
 		return
 	}
 	p.forwarded = append(p.forwarded, ev.Raw...)
 }
 
-func joinHeld(held []api.HeldEvent) []byte {
+func joinHeld(held []neutral.HeldEvent) []byte {
 	var out []byte
 	for _, h := range held {
 		out = append(out, h.Raw...)
@@ -321,25 +329,36 @@ func responseOf(id string, items ...string) string {
 		`,"store":true,"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15},"metadata":{}}`
 }
 
-// changedResult is a ladder result that replaced the calls at the given
-// positions of turn.
-func changedResult(turn *recovery.Turn, outcome recovery.Outcome, repl map[int]validate.ToolCall, requery ...*recovery.Turn) *recovery.Result {
-	r := &recovery.Result{Outcome: outcome, Original: turn.Calls, Turns: requery}
-	r.Calls = append([]validate.ToolCall(nil), turn.Calls...)
-	r.Changed = make([]bool, len(turn.Calls))
+// replaced is the action that replaces the calls at the given positions of
+// turn, after the re-query answers requery.
+func replaced(turn *neutral.Turn, repl map[int]neutral.ToolCall, requery ...*neutral.Turn) neutral.Action {
+	a := neutral.Action{Kind: neutral.Replace, ReQueries: requery}
+	a.Calls = append([]neutral.ToolCall(nil), turn.Calls...)
+	a.Changed = make([]bool, len(turn.Calls))
 	for p, c := range repl {
 		c.ID = turn.Calls[p].ID
-		r.Calls[p], r.Changed[p] = c, true
+		a.Calls[p], a.Changed[p] = c, true
 	}
-	return r
+	return a
 }
 
-func escalated(text string) *api.Escalated {
-	return &api.Escalated{
-		Escalation: &recovery.Escalation{ID: "esc_0123456789abcdef01234567", Codes: []string{"unknown_tool"}, Label: "unknown_tool"},
-		Body:       []byte(`{"id":"esc_0123456789abcdef01234567","codes":["unknown_tool"]}`),
-		Text:       text,
+func escalated(text string) *neutral.Escalated {
+	return &neutral.Escalated{
+		ID:   "esc_0123456789abcdef01234567",
+		Code: "unknown_tool",
+		Body: []byte(`{"id":"esc_0123456789abcdef01234567","codes":["unknown_tool"]}`),
+		Text: text,
 	}
+}
+
+// escalating is the message-mode action that answers with esc.
+func escalating(esc *neutral.Escalated, requery ...*neutral.Turn) neutral.Action {
+	return neutral.Action{Kind: neutral.Respond, Text: esc.Text, Escalation: esc, ReQueries: requery}
+}
+
+// abstaining is the action that answers with the abstention's reason.
+func abstaining(reason string) neutral.Action {
+	return neutral.Action{Kind: neutral.Respond, Text: reason}
 }
 
 // Output items used across the tests.

@@ -6,15 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
-	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/validate"
 )
 
-func TestParseRequestFixture(t *testing.T) {
-	req := mustParseRequest(t, string(fixture(t, "request.json")))
+func TestDecodeRequestFixture(t *testing.T) {
+	_, req := mustDecode(t, string(fixture(t, "request.json")))
 	if req.Model != "gpt-4o-2024-08-06" || !req.Stream {
 		t.Errorf("model %q stream %v", req.Model, req.Stream)
 	}
@@ -24,19 +22,19 @@ func TestParseRequestFixture(t *testing.T) {
 	if !bytes.Contains(req.Offered[0].Parameters, []byte(`"location"`)) {
 		t.Errorf("parameters not kept: %s", req.Offered[0].Parameters)
 	}
-	if req.Choice.Kind != catalog.ChoiceAuto || req.StructuredOutput || req.HistoryUpstream || req.Stateful {
+	if req.Choice.Kind != neutral.ChoiceAuto || req.StructuredOutput || req.HistoryUpstream || req.Stateful {
 		t.Errorf("request flags %+v", req)
 	}
 	if !strings.HasPrefix(req.UserText, "What's the weather like in Boston") {
 		t.Errorf("user text %q", req.UserText)
 	}
-	if !req.Evidence.Seen("AAPL") || !req.Evidence.Seen("NASDAQ") {
+	if ev := validate.NewCorpus(req.Vouching); !ev.Seen("AAPL") || !ev.Seen("NASDAQ") {
 		t.Error("the user's string input does not vouch for its values")
 	}
 }
 
-func TestParseRequestTools(t *testing.T) {
-	req := mustParseRequest(t, `{"model":"m","input":"hi","tools":[
+func TestDecodeRequestTools(t *testing.T) {
+	_, req := mustDecode(t, `{"model":"m","input":"hi","tools":[
 		{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true},
 		{"type":"custom","name":"code_exec","description":"runs code","format":{"type":"text"}},
 		{"type":"web_search"},{"type":"file_search","vector_store_ids":["vs_1"]},
@@ -53,38 +51,38 @@ func TestParseRequestTools(t *testing.T) {
 	}
 }
 
-func TestParseRequestToolChoice(t *testing.T) {
+func TestDecodeRequestToolChoice(t *testing.T) {
 	cases := []struct {
 		choice string
-		kind   catalog.ChoiceKind
+		kind   neutral.ChoiceKind
 		names  []string
 	}{
-		{`"auto"`, catalog.ChoiceAuto, nil},
-		{`null`, catalog.ChoiceAuto, nil},
-		{`"none"`, catalog.ChoiceNone, nil},
-		{`"required"`, catalog.ChoiceRequired, nil},
-		{`{"type":"function","name":"f"}`, catalog.ChoiceNamed, []string{"f"}},
-		{`{"type":"custom","name":"code_exec"}`, catalog.ChoiceNamed, []string{"code_exec"}},
+		{`"auto"`, neutral.ChoiceAuto, nil},
+		{`null`, neutral.ChoiceAuto, nil},
+		{`"none"`, neutral.ChoiceNone, nil},
+		{`"required"`, neutral.ChoiceRequired, nil},
+		{`{"type":"function","name":"f"}`, neutral.ChoiceNamed, []string{"f"}},
+		{`{"type":"custom","name":"code_exec"}`, neutral.ChoiceNamed, []string{"code_exec"}},
 		{`{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"f"},{"type":"web_search"},{"type":"custom","name":"c"}]}`,
-			catalog.ChoiceAllowed, []string{"f", "c"}},
-		{`{"type":"allowed_tools","mode":"auto","tools":[]}`, catalog.ChoiceAllowed, []string{}},
-		{`{"type":"file_search"}`, catalog.ChoiceAuto, nil},
-		{`{"type":"web_search_preview"}`, catalog.ChoiceAuto, nil},
-		{`{"type":"mcp","server_label":"x"}`, catalog.ChoiceAuto, nil},
+			neutral.ChoiceAllowed, []string{"f", "c"}},
+		{`{"type":"allowed_tools","mode":"auto","tools":[]}`, neutral.ChoiceAllowed, []string{}},
+		{`{"type":"file_search"}`, neutral.ChoiceAuto, nil},
+		{`{"type":"web_search_preview"}`, neutral.ChoiceAuto, nil},
+		{`{"type":"mcp","server_label":"x"}`, neutral.ChoiceAuto, nil},
 	}
 	for _, c := range cases {
-		req := mustParseRequest(t, `{"model":"m","input":"hi","tool_choice":`+c.choice+`}`)
+		_, req := mustDecode(t, `{"model":"m","input":"hi","tool_choice":`+c.choice+`}`)
 		if req.Choice.Kind != c.kind || strings.Join(req.Choice.Names, ",") != strings.Join(c.names, ",") {
 			t.Errorf("%s: got %+v", c.choice, req.Choice)
 		}
 	}
-	if _, err := (Adapter{}).ParseRequest([]byte(`{"tool_choice":{"type":5}}`)); err == nil {
+	if _, err := (API{}).NewCodec().DecodeRequest("", []byte(`{"tool_choice":{"type":5}}`)); err == nil {
 		t.Error("an unreadable tool_choice was accepted")
 	}
 }
 
-func TestParseRequestEvidenceAndState(t *testing.T) {
-	req := mustParseRequest(t, `{"model":"m","instructions":"Use order ord_instr.",
+func TestDecodeRequestVouchingAndState(t *testing.T) {
+	_, req := mustDecode(t, `{"model":"m","instructions":"Use order ord_instr.",
 		"input":[
 			{"role":"developer","content":"dev says ord_dev"},
 			{"role":"user","content":[{"type":"input_text","text":"refund ord_user1"},{"type":"input_image","image_url":"https://x"}]},
@@ -94,13 +92,14 @@ func TestParseRequestEvidenceAndState(t *testing.T) {
 			{"type":"custom_tool_call_output","call_id":"c2","output":[{"type":"input_text","text":"ord_custom"}]},
 			{"type":"message","role":"user","content":"and ord_user2 too"}
 		]}`)
+	vouching := validate.NewCorpus(req.Vouching)
 	for _, s := range []string{"ord_user1", "ord_tool", "ord_custom", "ord_user2"} {
-		if !req.Evidence.Seen(s) {
+		if !vouching.Seen(s) {
 			t.Errorf("%s should be vouched for", s)
 		}
 	}
 	for _, s := range []string{"ord_instr", "ord_dev", "ord_asst", "ord_args"} {
-		if req.Evidence.Seen(s) {
+		if vouching.Seen(s) {
 			t.Errorf("%s must not be vouched for", s)
 		}
 	}
@@ -124,8 +123,8 @@ func TestParseRequestEvidenceAndState(t *testing.T) {
 		{`{"input":"x","text":{"format":{"type":"text"},"verbosity":"low"}}`, false, false, false, false, true},
 	}
 	for _, s := range states {
-		req := mustParseRequest(t, s.body)
-		info := req.Private.(*requestInfo)
+		c, req := mustDecode(t, s.body)
+		info := c.info
 		if req.HistoryUpstream != s.history || req.Stateful != s.stateful || info.chain != s.chain ||
 			req.StructuredOutput != s.structured || info.store != s.store {
 			t.Errorf("%s: history %v stateful %v chain %v structured %v store %v", s.body,
@@ -134,9 +133,9 @@ func TestParseRequestEvidenceAndState(t *testing.T) {
 	}
 }
 
-func TestParseResponseFixture(t *testing.T) {
+func TestDecodeAnswerFixture(t *testing.T) {
 	body := fixture(t, "function_call.json")
-	resp := mustParseResponse(t, string(body))
+	resp := mustDecodeAnswer(t, string(body))
 	if len(resp.Choices) != 1 {
 		t.Fatalf("%d turns", len(resp.Choices))
 	}
@@ -148,19 +147,19 @@ func TestParseResponseFixture(t *testing.T) {
 		t.Fatalf("calls %+v", turn.Calls)
 	}
 	c := turn.Calls[0]
-	if c.ID != "call_rGsNrfSthSdddxH5jMTF7eBS" || c.Name != "get_current_weather" || c.Kind != validate.Function ||
+	if c.ID != "call_rGsNrfSthSdddxH5jMTF7eBS" || c.Name != "get_current_weather" || c.Kind != neutral.Function ||
 		string(c.Args) != `{"location":"Boston, MA","unit":"celsius"}` || c.BadShape {
 		t.Errorf("call %+v (%s)", c, c.Args)
 	}
-	if resp.Usage != (recovery.Usage{Input: 291, Output: 23}) {
+	if resp.Usage != (neutral.Usage{Input: 291, Output: 23}) {
 		t.Errorf("usage %+v", resp.Usage)
 	}
 }
 
-func TestParseResponseMixedItems(t *testing.T) {
-	resp := mustParseResponse(t, responseOf("resp_1", itemReasoning, itemMessage, itemSearch, itemCall, itemCustom))
+func TestDecodeAnswerMixedItems(t *testing.T) {
+	resp := mustDecodeAnswer(t, responseOf("resp_1", itemReasoning, itemMessage, itemSearch, itemCall, itemCustom))
 	turn := resp.Choices[0]
-	if len(turn.Calls) != 2 || turn.Calls[0].Name != "get_weather" || turn.Calls[1].Kind != validate.Custom ||
+	if len(turn.Calls) != 2 || turn.Calls[0].Name != "get_weather" || turn.Calls[1].Kind != neutral.Custom ||
 		string(turn.Calls[1].Args) != "print(1)" || turn.Calls[1].ID != "call_03" {
 		t.Fatalf("calls %+v", turn.Calls)
 	}
@@ -172,51 +171,55 @@ func TestParseResponseMixedItems(t *testing.T) {
 		t.Errorf("raw %+v", ti.callAt)
 	}
 
-	bad := mustParseResponse(t, responseOf("resp_2", `{"id":"fc_9","type":"function_call","call_id":"c9","name":"f","arguments":{"a":1}}`))
+	bad := mustDecodeAnswer(t, responseOf("resp_2", `{"id":"fc_9","type":"function_call","call_id":"c9","name":"f","arguments":{"a":1}}`))
 	if c := bad.Choices[0].Calls[0]; !c.BadShape || string(c.Args) != `{"a":1}` {
 		t.Errorf("object arguments: %+v", c)
 	}
 
 	cut := strings.Replace(responseOf("resp_3", itemCall), `"status":"completed","error":null,"incomplete_details":null`,
 		`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`, 1)
-	if !mustParseResponse(t, cut).Choices[0].Truncated {
+	if !mustDecodeAnswer(t, cut).Choices[0].Truncated {
 		t.Error("a call cut off by max_output_tokens is not truncated")
 	}
 	textOnly := strings.Replace(responseOf("resp_4", itemMessage), `"status":"completed","error":null,"incomplete_details":null`,
 		`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`, 1)
-	if mustParseResponse(t, textOnly).Choices[0].Truncated {
+	if mustDecodeAnswer(t, textOnly).Choices[0].Truncated {
 		t.Error("cut-off text without a call is not a truncated call")
 	}
 	for _, b := range []string{`{"object":"list","data":[]}`, `[]`, `{"output":null}`} {
-		if _, err := (Adapter{}).ParseResponse([]byte(b)); err == nil {
+		if _, err := (API{}).NewCodec().DecodeAnswer([]byte(b)); err == nil {
 			t.Errorf("%s was read as a response", b)
 		}
 	}
 }
 
-func TestRenderUnchangedIsIdentity(t *testing.T) {
-	req := mustParseRequest(t, string(fixture(t, "request.json")))
+func TestEncodeAnswerUnchangedIsIdentity(t *testing.T) {
+	req := codecFor(t, string(fixture(t, "request.json")))
 	body := fixture(t, "function_call.json")
-	resp := mustParseResponse(t, string(body))
+	resp := mustDecodeAnswer(t, string(body))
 	turn := resp.Choices[0]
-	res := changedResult(turn, recovery.Pass, nil)
-	out, err := Adapter{}.Render(req, resp, []api.Final{{Result: res}})
-	if err != nil {
-		t.Fatal(err)
+	for _, act := range []neutral.Action{{Kind: neutral.Keep}, replaced(turn, nil)} {
+		out, err := req.EncodeAnswer(resp, []neutral.Action{act})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, body) {
+			t.Errorf("an answer with nothing changed was rewritten:\n%s", out)
+		}
 	}
-	if !bytes.Equal(out, body) {
-		t.Errorf("an answer with nothing changed was rewritten:\n%s", out)
+	if out, err := req.EncodeAnswer(resp, nil); err != nil || !bytes.Equal(out, body) {
+		t.Errorf("an answer without actions was rewritten: %v\n%s", err, out)
 	}
 }
 
-func TestRenderSubstitutionKeepsIDsAndPositions(t *testing.T) {
-	req := mustParseRequest(t, `{"model":"m","input":"weather in Boston?","tools":[{"type":"function","name":"get_weather","parameters":{}}]}`)
+func TestEncodeAnswerSubstitutionKeepsIDsAndPositions(t *testing.T) {
+	req := codecFor(t, `{"model":"m","input":"weather in Boston?","tools":[{"type":"function","name":"get_weather","parameters":{}}]}`)
 	body := responseOf("resp_1", itemReasoning, itemMessage, itemBadCall, itemCall)
-	resp := mustParseResponse(t, body)
+	resp := mustDecodeAnswer(t, body)
 	turn := resp.Choices[0]
-	res := changedResult(turn, recovery.Substituted, map[int]validate.ToolCall{
-		0: {Name: "get_weather", Args: []byte(`{"location":"Paris"}`), Kind: validate.Function}})
-	out, err := Adapter{}.Render(req, resp, []api.Final{{Result: res}})
+	res := replaced(turn, map[int]neutral.ToolCall{
+		0: {Name: "get_weather", Args: []byte(`{"location":"Paris"}`), Kind: neutral.Function}})
+	out, err := req.EncodeAnswer(resp, []neutral.Action{res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,12 +247,12 @@ func TestRenderSubstitutionKeepsIDsAndPositions(t *testing.T) {
 	}
 }
 
-func TestRenderCustomCallRepair(t *testing.T) {
-	req := mustParseRequest(t, `{"model":"m","input":"x"}`)
-	resp := mustParseResponse(t, responseOf("resp_1", itemCustom))
-	res := changedResult(resp.Choices[0], recovery.Corrected, map[int]validate.ToolCall{
-		0: {Name: "python", Args: []byte("print(2)"), Kind: validate.Custom}})
-	out, err := Adapter{}.Render(req, resp, []api.Final{{Result: res}})
+func TestEncodeAnswerCustomCallRepair(t *testing.T) {
+	req := codecFor(t, `{"model":"m","input":"x"}`)
+	resp := mustDecodeAnswer(t, responseOf("resp_1", itemCustom))
+	res := replaced(resp.Choices[0], map[int]neutral.ToolCall{
+		0: {Name: "python", Args: []byte("print(2)"), Kind: neutral.Custom}})
+	out, err := req.EncodeAnswer(resp, []neutral.Action{res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,13 +261,12 @@ func TestRenderCustomCallRepair(t *testing.T) {
 	}
 }
 
-func TestRenderEscalationAndAbstainMessage(t *testing.T) {
-	req := mustParseRequest(t, `{"model":"m","input":"x"}`)
+func TestEncodeAnswerEscalationAndAbstainMessage(t *testing.T) {
+	req := codecFor(t, `{"model":"m","input":"x"}`)
 	body := strings.Replace(responseOf("resp_1", itemReasoning, itemMessage, itemBadCall), `"metadata":{}`, `"metadata":{},"output_text":"Let me check that."`, 1)
-	resp := mustParseResponse(t, body)
+	resp := mustDecodeAnswer(t, body)
 	esc := escalated("This step needs a person: no tool fits. [toolgate:esc_0123456789abcdef01234567]")
-	res := &recovery.Result{Outcome: recovery.Escalated}
-	out, err := Adapter{}.Render(req, resp, []api.Final{{Result: res, Escalated: esc}})
+	out, err := req.EncodeAnswer(resp, []neutral.Action{escalating(esc)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,9 +291,8 @@ func TestRenderEscalationAndAbstainMessage(t *testing.T) {
 
 	cut := strings.Replace(responseOf("resp_2", itemCall), `"status":"completed","error":null,"incomplete_details":null`,
 		`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`, 1)
-	resp = mustParseResponse(t, cut)
-	res = &recovery.Result{Outcome: recovery.Abstained, AbstainReason: "No tool can book trains."}
-	out, err = Adapter{}.Render(req, resp, []api.Final{{Result: res}})
+	resp = mustDecodeAnswer(t, cut)
+	out, err = req.EncodeAnswer(resp, []neutral.Action{abstaining("No tool can book trains.")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,15 +305,15 @@ func TestRenderEscalationAndAbstainMessage(t *testing.T) {
 // A chained request's repair continues the stored conversation: the client
 // gets the last re-query's response id, and the repaired call the call_id
 // and item id the upstream stored for it.
-func TestRenderChainedTakesRequeryIDs(t *testing.T) {
-	req := mustParseRequest(t, `{"model":"m","previous_response_id":"resp_0","input":[{"type":"function_call_output","call_id":"c0","output":"ok"}]}`)
-	resp := mustParseResponse(t, responseOf("resp_1", itemReasoning, itemBadCall, itemCall))
+func TestEncodeAnswerChainedTakesRequeryIDs(t *testing.T) {
+	req := codecFor(t, `{"model":"m","previous_response_id":"resp_0","input":[{"type":"function_call_output","call_id":"c0","output":"ok"}]}`)
+	resp := mustDecodeAnswer(t, responseOf("resp_1", itemReasoning, itemBadCall, itemCall))
 	turn := resp.Choices[0]
-	requery := mustParseResponse(t, responseOf("resp_2",
+	requery := mustDecodeAnswer(t, responseOf("resp_2",
 		`{"id":"fc_22","type":"function_call","status":"completed","arguments":"{\"location\":\"Oslo\"}","call_id":"call_22","name":"get_weather"}`)).Choices[0]
-	res := changedResult(turn, recovery.Reprompted, map[int]validate.ToolCall{
-		0: {Name: "get_weather", Args: []byte(`{"location":"Oslo"}`), Kind: validate.Function}}, requery)
-	out, err := Adapter{}.Render(req, resp, []api.Final{{Result: res}})
+	res := replaced(turn, map[int]neutral.ToolCall{
+		0: {Name: "get_weather", Args: []byte(`{"location":"Oslo"}`), Kind: neutral.Function}}, requery)
+	out, err := req.EncodeAnswer(resp, []neutral.Action{res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,17 +329,17 @@ func TestRenderChainedTakesRequeryIDs(t *testing.T) {
 
 	// A stateless request keeps the original ids: the re-query was a
 	// replay the client never sees.
-	plain := mustParseRequest(t, `{"model":"m","input":"x"}`)
-	out, err = Adapter{}.Render(plain, resp, []api.Final{{Result: res}})
+	plain := codecFor(t, `{"model":"m","input":"x"}`)
+	out, err = plain.EncodeAnswer(resp, []neutral.Action{res})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(out, []byte(`"id":"resp_1"`)) || !bytes.Contains(out, []byte(`"call_id":"call_02","name":"get_weather"`)) {
-		t.Errorf("stateless render %s", out)
+		t.Errorf("stateless answer %s", out)
 	}
 }
 
-func TestErrorBodyAndCallJSON(t *testing.T) {
+func TestEncodeEscalationAndCallJSON(t *testing.T) {
 	esc := escalated("needs a person")
 	var env struct {
 		Error struct {
@@ -346,25 +347,26 @@ func TestErrorBodyAndCallJSON(t *testing.T) {
 			Escalation          json.RawMessage
 		}
 	}
-	if err := json.Unmarshal(Adapter{}.ErrorBody(esc), &env); err != nil {
+	c := API{}.NewCodec()
+	if err := json.Unmarshal(c.EncodeEscalation(esc), &env); err != nil {
 		t.Fatal(err)
 	}
 	if env.Error.Type != "tool_call_escalation" || env.Error.Code != "unknown_tool" || string(env.Error.Escalation) != string(esc.Body) {
 		t.Errorf("error body %+v", env)
 	}
-	got := string(Adapter{}.CallJSON(validate.ToolCall{ID: "call_1", Name: "refund", Args: []byte(`{"a":1}`)}))
+	got := string(c.CallJSON(neutral.ToolCall{ID: "call_1", Name: "refund", Args: []byte(`{"a":1}`)}))
 	if got != `{"type":"function_call","call_id":"call_1","name":"refund","arguments":"{\"a\":1}"}` {
 		t.Errorf("CallJSON %s", got)
 	}
-	got = string(Adapter{}.CallJSON(validate.ToolCall{ID: "call_2", Name: "sh", Args: []byte(`ls`), Kind: validate.Custom}))
+	got = string(c.CallJSON(neutral.ToolCall{ID: "call_2", Name: "sh", Args: []byte(`ls`), Kind: neutral.Custom}))
 	if got != `{"type":"custom_tool_call","call_id":"call_2","name":"sh","input":"ls"}` {
 		t.Errorf("CallJSON custom %s", got)
 	}
 }
 
 func TestInjectTool(t *testing.T) {
-	req := mustParseRequest(t, `{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{}}],"stream":true}`)
-	out, err := Adapter{}.InjectTool(req, catalog.Offered{Name: "no_tool", Description: "d", Parameters: []byte(`{"type":"object"}`)})
+	req := codecFor(t, `{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{}}],"stream":true}`)
+	out, err := req.InjectTool(neutral.Offered{Name: "no_tool", Description: "d", Parameters: []byte(`{"type":"object"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,16 +374,16 @@ func TestInjectTool(t *testing.T) {
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}
-	again := mustParseRequest(t, string(out))
+	_, again := mustDecode(t, string(out))
 	if len(again.Offered) != 2 || again.Offered[1].Name != "no_tool" {
 		t.Errorf("the injected tool is not offered: %+v", again.Offered)
 	}
 }
 
 // turnOf wraps a response's only turn.
-func turnOf(t *testing.T, body string) *recovery.Turn {
+func turnOf(t *testing.T, body string) *neutral.Turn {
 	t.Helper()
-	return mustParseResponse(t, body).Choices[0]
+	return mustDecodeAnswer(t, body).Choices[0]
 }
 
 func decodeInput(t *testing.T, body []byte) (jsonx.Object, [][]byte) {
@@ -397,17 +399,17 @@ func decodeInput(t *testing.T, body []byte) (jsonx.Object, [][]byte) {
 	return obj, items
 }
 
-func TestFollowUpStatelessReplaysItems(t *testing.T) {
+func TestReQueryStatelessReplaysItems(t *testing.T) {
 	reqBody := `{"model":"gpt-5","instructions":"Be brief.","input":"Weather in Boston?","store":false,` +
 		`"include":["reasoning.encrypted_content"],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],` +
 		`"tool_choice":"auto","text":{"format":{"type":"text"},"verbosity":"low"},"stream":true,"stream_options":{"include_obfuscation":false}}`
-	req := mustParseRequest(t, reqBody)
+	req := codecFor(t, reqBody)
 	turn := turnOf(t, responseOf("resp_1", itemReasoning, itemMessage, itemBadCall, itemCall))
-	q := &recovery.Query{Kind: recovery.KindRecovery, Decision: true, History: []recovery.Exchange{{Turn: turn, Replies: []recovery.Reply{
+	q := &neutral.Query{Kind: neutral.KindRecovery, Decision: true, History: []neutral.Exchange{{Turn: turn, Replies: []neutral.Reply{
 		{CallID: "call_02", Content: "database_query does not exist", IsError: true},
 		{CallID: "call_01", Content: "held"},
 	}}}}
-	out, err := Adapter{}.FollowUp(req, nil, q)
+	out, err := req.ReQuery(nil, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,14 +443,14 @@ func TestFollowUpStatelessReplaysItems(t *testing.T) {
 
 	// A reprompt keeps tool_choice and text; a second exchange is appended
 	// after the first one's outputs; custom calls get custom outputs.
-	req2 := mustParseRequest(t, `{"model":"m","input":[{"role":"user","content":"go"}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`)
+	req2 := codecFor(t, `{"model":"m","input":[{"role":"user","content":"go"}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`)
 	t1 := turnOf(t, responseOf("resp_1", itemCustom))
 	t2 := turnOf(t, responseOf("resp_2", itemCall))
-	q2 := &recovery.Query{Kind: recovery.KindReprompt, History: []recovery.Exchange{
-		{Turn: t1, Replies: []recovery.Reply{{CallID: "call_03", Content: "bad", IsError: true}}},
-		{Turn: t2, Replies: []recovery.Reply{{CallID: "call_01", Content: "still bad", IsError: true}}},
+	q2 := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Exchange{
+		{Turn: t1, Replies: []neutral.Reply{{CallID: "call_03", Content: "bad", IsError: true}}},
+		{Turn: t2, Replies: []neutral.Reply{{CallID: "call_01", Content: "still bad", IsError: true}}},
 	}}
-	out, err = Adapter{}.FollowUp(req2, nil, q2)
+	out, err = req2.ReQuery(nil, q2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,11 +471,11 @@ func TestFollowUpStatelessReplaysItems(t *testing.T) {
 // With store false and no encrypted reasoning, the reasoning item points at
 // nothing the provider kept: it is left out and the items it led to lose
 // their ids, which the provider would otherwise pair with it.
-func TestFollowUpStoreFalseBareReasoning(t *testing.T) {
-	req := mustParseRequest(t, `{"model":"m","input":"x","store":false}`)
+func TestReQueryStoreFalseBareReasoning(t *testing.T) {
+	req := codecFor(t, `{"model":"m","input":"x","store":false}`)
 	turn := turnOf(t, responseOf("resp_1", itemReasoningBare, itemBadCall))
-	q := &recovery.Query{History: []recovery.Exchange{{Turn: turn, Replies: []recovery.Reply{{CallID: "call_02", Content: "no"}}}}}
-	out, err := Adapter{}.FollowUp(req, nil, q)
+	q := &neutral.Query{History: []neutral.Exchange{{Turn: turn, Replies: []neutral.Reply{{CallID: "call_02", Content: "no"}}}}}
+	out, err := req.ReQuery(nil, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,22 +484,22 @@ func TestFollowUpStoreFalseBareReasoning(t *testing.T) {
 		t.Errorf("input %q", items)
 	}
 	// Stored: the same items replay byte for byte.
-	stored := mustParseRequest(t, `{"model":"m","input":"x"}`)
-	out, _ = Adapter{}.FollowUp(stored, nil, q)
+	stored := codecFor(t, `{"model":"m","input":"x"}`)
+	out, _ = stored.ReQuery(nil, q)
 	_, items = decodeInput(t, out)
 	if len(items) != 4 || string(items[1]) != itemReasoningBare || string(items[2]) != itemBadCall {
 		t.Errorf("stored input %q", items)
 	}
 }
 
-func TestFollowUpChained(t *testing.T) {
+func TestReQueryChained(t *testing.T) {
 	reqBody := `{"model":"m","previous_response_id":"resp_0","instructions":"Be brief.",` +
 		`"input":[{"type":"function_call_output","call_id":"call_prev","output":"42"}],"tools":[{"type":"function","name":"get_weather"}],"stream":true}`
-	req := mustParseRequest(t, reqBody)
+	req := codecFor(t, reqBody)
 	t1 := turnOf(t, responseOf("resp_1", itemReasoning, itemBadCall, itemCall))
-	q := &recovery.Query{Kind: recovery.KindRecovery, History: []recovery.Exchange{{Turn: t1, Replies: []recovery.Reply{
+	q := &neutral.Query{Kind: neutral.KindRecovery, History: []neutral.Exchange{{Turn: t1, Replies: []neutral.Reply{
 		{CallID: "call_02", Content: "unknown tool"}, {CallID: "call_01", Content: "held"}}}}}
-	out, err := Adapter{}.FollowUp(req, nil, q)
+	out, err := req.ReQuery(nil, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,8 +513,8 @@ func TestFollowUpChained(t *testing.T) {
 
 	// A chain of exchanges continues from the last answer with its outputs.
 	t2 := turnOf(t, responseOf("resp_2", `{"id":"fc_5","type":"function_call","call_id":"call_05","name":"get_weather","arguments":"{}"}`))
-	q.History = append(q.History, recovery.Exchange{Turn: t2, Replies: []recovery.Reply{{CallID: "call_05", Content: "location is required"}}})
-	out, err = Adapter{}.FollowUp(req, nil, q)
+	q.History = append(q.History, neutral.Exchange{Turn: t2, Replies: []neutral.Reply{{CallID: "call_05", Content: "location is required"}}})
+	out, err = req.ReQuery(nil, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,8 +526,8 @@ func TestFollowUpChained(t *testing.T) {
 
 	// store false: nothing is stored upstream, so the replay is stateless
 	// and the client's own previous_response_id stays.
-	unstored := mustParseRequest(t, strings.Replace(reqBody, `"stream":true`, `"stream":true,"store":false`, 1))
-	out, err = Adapter{}.FollowUp(unstored, nil, &recovery.Query{History: q.History[:1]})
+	unstored := codecFor(t, strings.Replace(reqBody, `"stream":true`, `"stream":true,"store":false`, 1))
+	out, err = unstored.ReQuery(nil, &neutral.Query{History: q.History[:1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,18 +537,22 @@ func TestFollowUpChained(t *testing.T) {
 	}
 }
 
-func TestFollowUpRefusals(t *testing.T) {
+func TestReQueryRefusals(t *testing.T) {
 	turn := turnOf(t, responseOf("resp_1", itemBadCall))
-	q := &recovery.Query{History: []recovery.Exchange{{Turn: turn, Replies: []recovery.Reply{{CallID: "call_02", Content: "x"}}}}}
-	conv := mustParseRequest(t, `{"model":"m","input":"x","conversation":"conv_1"}`)
-	if _, err := (Adapter{}).FollowUp(conv, nil, q); err == nil {
+	q := &neutral.Query{History: []neutral.Exchange{{Turn: turn, Replies: []neutral.Reply{{CallID: "call_02", Content: "x"}}}}}
+	conv := codecFor(t, `{"model":"m","input":"x","conversation":"conv_1"}`)
+	if _, err := conv.ReQuery(nil, q); err == nil {
 		t.Error("a conversation request was re-queried")
 	}
-	foreign := &recovery.Query{History: []recovery.Exchange{{Turn: &recovery.Turn{Raw: "chat"}}}}
-	if _, err := (Adapter{}).FollowUp(mustParseRequest(t, `{"input":"x"}`), nil, foreign); err == nil {
-		t.Error("a turn of another adapter was replayed")
+	foreign := &neutral.Query{History: []neutral.Exchange{{Turn: &neutral.Turn{Raw: "chat"}}}}
+	if _, err := codecFor(t, `{"input":"x"}`).ReQuery(nil, foreign); err == nil {
+		t.Error("a turn of another codec was replayed")
 	}
-	if _, err := (Adapter{}).FollowUp(&api.Request{Body: []byte("not json")}, nil, q); err == nil {
+	unread := API{}.NewCodec()
+	if _, err := unread.DecodeRequest("", []byte("not json")); err == nil {
+		t.Error("an unreadable request was decoded")
+	}
+	if _, err := unread.ReQuery(nil, q); err == nil {
 		t.Error("an unreadable request was re-queried")
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/openaiwire"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // maxItems bounds the output_index a stream may use, checked before
@@ -82,12 +82,12 @@ type opened struct {
 // repaired and answered with the re-query's id instead of escalating
 // stateful_unrecoverable.
 type stream struct {
-	info *requestInfo
+	info requestInfo
 
 	id               string
 	status           string
 	incompleteReason string
-	usage            recovery.Usage
+	usage            neutral.Usage
 	text             []byte
 	items            map[int]*streamItem
 
@@ -106,13 +106,9 @@ type stream struct {
 	upstreamErr []byte
 }
 
-// NewStream implements api.Adapter.
-func (Adapter) NewStream(req *api.Request) api.Stream {
-	info, err := infoOf(req)
-	if err != nil {
-		info = &requestInfo{store: true}
-	}
-	return &stream{info: info, items: map[int]*streamItem{}, opening: true, lastSent: -1}
+// NewStream implements api.Codec.
+func (c *codec) NewStream() api.Stream {
+	return &stream{info: c.info, items: map[int]*streamItem{}, opening: true, lastSent: -1}
 }
 
 // eventHead is the part every event has.
@@ -152,9 +148,9 @@ func errorf(format string, args ...any) error {
 }
 
 // Feed implements api.Stream.
-func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
+func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if ev.Comment || len(ev.Data) == 0 {
-		return api.Step{}, nil
+		return neutral.Step{}, nil
 	}
 	if string(ev.Data) == "[DONE]" {
 		// Not part of the Responses grammar, but compatible servers that
@@ -162,58 +158,20 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 		if !s.holding {
 			s.release()
 		}
-		return api.Step{Done: true}, nil
+		return neutral.Step{Done: true}, nil
 	}
 	var head eventHead
 	if err := json.Unmarshal(ev.Data, &head); err != nil {
-		return api.Step{}, errorf("%v", err)
+		return neutral.Step{}, errorf("%v", err)
 	}
 	typ := head.Type
 	if typ == "" {
 		typ = string(ev.Event)
 	}
 	seq, hasSeq := parseSeq(head.Seq)
-	step := api.Step{}
-	switch typ {
-	case evError:
-		s.upstreamErr = append([]byte(nil), ev.Data...)
-		return step, errorf("the upstream sent an error event")
-	case evCreated, evInProgress, evQueued:
-		if err := s.readResponse(ev.Data); err != nil {
-			return step, err
-		}
-		if s.opening && !s.holding {
-			s.kept = append(s.kept, opened{created: typ == evCreated, seq: seq, hasSeq: hasSeq})
-			step.Opening = true
-			return step, nil
-		}
-	case evItemAdded, evItemDone:
-		hold, err := s.readItem(typ, ev.Data)
-		if err != nil {
-			return step, err
-		}
-		step.Hold = hold
-	case evArgsDelta, evInputDelta, evArgsDone, evInputDone:
-		if err := s.readArgs(typ, ev.Data); err != nil {
-			return step, err
-		}
-	case evTextDelta:
-		var e itemEvent
-		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			return step, errorf("%v", err)
-		}
-		if e.Delta != nil {
-			s.text = append(s.text, *e.Delta...)
-		}
-	case evCompleted, evIncomplete, evFailed:
-		if err := s.readResponse(ev.Data); err != nil {
-			return step, err
-		}
-		hold, err := s.checkFinalOutput(ev.Data)
-		if err != nil {
-			return step, err
-		}
-		step.Hold, step.Done = hold, true
+	step, err := s.read(typ, ev.Data, opened{created: typ == evCreated, seq: seq, hasSeq: hasSeq})
+	if err != nil || step.Opening {
+		return step, err
 	}
 	s.opening = false
 	switch {
@@ -234,6 +192,50 @@ func (s *stream) Feed(ev *sse.Event) (api.Step, error) {
 		}
 	}
 	return step, nil
+}
+
+// read takes in one event of type typ; ev is the event as an opening event
+// the pipeline may hold.
+func (s *stream) read(typ string, data []byte, ev opened) (neutral.Step, error) {
+	switch typ {
+	case evError:
+		s.upstreamErr = append([]byte(nil), data...)
+		return neutral.Step{}, errorf("the upstream sent an error event")
+	case evCreated, evInProgress, evQueued:
+		if err := s.readResponse(data); err != nil {
+			return neutral.Step{}, err
+		}
+		if s.opening && !s.holding {
+			s.kept = append(s.kept, ev)
+			return neutral.Step{Opening: true}, nil
+		}
+	case evItemAdded, evItemDone:
+		hold, err := s.readItem(typ, data)
+		if err != nil {
+			return neutral.Step{}, err
+		}
+		return neutral.Step{Hold: hold}, nil
+	case evArgsDelta, evInputDelta, evArgsDone, evInputDone:
+		return neutral.Step{}, s.readArgs(typ, data)
+	case evTextDelta:
+		var e itemEvent
+		if err := json.Unmarshal(data, &e); err != nil {
+			return neutral.Step{}, errorf("%v", err)
+		}
+		if e.Delta != nil {
+			s.text = append(s.text, *e.Delta...)
+		}
+	case evCompleted, evIncomplete, evFailed:
+		if err := s.readResponse(data); err != nil {
+			return neutral.Step{}, err
+		}
+		hold, err := s.checkFinalOutput(data)
+		if err != nil {
+			return neutral.Step{}, err
+		}
+		return neutral.Step{Hold: hold, Done: true}, nil
+	}
+	return neutral.Step{}, nil
 }
 
 // release records that the opening events went out, in front of the
@@ -298,21 +300,21 @@ func (s *stream) readItem(typ string, data []byte) (bool, error) {
 	if err := json.Unmarshal(e.Item, &w); err != nil {
 		return false, errorf("item %d: %v", idx, err)
 	}
-	it := s.items[idx]
-	began := false
 	if typ == evItemAdded {
-		if it != nil {
+		if s.items[idx] != nil {
 			return false, errorf("item %d added twice", idx)
 		}
-		it = &streamItem{typ: w.Type, added: bytes.Clone(e.Item), held: s.holding,
+		s.items[idx] = &streamItem{typ: w.Type, added: bytes.Clone(e.Item), held: s.holding || isCallType(w.Type),
 			id: w.ID, callID: w.CallID, name: w.Name}
-		s.items[idx] = it
-		began = isCallType(w.Type)
-		if began {
-			it.held = true
-		}
-		return began, nil
+		return isCallType(w.Type), nil
 	}
+	return s.itemDone(idx, &w, e.Item)
+}
+
+// itemDone follows output_item.done, which carries the item complete.
+func (s *stream) itemDone(idx int, w *wireItem, item []byte) (bool, error) {
+	it := s.items[idx]
+	began := false
 	if it == nil {
 		// A done item that never began: take it whole. A call still has
 		// to be held, or it would reach the client unjudged.
@@ -326,7 +328,7 @@ func (s *stream) readItem(typ string, data []byte) (bool, error) {
 	if w.Type != it.typ {
 		return false, errorf("item %d changed type", idx)
 	}
-	it.final = bytes.Clone(e.Item)
+	it.final = bytes.Clone(item)
 	if !isCallType(it.typ) {
 		return began, nil
 	}
@@ -442,47 +444,59 @@ func (s *stream) checkFinalOutput(data []byte) (bool, error) {
 			return false, errorf("final item %d: %v", idx, err)
 		}
 		it := s.items[idx]
-		if it == nil {
-			it = &streamItem{typ: w.Type, final: bytes.Clone(raw), held: s.holding || isCallType(w.Type),
-				id: w.ID, callID: w.CallID, name: w.Name}
-			s.items[idx] = it
-			if !isCallType(w.Type) {
-				continue
+		switch {
+		case it == nil:
+			s.items[idx] = s.finalItem(&w, raw)
+			began = began || isCallType(w.Type)
+		case isCallType(w.Type):
+			if err := it.matchFinal(idx, &w); err != nil {
+				return false, err
 			}
-			began = true
-			field := w.Arguments
-			if w.Type == typeCustomCall {
-				field = w.Input
-			}
-			if v, ok := jsonx.Unquote(field); ok {
-				it.done = &v
-			} else if !jsonx.IsNull(field) {
-				it.badShape, it.args = true, append([]byte(nil), field...)
-			}
-			continue
-		}
-		if !isCallType(w.Type) {
-			continue
-		}
-		if it.typ != w.Type || !agree(&it.name, w.Name) || !agree(&it.callID, w.CallID) {
-			return false, errorf("the final output's item %d is not the streamed call", idx)
-		}
-		field := w.Arguments
-		if w.Type == typeCustomCall {
-			field = w.Input
-		}
-		v, ok := jsonx.Unquote(field)
-		if !ok || it.badShape {
-			if !(it.badShape && string(field) == string(it.args)) {
-				return false, errorf("the final output's call %d differs from the streamed one", idx)
-			}
-			continue
-		}
-		if v != string(it.finalArgs()) {
-			return false, errorf("the final output's call %d differs from the streamed one", idx)
 		}
 	}
 	return began, nil
+}
+
+// finalItem is an item that only the terminal event's output carried.
+func (s *stream) finalItem(w *wireItem, raw []byte) *streamItem {
+	it := &streamItem{typ: w.Type, final: bytes.Clone(raw), held: s.holding || isCallType(w.Type),
+		id: w.ID, callID: w.CallID, name: w.Name}
+	if !isCallType(w.Type) {
+		return it
+	}
+	field := w.Arguments
+	if w.Type == typeCustomCall {
+		field = w.Input
+	}
+	if v, ok := jsonx.Unquote(field); ok {
+		it.done = &v
+	} else if !jsonx.IsNull(field) {
+		it.badShape, it.args = true, append([]byte(nil), field...)
+	}
+	return it
+}
+
+// matchFinal checks that the terminal event's call w at idx is the call
+// that was streamed there.
+func (it *streamItem) matchFinal(idx int, w *wireItem) error {
+	if it.typ != w.Type || !agree(&it.name, w.Name) || !agree(&it.callID, w.CallID) {
+		return errorf("the final output's item %d is not the streamed call", idx)
+	}
+	field := w.Arguments
+	if w.Type == typeCustomCall {
+		field = w.Input
+	}
+	v, ok := jsonx.Unquote(field)
+	if !ok || it.badShape {
+		if !(it.badShape && string(field) == string(it.args)) {
+			return errorf("the final output's call %d differs from the streamed one", idx)
+		}
+		return nil
+	}
+	if v != string(it.finalArgs()) {
+		return errorf("the final output's call %d differs from the streamed one", idx)
+	}
+	return nil
 }
 
 // finalArgs is the call's complete argument text.
@@ -507,9 +521,9 @@ func (s *stream) order() []int {
 // rebuilt for replay: each item as its output_item.done carried it
 // (reasoning items with their encrypted_content), or, for an item the
 // stream never finished, what was streamed of it.
-func (s *stream) Turns() []*recovery.Turn {
+func (s *stream) Turns() []*neutral.Turn {
 	var items [][]byte
-	var calls []validate.ToolCall
+	var calls []neutral.ToolCall
 	var callAt []int
 	for _, i := range s.order() {
 		it := s.items[i]
@@ -518,16 +532,16 @@ func (s *stream) Turns() []*recovery.Turn {
 			item = it.rebuilt()
 		}
 		if isCallType(it.typ) {
-			c := validate.ToolCall{ID: it.callID, Name: it.name, Args: it.finalArgs(), Kind: validate.Function, BadShape: it.badShape}
+			c := neutral.ToolCall{ID: it.callID, Name: it.name, Args: it.finalArgs(), Kind: neutral.Function, BadShape: it.badShape}
 			if it.typ == typeCustomCall {
-				c.Kind = validate.Custom
+				c.Kind = neutral.Custom
 			}
 			calls = append(calls, c)
 			callAt = append(callAt, len(items))
 		}
 		items = append(items, item)
 	}
-	t := &recovery.Turn{
+	t := &neutral.Turn{
 		Calls:      calls,
 		Text:       string(s.text),
 		Usage:      s.usage,
@@ -541,7 +555,7 @@ func (s *stream) Turns() []*recovery.Turn {
 		}{s.incompleteReason}
 	}
 	t.Truncated = h.truncated(len(calls))
-	return []*recovery.Turn{t}
+	return []*neutral.Turn{t}
 }
 
 // rebuilt is an unfinished item as far as it was streamed.
@@ -565,7 +579,7 @@ func (it *streamItem) rebuilt() []byte {
 }
 
 // Usage implements api.Stream.
-func (s *stream) Usage() recovery.Usage { return s.usage }
+func (s *stream) Usage() neutral.Usage { return s.usage }
 
 // Committed implements api.Stream: the client already holds the id of the
 // stored answer, and a chained re-query would have to give it another.
@@ -576,7 +590,7 @@ func (s *stream) Committed() bool { return s.committed }
 // openai-python and openai-go raise it instead of ending the stream as if
 // it had completed. An error the upstream sent itself goes to the client as
 // the upstream worded it.
-func (s *stream) ErrorEvent(code, message string, esc *api.Escalated) []byte {
+func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 	seq := s.lastSent + 1
 	s.lastSent = seq
 	seqRaw := []byte(strconv.FormatInt(seq, 10))
@@ -585,25 +599,17 @@ func (s *stream) ErrorEvent(code, message string, esc *api.Escalated) []byte {
 			return sse.AppendEvent(nil, evError, o.Set("sequence_number", seqRaw).Bytes())
 		}
 	}
-	var inner []byte
-	top := code
+	code, message, env := string(f.Code), f.Message, openaiwire.Error(f)
 	if esc != nil {
-		top = "tool_call_escalation"
-		if env, err := jsonx.ParseObject(Adapter{}.ErrorBody(esc)); err == nil {
-			inner = env.Get("error")
-		}
+		code, message, env = "tool_call_escalation", esc.Text, openaiwire.EscalationError(esc)
 	}
-	if inner == nil {
-		inner = jsonx.Object{
-			{Key: "type", Value: jsonx.String(code)},
-			{Key: "code", Value: jsonx.String(code)},
-			{Key: "message", Value: jsonx.String(message)},
-			{Key: "param", Value: []byte("null")},
-		}.Bytes()
+	inner := []byte("null")
+	if o, err := jsonx.ParseObject(env); err == nil && o.Has("error") {
+		inner = o.Get("error")
 	}
 	data := jsonx.Object{
 		{Key: "type", Value: []byte(`"error"`)},
-		{Key: "code", Value: jsonx.String(top)},
+		{Key: "code", Value: jsonx.String(code)},
 		{Key: "message", Value: jsonx.String(message)},
 		{Key: "param", Value: []byte("null")},
 		{Key: "sequence_number", Value: seqRaw},

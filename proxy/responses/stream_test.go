@@ -10,15 +10,14 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 func newStream(t testing.TB, reqBody string) api.Stream {
 	t.Helper()
-	return Adapter{}.NewStream(mustParseRequest(t, reqBody))
+	return codecFor(t, reqBody).NewStream()
 }
 
 const plainReq = `{"model":"m","input":"x","stream":true}`
@@ -44,7 +43,7 @@ func TestStreamFixturesPassUnchanged(t *testing.T) {
 				t.Fatalf("%d turns", len(turns))
 			}
 			turn := turns[0]
-			want := mustParseResponse(t, string(fixture(t, "function_call.json"))).Choices[0]
+			want := mustDecodeAnswer(t, string(fixture(t, "function_call.json"))).Choices[0]
 			if len(turn.Calls) == 0 || turn.Calls[0].Name != want.Calls[0].Name || string(turn.Calls[0].Args) != string(want.Calls[0].Args) {
 				t.Errorf("calls %+v", turn.Calls)
 			}
@@ -52,19 +51,22 @@ func TestStreamFixturesPassUnchanged(t *testing.T) {
 				if len(turn.Calls) != 2 || turn.Calls[1].ID != "call_v5eBoaPzoxZCYCdEz6DQMvE5" || string(turn.Calls[1].Args) != `{"ticker":"AAPL","exchange":"NASDAQ"}` {
 					t.Errorf("second call %+v", turn.Calls)
 				}
-				if st.Usage() != (recovery.Usage{Input: 318, Output: 52}) {
+				if st.Usage() != (neutral.Usage{Input: 318, Output: 52}) {
 					t.Errorf("usage %+v", st.Usage())
 				}
 			}
 			if turn.Truncated || st.Committed() {
 				t.Errorf("truncated %v committed %v", turn.Truncated, st.Committed())
 			}
-			out, err := st.Render(f.held, []api.Final{{Result: changedResult(turn, recovery.Pass, nil)}})
+			out, err := st.Encode(f.held, []neutral.Action{{Kind: neutral.Keep}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(out, joinHeld(f.held)) {
-				t.Errorf("Render with nothing changed rewrote the stream:\n%s", out)
+				t.Errorf("Encode with nothing changed rewrote the stream:\n%s", out)
+			}
+			if again, err := newStream(t, plainReq).Encode(f.held, []neutral.Action{replaced(turn, nil)}); err != nil || !bytes.Equal(again, out) {
+				t.Errorf("a replacement of nothing rewrote the stream: %v\n%s", err, again)
 			}
 			checkClientStream(t, out)
 		})
@@ -136,7 +138,7 @@ func TestStreamWithoutCallsIsNotHeld(t *testing.T) {
 	}
 }
 
-func TestStreamRenderSubstitution(t *testing.T) {
+func TestStreamEncodeSubstitution(t *testing.T) {
 	data := streamOf(t, "resp_1", []string{itemReasoning, itemMessage, itemBadCall, itemCall}, 3)
 	st := newStream(t, plainReq)
 	f, err := feed(t, st, data)
@@ -144,9 +146,9 @@ func TestStreamRenderSubstitution(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn := st.Turns()[0]
-	res := changedResult(turn, recovery.Substituted, map[int]validate.ToolCall{
-		0: {Name: "get_weather", Args: []byte(`{"location":"Paris, FR"}`), Kind: validate.Function}})
-	out, err := st.Render(f.held, []api.Final{{Result: res}})
+	res := replaced(turn, map[int]neutral.ToolCall{
+		0: {Name: "get_weather", Args: []byte(`{"location":"Paris, FR"}`), Kind: neutral.Function}})
+	out, err := st.Encode(f.held, []neutral.Action{res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +188,7 @@ func TestStreamRenderSubstitution(t *testing.T) {
 // A chained stream whose answer starts with the call kept the stored id
 // unseen, so it is repaired and the client gets the re-query's id in every
 // status event, and the repaired call the ids stored for it.
-func TestStreamRenderChained(t *testing.T) {
+func TestStreamEncodeChained(t *testing.T) {
 	data := strings.ReplaceAll(string(fixture(t, "parallel_function_calls_stream.sse")), `"get_stock_price"`, `"stock_quote"`)
 	st := newStream(t, `{"model":"m","input":"x","stream":true,"previous_response_id":"resp_0"}`)
 	f, err := feed(t, st, []byte(data))
@@ -199,9 +201,9 @@ func TestStreamRenderChained(t *testing.T) {
 	turn := st.Turns()[0]
 	requery := turnOf(t, responseOf("resp_9",
 		`{"id":"fc_99","type":"function_call","status":"completed","arguments":"{\"ticker\":\"AAPL\",\"exchange\":\"NASDAQ\"}","call_id":"call_99","name":"get_stock_price"}`))
-	res := changedResult(turn, recovery.Corrected, map[int]validate.ToolCall{
+	res := replaced(turn, map[int]neutral.ToolCall{
 		1: {Name: "get_stock_price", Args: []byte(`{"ticker":"AAPL","exchange":"NASDAQ"}`)}}, requery)
-	out, err := st.Render(f.held, []api.Final{{Result: res}})
+	out, err := st.Encode(f.held, []neutral.Action{res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestStreamRenderChained(t *testing.T) {
 	}
 }
 
-func TestStreamRenderEscalationMessage(t *testing.T) {
+func TestStreamEncodeEscalationMessage(t *testing.T) {
 	data := streamOf(t, "resp_1", []string{itemMessage, itemBadCall, itemReasoning, itemCall}, 4)
 	st := newStream(t, plainReq)
 	f, err := feed(t, st, data)
@@ -231,7 +233,7 @@ func TestStreamRenderEscalationMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	esc := escalated("This step needs a person. [toolgate:esc_0123456789abcdef01234567]")
-	out, err := st.Render(f.held, []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	out, err := st.Encode(f.held, []neutral.Action{escalating(esc)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +266,7 @@ func TestStreamRenderEscalationMessage(t *testing.T) {
 	if !st.Turns()[0].Truncated {
 		t.Error("not truncated")
 	}
-	out, err = st.Render(f.held, []api.Final{{Result: &recovery.Result{Outcome: recovery.Abstained, AbstainReason: "Nothing fits."}}})
+	out, err = st.Encode(f.held, []neutral.Action{abstaining("Nothing fits.")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +285,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	}
 	sent := readEvents(t, f.forwarded)
 	esc := escalated("needs a person")
-	ev := readEvents(t, st.ErrorEvent("unknown_tool", esc.Text, esc))
+	ev := readEvents(t, st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "unused"}, esc))
 	if len(ev) != 1 || ev[0].name != "error" || ev[0].str("type") != "error" || ev[0].str("code") != "tool_call_escalation" ||
 		ev[0].int("sequence_number") != len(sent) || string(ev[0].data["param"]) != "null" || ev[0].str("message") != esc.Text {
 		t.Fatalf("escalation event %s (after %d events)", ev[0].raw, len(sent))
@@ -296,8 +298,9 @@ func TestStreamErrorEvent(t *testing.T) {
 	if inner.Type != "tool_call_escalation" || inner.Code != "unknown_tool" || string(inner.Escalation) != string(esc.Body) {
 		t.Errorf("inner error %s", ev[0].data["error"])
 	}
-	other := readEvents(t, newStream(t, plainReq).ErrorEvent("upstream_timeout", "silence", nil))
-	if other[0].str("code") != "upstream_timeout" || other[0].int("sequence_number") != 0 || other[0].data["error"] == nil {
+	other := readEvents(t, newStream(t, plainReq).ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "silence"}, nil))
+	if other[0].str("code") != "upstream_timeout" || other[0].str("message") != "silence" || other[0].int("sequence_number") != 0 ||
+		string(other[0].data["error"]) != `{"type":"upstream_timeout","code":"upstream_timeout","message":"silence","param":null}` {
 		t.Errorf("failure event %s", other[0].raw)
 	}
 
@@ -310,7 +313,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	if !errors.Is(err, ErrStream) {
 		t.Fatalf("error event: %v", err)
 	}
-	ev = readEvents(t, st.ErrorEvent("upstream_error", "unreadable", nil))
+	ev = readEvents(t, st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "unreadable"}, nil))
 	if ev[0].str("code") != "server_error" || ev[0].int("sequence_number") != len(readEvents(t, f.forwarded)) {
 		t.Errorf("upstream error %s", ev[0].raw)
 	}
@@ -343,7 +346,7 @@ func TestStreamUnreadable(t *testing.T) {
 // A stream may skip the deltas and give the arguments only when done.
 func TestStreamArgumentsOnlyWhenDone(t *testing.T) {
 	// A stream for a request the pipeline could not read still works.
-	if st := (Adapter{}).NewStream(nil); st.Committed() || len(st.Turns()) != 1 {
+	if st := (API{}).NewCodec().NewStream(); st.Committed() || len(st.Turns()) != 1 {
 		t.Error("a stream without a request")
 	}
 	var kept []string
@@ -387,12 +390,12 @@ func FuzzResponsesStream(f *testing.F) {
 
 	// What does not depend on the input is prepared once: every new input
 	// the fuzzer finds is minimized by running it thousands of times.
-	reqs := []*api.Request{mustParseRequest(f, plainReq), mustParseRequest(f, chainReq)}
-	requery := mustParseResponse(f, responseOf("resp_9", itemCall)).Choices[0]
+	codecs := []*codec{codecFor(f, plainReq), codecFor(f, chainReq)}
+	requery := mustDecodeAnswer(f, responseOf("resp_9", itemCall)).Choices[0]
 	f.Fuzz(func(t *testing.T, data []byte, seed int64) {
 		// The seed picks the request, the decision and how the input is cut.
-		req := reqs[seed&1]
-		st := Adapter{}.NewStream(req)
+		c := codecs[seed&1]
+		st := c.NewStream()
 		rd := sse.NewReader(&choppy{data: data, state: uint64(seed) | 1}, 1<<16)
 		var p pipelineRules
 		for rd.Next() {
@@ -417,26 +420,26 @@ func FuzzResponsesStream(f *testing.F) {
 			return
 		}
 		turn := turns[0]
-		var fin api.Final
+		var act neutral.Action
 		switch (seed >> 1) & 3 {
 		case 0:
-			repl := map[int]validate.ToolCall{}
+			repl := map[int]neutral.ToolCall{}
 			for i := range turn.Calls {
 				if i%2 == 0 {
-					repl[i] = validate.ToolCall{Name: "fixed", Args: []byte(`{"a":1}`), Kind: turn.Calls[i].Kind}
+					repl[i] = neutral.ToolCall{Name: "fixed", Args: []byte(`{"a":1}`), Kind: turn.Calls[i].Kind}
 				}
 			}
-			fin.Result = changedResult(turn, recovery.Reprompted, repl, requery)
+			act = replaced(turn, repl, requery)
 		case 1:
-			fin = api.Final{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: escalated("esc")}
+			act = escalating(escalated("esc"))
 		case 2:
-			fin.Result = &recovery.Result{Outcome: recovery.Abstained, AbstainReason: "none"}
+			act = abstaining("none")
 		default:
-			_, _ = Adapter{}.FollowUp(req, nil, &recovery.Query{Decision: true, History: []recovery.Exchange{{Turn: turn}}})
-			_ = st.ErrorEvent("upstream_error", "cut", nil)
+			_, _ = c.ReQuery(nil, &neutral.Query{Decision: true, History: []neutral.Exchange{{Turn: turn}}})
+			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "cut"}, nil)
 			return
 		}
-		_, _ = st.Render(held, []api.Final{fin})
+		_, _ = st.Encode(held, []neutral.Action{act})
 	})
 }
 
@@ -476,8 +479,8 @@ func TestStreamOutputOnlyInTerminalEvent(t *testing.T) {
 	if len(turn.Calls) != 1 || turn.Calls[0].Name != "database_query" || string(turn.Calls[0].Args) != `{"sql":"SELECT 1"}` {
 		t.Fatalf("calls %+v", turn.Calls)
 	}
-	res := changedResult(turn, recovery.Substituted, map[int]validate.ToolCall{0: {Name: "get_weather", Args: []byte(`{"location":"Oslo"}`)}})
-	out, err := st.Render(f.held, []api.Final{{Result: res}})
+	res := replaced(turn, map[int]neutral.ToolCall{0: {Name: "get_weather", Args: []byte(`{"location":"Oslo"}`)}})
+	out, err := st.Encode(f.held, []neutral.Action{res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,5 +489,41 @@ func TestStreamOutputOnlyInTerminalEvent(t *testing.T) {
 		!bytes.Contains(evs[1].data["response"], []byte(`"call_id":"call_02","name":"get_weather"`)) ||
 		!bytes.Contains(evs[1].data["response"], []byte(itemMessage)) {
 		t.Errorf("rendered %s", out)
+	}
+}
+
+// A chained stream escalated after a decision continues from the
+// decision's stored answer: every response the client reads carries its id.
+// After a re-query that still called, the original id stays.
+func TestStreamEscalationChainedID(t *testing.T) {
+	data := fixture(t, "function_call_stream.sse")
+	decision := turnOf(t, responseOf("resp_7", itemMessage))
+	again := turnOf(t, responseOf("resp_8", itemBadCall))
+	for _, c := range []struct {
+		requery *neutral.Turn
+		id      string
+	}{{decision, "resp_7"}, {again, ""}} {
+		st := newStream(t, chainReq)
+		f, err := feed(t, st, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := st.Encode(f.held, []neutral.Action{escalating(escalated("needs a person"), c.requery)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		final := checkClientStream(t, out)
+		for _, e := range readEvents(t, out) {
+			r := e.data["response"]
+			if r == nil {
+				continue
+			}
+			if has := bytes.Contains(r, []byte(`"id":"resp_7"`)); has != (c.id != "") {
+				t.Errorf("after %s: %s carries %s", c.requery.ResponseID, e.str("type"), r)
+			}
+		}
+		if !bytes.Contains(final["output"], []byte("needs a person")) {
+			t.Errorf("final output %s", final["output"])
+		}
 	}
 }

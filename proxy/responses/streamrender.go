@@ -5,10 +5,8 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // renderer writes the events that replace the held ones. Every event it
@@ -23,7 +21,7 @@ type renderer struct {
 	// newID is the response id the client continues from, when it changes.
 	newID string
 	// changed maps an output_index to its repaired call.
-	changed map[int]*validate.ToolCall
+	changed map[int]*neutral.ToolCall
 	// ids maps an output_index to the ids its call item takes.
 	ids map[int]callIDs
 	// doneSent marks repaired calls whose arguments done event went out.
@@ -49,18 +47,19 @@ func (s *stream) callIndexes() []int {
 	return out
 }
 
-// Render implements api.Stream. Held events that nothing touches go out as
+// Encode implements api.Stream. Held events that nothing touches go out as
 // the upstream sent them (renumbered if needed). A repaired call keeps its
 // output_index, item id and call_id: its output_item.added carries the new
 // name and empty arguments, one delta carries the whole new arguments, its
 // original deltas are dropped, and its done events carry the new call. An
-// escalated or abstained answer (message mode) loses every held item; one
-// message item with the text takes the first one's place. The terminal
-// event's response always matches what was sent.
-func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error) {
+// answer that responds with text (an escalation in message mode, an
+// abstention) loses every held item; one message item with the text takes
+// the first one's place. The terminal event's response always matches what
+// was sent.
+func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error) {
 	r := &renderer{s: s, next: s.lastSent + 1, doneSent: map[int]bool{}}
-	if len(finals) > 0 {
-		r.plan(finals[0])
+	if len(actions) > 0 {
+		r.plan(&actions[0])
 	}
 	for _, h := range held {
 		if err := r.event(h.Event, h.Raw, h.Data); err != nil {
@@ -71,37 +70,38 @@ func (s *stream) Render(held []api.HeldEvent, finals []api.Final) ([]byte, error
 	return r.out, nil
 }
 
-// plan reads the pipeline's decision for the answer.
-func (r *renderer) plan(f api.Final) {
+// plan reads the pipeline's action for the answer.
+func (r *renderer) plan(act *neutral.Action) {
 	s := r.s
 	switch {
-	case f.Escalated != nil || (f.Result != nil && f.Result.Outcome == recovery.Abstained):
+	case act.Kind == neutral.Respond:
 		r.replace = true
-		r.text, r.escBody, r.msgID = replacement(f)
+		r.text = act.Text
+		r.escBody, r.msgID = replacement(act)
 		r.msgIndex = -1
 		for i, it := range s.items {
 			if it.held && (r.msgIndex < 0 || i < r.msgIndex) {
 				r.msgIndex = i
 			}
 		}
-		r.newID = chainedID(s.info.chain, f, false)
-	case f.Result != nil && f.Result.AnyChanged():
+		r.newID = chainedID(s.info.chain, act.ReQueries, false)
+	case replaces(act):
 		at := s.callIndexes()
-		r.changed = map[int]*validate.ToolCall{}
-		for j, ch := range f.Result.Changed {
-			if ch && j < len(at) && j < len(f.Result.Calls) {
-				r.changed[at[j]] = &f.Result.Calls[j]
+		r.changed = map[int]*neutral.ToolCall{}
+		for j := range act.Changed {
+			if act.ChangedAt(j) && j < len(at) {
+				r.changed[at[j]] = &act.Calls[j]
 			}
 		}
 		if s.info.chain {
 			r.ids = map[int]callIDs{}
-			for j, id := range chainedCallIDs(f.Result) {
+			for j, id := range chainedCallIDs(act) {
 				if j < len(at) {
 					r.ids[at[j]] = id
 				}
 			}
 		}
-		r.newID = chainedID(s.info.chain, f, true)
+		r.newID = chainedID(s.info.chain, act.ReQueries, true)
 	}
 }
 
@@ -201,8 +201,8 @@ func (r *renderer) emitRaw(name string, raw, data []byte, seq int64, numbered bo
 }
 
 // argsEvents names the delta and done events and the field of a call kind.
-func argsEvents(k validate.Kind) (delta, done, field string) {
-	if k == validate.Custom {
+func argsEvents(k neutral.Kind) (delta, done, field string) {
+	if k == neutral.Custom {
 		return evInputDelta, evInputDone, "input"
 	}
 	return evArgsDelta, evArgsDone, "arguments"
@@ -229,13 +229,7 @@ func (r *renderer) repaired(name, typ string, idx int, data []byte, numbered boo
 			return err
 		}
 		r.emit(name, obj.Set("item", item), numbered)
-		r.emit(eventName(name, deltaType), jsonx.Object{
-			{Key: "type", Value: jsonx.String(deltaType)},
-			{Key: "sequence_number", Value: []byte("0")},
-			{Key: "item_id", Value: jsonx.String(itemID)},
-			{Key: "output_index", Value: []byte(strconv.Itoa(idx))},
-			{Key: "delta", Value: jsonx.String(string(nc.Args))},
-		}, numbered)
+		r.emitArgs(eventName(name, deltaType), deltaType, "delta", itemID, idx, nc.Args, numbered)
 	case evArgsDelta, evInputDelta:
 		// The whole new arguments went out with the item.
 	case evArgsDone, evInputDone:
@@ -251,13 +245,7 @@ func (r *renderer) repaired(name, typ string, idx int, data []byte, numbered boo
 			// The upstream skipped the done event; the client's SDK may
 			// wait for it, so the repaired call gets one.
 			r.doneSent[idx] = true
-			r.emit(eventName(name, doneType), jsonx.Object{
-				{Key: "type", Value: jsonx.String(doneType)},
-				{Key: "sequence_number", Value: []byte("0")},
-				{Key: "item_id", Value: jsonx.String(itemID)},
-				{Key: "output_index", Value: []byte(strconv.Itoa(idx))},
-				{Key: field, Value: jsonx.String(string(nc.Args))},
-			}, numbered)
+			r.emitArgs(eventName(name, doneType), doneType, field, itemID, idx, nc.Args, numbered)
 		}
 		item, err := spliceCall(obj.Get("item"), nc, ids, false)
 		if err != nil {
@@ -271,6 +259,18 @@ func (r *renderer) repaired(name, typ string, idx int, data []byte, numbered boo
 		r.emit(name, obj, numbered)
 	}
 	return nil
+}
+
+// emitArgs writes an arguments event toolgate makes itself for a repaired
+// call: a delta (key "delta") or a done event (key the call's field).
+func (r *renderer) emitArgs(name, typ, key, itemID string, idx int, args []byte, numbered bool) {
+	r.emit(name, jsonx.Object{
+		{Key: "type", Value: jsonx.String(typ)},
+		{Key: "sequence_number", Value: []byte("0")},
+		{Key: "item_id", Value: jsonx.String(itemID)},
+		{Key: "output_index", Value: []byte(strconv.Itoa(idx))},
+		{Key: key, Value: jsonx.String(string(args))},
+	}, numbered)
 }
 
 // reIDed renders an event of a call that keeps its name and arguments but
@@ -351,44 +351,62 @@ func (r *renderer) terminal(name, typ string, data []byte, numbered bool) error 
 		}
 		items = append([][]byte(nil), items...)
 	}
-	switch {
-	case r.replace:
-		if !r.msgSent {
-			r.message(numbered)
+	if !r.replace {
+		if resp, err = r.repairedOutput(resp, items); err != nil {
+			return err
 		}
-		var kept [][]byte
-		for i, item := range items {
-			if it := r.s.items[i]; it == nil || !it.held {
-				kept = append(kept, item)
-			}
-		}
-		resp = replaceOutput(resp, messageItem(r.msgID, r.text, "completed"), r.text)
-		resp = resp.Set("output", jsonx.AppendArray(nil, append(kept, messageItem(r.msgID, r.text, "completed"))))
-		if r.escBody != nil {
-			resp = resp.Set("toolgate_escalation", r.escBody)
-		}
-		if typ == evIncomplete {
-			// The answer the client gets is complete: a message.
-			resp = resp.Set("status", []byte(`"completed"`))
-			typ = evCompleted
-			obj = obj.Set("type", jsonx.String(typ))
-			name = eventName(name, typ)
-		}
-	default:
-		for i := range items {
-			nc := r.changed[i]
-			ids, reID := r.ids[i]
-			if nc == nil && !reID {
-				continue
-			}
-			if items[i], err = spliceCall(items[i], nc, ids, false); err != nil {
-				return err
-			}
-		}
-		if items != nil {
-			resp = resp.Set("output", jsonx.AppendArray(nil, items))
-		}
+		r.emit(name, obj.Set("response", resp.Bytes()), numbered)
+		return nil
+	}
+	if !r.msgSent {
+		r.message(numbered)
+	}
+	resp = r.replacedOutput(resp, items)
+	if typ == evIncomplete {
+		// The answer the client gets is complete: a message.
+		resp = resp.Set("status", []byte(`"completed"`))
+		typ = evCompleted
+		obj = obj.Set("type", jsonx.String(typ))
+		name = eventName(name, typ)
 	}
 	r.emit(name, obj.Set("response", resp.Bytes()), numbered)
 	return nil
+}
+
+// replacedOutput is the terminal response of an answer that responds with
+// text: the items that went out before the hold, then the message item.
+func (r *renderer) replacedOutput(resp jsonx.Object, items [][]byte) jsonx.Object {
+	var kept [][]byte
+	for i, item := range items {
+		if it := r.s.items[i]; it == nil || !it.held {
+			kept = append(kept, item)
+		}
+	}
+	msg := messageItem(r.msgID, r.text, "completed")
+	resp = replaceOutput(resp, msg, r.text)
+	resp = resp.Set("output", jsonx.AppendArray(nil, append(kept, msg)))
+	if r.escBody != nil {
+		resp = resp.Set("toolgate_escalation", r.escBody)
+	}
+	return resp
+}
+
+// repairedOutput splices the repaired calls and the stored ids into the
+// terminal response's output.
+func (r *renderer) repairedOutput(resp jsonx.Object, items [][]byte) (jsonx.Object, error) {
+	for i := range items {
+		nc := r.changed[i]
+		ids, reID := r.ids[i]
+		if nc == nil && !reID {
+			continue
+		}
+		var err error
+		if items[i], err = spliceCall(items[i], nc, ids, false); err != nil {
+			return nil, err
+		}
+	}
+	if items != nil {
+		resp = resp.Set("output", jsonx.AppendArray(nil, items))
+	}
+	return resp, nil
 }

@@ -6,9 +6,7 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
+	"github.com/toolgate/toolgate/neutral"
 )
 
 // errConversation reports a re-query of a request bound to a conversation
@@ -16,8 +14,8 @@ import (
 // ladder must escalate instead of asking.
 var errConversation = errors.New("responses: a request with a conversation cannot be re-queried")
 
-// FollowUp implements api.Adapter. The original request is kept byte for
-// byte except for the fields a re-query must change. Two shapes:
+// ReQuery implements api.Codec. The request as sent upstream is kept byte
+// for byte except for the fields a re-query must change. Two shapes:
 //
 //   - chained: the request continues a stored conversation
 //     (previous_response_id, store not false). The bad answer is stored
@@ -26,41 +24,30 @@ var errConversation = errors.New("responses: a request with a conversation canno
 //     duplicate it.
 //   - stateless: the original input, then each replayed turn's output items
 //     and one output per call, appended.
-func (Adapter) FollowUp(req *api.Request, _ *api.Response, q *recovery.Query) ([]byte, error) {
-	info, err := infoOf(req)
-	if err != nil {
-		return nil, err
+func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
+	if c.body == nil {
+		return nil, errNoRequest
 	}
-	if info.conversation {
+	if c.info.conversation {
 		return nil, errConversation
 	}
 	if len(q.History) == 0 {
 		return nil, errors.New("responses: a re-query needs a turn to answer")
 	}
-	obj, err := jsonx.ParseObject(req.Body)
+	obj, err := jsonx.ParseObject(c.body)
 	if err != nil {
 		return nil, err
 	}
 	var input [][]byte
-	if info.chain {
+	if c.info.chain {
 		last := q.History[len(q.History)-1]
 		if last.Turn.ResponseID == "" {
 			return nil, errors.New("responses: the answer to chain on has no id")
 		}
 		obj = obj.Set("previous_response_id", jsonx.String(last.Turn.ResponseID))
 		input = appendOutputs(input, last)
-	} else {
-		if input, err = originalInput(obj.Get("input")); err != nil {
-			return nil, err
-		}
-		for _, ex := range q.History {
-			ti, ok := ex.Turn.Raw.(*turnItems)
-			if !ok {
-				return nil, errForeignTurn
-			}
-			input = append(input, replayItems(ti.items, info.store)...)
-			input = appendOutputs(input, ex)
-		}
+	} else if input, err = c.replayInput(obj.Get("input"), q.History); err != nil {
+		return nil, err
 	}
 	obj = obj.Set("input", jsonx.AppendArray(nil, input))
 	if obj.Has("stream") {
@@ -68,19 +55,43 @@ func (Adapter) FollowUp(req *api.Request, _ *api.Response, q *recovery.Query) ([
 	}
 	obj = obj.Delete("stream_options")
 	if q.Decision {
-		obj = obj.Set("tool_choice", []byte(`"none"`))
-		if text, err := jsonx.ParseObject(obj.Get("text")); err == nil {
-			// The decision is free text; verbosity and other text options
-			// stay as the client set them.
-			text = text.Delete("format")
-			if len(text) == 0 {
-				obj = obj.Delete("text")
-			} else {
-				obj = obj.Set("text", text.Bytes())
-			}
-		}
+		obj = askDecision(obj)
 	}
 	return obj.Bytes(), nil
+}
+
+// replayInput is a stateless re-query's input: the original input, then
+// each exchange's output items and the outputs that answer its calls.
+func (c *codec) replayInput(orig []byte, history []neutral.Exchange) ([][]byte, error) {
+	input, err := originalInput(orig)
+	if err != nil {
+		return nil, err
+	}
+	for _, ex := range history {
+		ti, ok := ex.Turn.Raw.(*turnItems)
+		if !ok {
+			return nil, errForeignTurn
+		}
+		input = append(input, replayItems(ti.items, c.info.store)...)
+		input = appendOutputs(input, ex)
+	}
+	return input, nil
+}
+
+// askDecision makes a re-query ask for free text: tool_choice none and no
+// text.format; verbosity and other text options stay as the client set
+// them.
+func askDecision(obj jsonx.Object) jsonx.Object {
+	obj = obj.Set("tool_choice", []byte(`"none"`))
+	text, err := jsonx.ParseObject(obj.Get("text"))
+	if err != nil {
+		return obj
+	}
+	text = text.Delete("format")
+	if len(text) == 0 {
+		return obj.Delete("text")
+	}
+	return obj.Set("text", text.Bytes())
 }
 
 // originalInput returns the request's input as a list of items. A string
@@ -146,12 +157,12 @@ func replayItems(items [][]byte, store bool) [][]byte {
 // appendOutputs answers every call of an exchange's turn, in order: a
 // function_call_output per function call, a custom_tool_call_output per
 // custom call. The Responses API has no error flag; the text says it.
-func appendOutputs(dst [][]byte, ex recovery.Exchange) [][]byte {
+func appendOutputs(dst [][]byte, ex neutral.Exchange) [][]byte {
 	for _, r := range ex.Replies {
 		typ := "function_call_output"
 		for _, c := range ex.Turn.Calls {
 			if c.ID == r.CallID {
-				if c.Kind == validate.Custom {
+				if c.Kind == neutral.Custom {
 					typ = "custom_tool_call_output"
 				}
 				break

@@ -1,0 +1,165 @@
+package responses
+
+import (
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/openaiwire"
+)
+
+// DecodeRequest implements api.Codec. The path says nothing on this API.
+func (c *codec) DecodeRequest(_ string, body []byte) (*neutral.Request, error) {
+	var w wireRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, err
+	}
+	info := requestInfo{store: w.Store == nil || *w.Store, conversation: !jsonx.IsNull(w.Conversation)}
+	hasPrev := !jsonx.IsNull(w.PreviousResponseID)
+	info.chain = hasPrev && info.store && !info.conversation
+	req := &neutral.Request{
+		Body:             body,
+		Model:            w.Model,
+		Stream:           w.Stream,
+		Offered:          offered(w.Tools),
+		StructuredOutput: structuredFormat(w.Text),
+		HistoryUpstream:  hasPrev || info.conversation,
+		Stateful:         info.conversation,
+		History:          &neutral.History{},
+	}
+	choice, err := parseToolChoice(w.ToolChoice)
+	if err != nil {
+		return nil, err
+	}
+	req.Choice = choice
+	texts, last, err := vouchingTexts(w.Input, req.History)
+	if err != nil {
+		return nil, err
+	}
+	req.Vouching, req.UserText = texts, last
+	c.body, c.info = body, info
+	return req, nil
+}
+
+// offered lists the tools toolgate judges: function tools, and custom tools,
+// which take free text and are judged by name only.
+func offered(tools []wireTool) []neutral.Offered {
+	var out []neutral.Offered
+	for _, t := range tools {
+		switch t.Type {
+		case "function":
+			out = append(out, neutral.Offered{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		case "custom":
+			out = append(out, neutral.Offered{Name: t.Name, Description: t.Description})
+		}
+	}
+	return out
+}
+
+// structuredFormat reports a text.format that asks for JSON output.
+func structuredFormat(text json.RawMessage) bool {
+	var t struct {
+		Format *struct {
+			Type string `json:"type"`
+		} `json:"format"`
+	}
+	if jsonx.IsNull(text) || json.Unmarshal(text, &t) != nil || t.Format == nil {
+		return false
+	}
+	return t.Format.Type == "json_schema" || t.Format.Type == "json_object"
+}
+
+// vouchingTexts collects the texts that vouch for provenance: what the user
+// wrote and what tools returned, never assistant or instructions text. last
+// is the last user text, for shortlist ranking. The items' calls and
+// outputs go into h.
+func vouchingTexts(input json.RawMessage, h *neutral.History) (texts []string, last string, err error) {
+	if jsonx.IsNull(input) {
+		return nil, "", nil
+	}
+	if s, ok := jsonx.Unquote(input); ok {
+		return []string{s}, s, nil
+	}
+	var items []inputItem
+	if err := json.Unmarshal(input, &items); err != nil {
+		return nil, "", err
+	}
+	for _, it := range items {
+		switch {
+		case (it.Type == "" || it.Type == "message") && it.Role == "user":
+			t := openaiwire.ContentText(it.Content)
+			texts = append(texts, t)
+			last = t
+		case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
+			texts = append(texts, openaiwire.ContentText(it.Output))
+			h.AddResult(it.CallID, openaiwire.ResultText(it.Output), false)
+		case it.Type == "function_call":
+			// arguments is a JSON string holding the argument JSON.
+			args, _ := jsonx.Unquote(it.Arguments)
+			h.AddCall(it.CallID, it.Name, []byte(args))
+		case it.Type == "custom_tool_call":
+			text, _ := jsonx.Unquote(it.Input)
+			h.AddCall(it.CallID, it.Name, []byte(text))
+		}
+	}
+	return texts, last, nil
+}
+
+// parseToolChoice reduces tool_choice to what narrows the tools. Choices of
+// built-in tools (file_search, web_search_preview, mcp, …) force a tool that
+// toolgate does not judge, so they leave the function tools as offered.
+func parseToolChoice(raw json.RawMessage) (neutral.ToolChoice, error) {
+	if c, ok := openaiwire.SimpleToolChoice(raw); ok {
+		return c, nil
+	}
+	var c struct {
+		Type  string     `json:"type"`
+		Name  string     `json:"name"`
+		Tools []wireTool `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return neutral.ToolChoice{}, err
+	}
+	switch c.Type {
+	case "function", "custom":
+		return neutral.ToolChoice{Kind: neutral.ChoiceNamed, Names: []string{c.Name}}, nil
+	case "allowed_tools":
+		names := []string{}
+		for _, t := range c.Tools {
+			if t.Type == "function" || t.Type == "custom" {
+				names = append(names, t.Name)
+			}
+		}
+		return neutral.ToolChoice{Kind: neutral.ChoiceAllowed, Names: names}, nil
+	}
+	return neutral.ToolChoice{Kind: neutral.ChoiceAuto}, nil
+}
+
+// InjectTool implements api.Codec: the tool is appended last to the
+// request's tools as a flat function tool, and the codec's request becomes
+// the injected one, which re-queries then start from.
+func (c *codec) InjectTool(t neutral.Offered) ([]byte, error) {
+	if c.body == nil {
+		return nil, errNoRequest
+	}
+	params := []byte(t.Parameters)
+	if len(params) == 0 {
+		params = []byte(`{"type":"object","properties":{}}`)
+	}
+	tool := jsonx.Object{
+		{Key: "type", Value: []byte(`"function"`)},
+		{Key: "name", Value: jsonx.String(t.Name)},
+		{Key: "description", Value: jsonx.String(t.Description)},
+		{Key: "parameters", Value: params},
+		// The API makes function tools strict by default; toolgate checks
+		// the arguments itself, so it asks for nothing stricter than the
+		// client's own tools get.
+		{Key: "strict", Value: []byte("false")},
+	}
+	out, err := jsonx.AppendToField(c.body, "tools", tool.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	c.body = out
+	return out, nil
+}
