@@ -51,19 +51,16 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 	for i, r := range results {
 		a := &v.actions[i]
 		*a = actionFor(r)
-		if a.Touched() {
-			v.changed = true
+		if r.Escalation != nil {
+			e := x.escalated(r)
+			x.out.escalationID = e.ID
+			if errorMode {
+				v.escalation = e
+				return v
+			}
+			a.Kind, a.Text, a.Escalation = neutral.Respond, e.Text, e
 		}
-		if r.Escalation == nil {
-			continue
-		}
-		e := x.escalated(r)
-		x.out.escalationID = e.ID
-		if errorMode {
-			v.escalation = e
-			return v
-		}
-		a.Kind, a.Text, a.Escalation = neutral.Respond, e.Text, e
+		v.changed = v.changed || a.Touched()
 	}
 	return v
 }

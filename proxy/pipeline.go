@@ -328,7 +328,12 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		// client's retry may well not meet again.
 		return nil, transportFailure(err)
 	}
-	if x.foldedKey(answer) {
+	// A re-query's calls go to the client as repairs: they are held to
+	// what the first answer is held to.
+	switch {
+	case !utf8.Valid(answer):
+		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errNotUTF8)
+	case x.foldedKey(answer):
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)
 	}
 	resp, err := x.cd.DecodeAnswer(answer)

@@ -45,3 +45,34 @@ func TestFoldedProtocolKeysRefused(t *testing.T) {
 		t.Fatalf("the hidden call reached the client: %s", body)
 	}
 }
+
+// A re-query's answer is held to what the first answer is: one that is not
+// UTF-8, or that hides a key behind a case-folded protocol key, cannot
+// supply a repair; the call escalates instead of going out repaired.
+func TestRequeryAnswerHeldToTheSameReading(t *testing.T) {
+	bad := call{"call_m", "get_current_weather", `{"location": "Boston, MA", "unit": "cel`}
+	for name, second := range map[string]string{
+		"not utf-8": strings.Replace(callsAnswer("chatcmpl-2", call{"call_n", "get_current_weather", `{"location":"Boston, MA"}`}).Body,
+			"Boston", "Bost\xff", 1),
+		"folded key": `{"id":"chatcmpl-2","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,` +
+			`"Tool_calls":[{"id":"call_n","type":"function","function":{"name":"get_current_weather","arguments":"{\"location\":\"Boston, MA\"}"}}]},"finish_reason":"tool_calls"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := newMock(t, callsAnswer("chatcmpl-1", bad), mockReply{Body: second})
+			g := weatherGate(t, m, "")
+			plain := strings.Replace(string(readTestdata(t, "request.json")), `"stream": true`, `"stream": false`, 1)
+			resp, err := http.Post(g.URL+"/v1/chat/completions", "application/json", strings.NewReader(plain))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnprocessableEntity || resp.Header.Get("X-Toolgate-Outcome") != "escalated" {
+				t.Fatalf("status %d outcome %q: %s", resp.StatusCode, resp.Header.Get("X-Toolgate-Outcome"), b)
+			}
+			if m.count() != 2 {
+				t.Fatalf("%d upstream calls, want 2", m.count())
+			}
+		})
+	}
+}

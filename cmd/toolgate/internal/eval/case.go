@@ -27,7 +27,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -149,8 +149,8 @@ type prepared struct {
 	c      Case
 	body   []byte
 	answer []byte
-	req    *api.Request
-	resp   *api.Response
+	req    *neutral.Request
+	resp   *neutral.Answer
 	eff    *catalog.Effective
 	// key identifies everything that shapes the re-query; a stored result
 	// is reused only when its key matches (see Result.Key).
@@ -189,8 +189,8 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 		{Key: "messages", Value: jsonx.AppendArray(nil, raws(c.Messages))},
 		{Key: "tools", Value: jsonx.AppendArray(nil, raws(tools))},
 	}.Bytes()
-	ad := openaichat.Adapter{}
-	req, err := ad.ParseRequest(body)
+	cd := openaichat.API{}.NewCodec()
+	req, err := cd.DecodeRequest("", body)
 	if err != nil {
 		return nil, fmt.Errorf("messages or tools: %w", err)
 	}
@@ -199,7 +199,7 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 		return nil, err
 	}
 	answer := syntheticAnswer(c.ID, rs.model, c.BadCall.Name, args)
-	resp, err := ad.ParseResponse(answer)
+	resp, err := cd.DecodeAnswer(answer)
 	if err != nil || len(resp.Choices) != 1 || len(resp.Choices[0].Calls) != 1 {
 		return nil, fmt.Errorf("bad_call cannot be replayed: %v", err)
 	}
@@ -207,7 +207,7 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 	if eff.Len() == 0 {
 		return nil, errors.New("no tool is callable in this case")
 	}
-	v := validate.Check(resp.Choices[0].Calls[0], &validate.Context{Eff: eff, Evidence: req.Evidence})
+	v := validate.Check(resp.Choices[0].Calls[0], &validate.Context{Eff: eff, Evidence: validate.NewCorpus(req.Vouching)})
 	if v.Worst() != validate.ClassName {
 		return nil, fmt.Errorf("bad_call %q names a tool of this case, so there is nothing to recover", c.BadCall.Name)
 	}
