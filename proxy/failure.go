@@ -112,13 +112,17 @@ func transportFailure(err error) *recovery.UpstreamError {
 	return &recovery.UpstreamError{Err: err, Retryable: true}
 }
 
-// statusFailure is a re-query the provider refused. It is retryable when
-// the official SDKs retry its status: a 408, 409 (lock timeout), 429 or any
-// 5xx. Others (a 400 on the re-query's own shape, a 401) would fail again.
+// statusFailure is a re-query the provider refused.
 func statusFailure(status int, h http.Header, body []byte) *recovery.UpstreamError {
-	retry := status == http.StatusRequestTimeout || status == http.StatusConflict ||
+	return &recovery.UpstreamError{Status: status, Header: h, Body: body, Retryable: RetryableStatus(status)}
+}
+
+// RetryableStatus reports whether the official SDKs retry an answer with
+// status: a 408, 409 (lock timeout), 429 or any 5xx. Others (a 400 on the
+// re-query's own shape, a 401) would fail again.
+func RetryableStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
 		status == http.StatusTooManyRequests || status >= 500
-	return &recovery.UpstreamError{Status: status, Header: h, Body: body, Retryable: retry}
 }
 
 // rootMessage is the message of the sentinel err wraps, without the

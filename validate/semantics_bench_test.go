@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -104,7 +104,7 @@ func semBenchBody(b *testing.B) []byte {
 
 // semBenchContext compiles a catalog and builds a request context from the
 // conversation, the way the proxy does for one request.
-func semBenchContext(b *testing.B, yaml string, req *api.Request) *validate.Context {
+func semBenchContext(b *testing.B, yaml string, req *neutral.Request) *validate.Context {
 	b.Helper()
 	cfg, err := catalog.Parse([]byte(yaml), "bench.yaml")
 	if err != nil {
@@ -114,7 +114,7 @@ func semBenchContext(b *testing.B, yaml string, req *api.Request) *validate.Cont
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &validate.Context{Eff: snap.Effective(req.Offered, req.Choice, true), Evidence: req.Evidence}
+	return &validate.Context{Eff: snap.Effective(req.Offered, req.Choice, true), Evidence: validate.NewCorpus(req.Vouching)}
 }
 
 // BenchmarkProvenanceAndRules20Messages measures validate.Check of a call
@@ -124,7 +124,7 @@ func semBenchContext(b *testing.B, yaml string, req *api.Request) *validate.Cont
 // as added-ns/op (target: under 10 µs).
 func BenchmarkProvenanceAndRules20Messages(b *testing.B) {
 	body := semBenchBody(b)
-	req, err := openaichat.Adapter{}.ParseRequest(body)
+	req, err := openaichat.API{}.NewCodec().DecodeRequest("", body)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -181,7 +181,12 @@ func BenchmarkProvenanceAndRules20Messages(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for i := 0; i < b.N; i++ {
-			if _, err := (openaichat.Adapter{}).ParseRequest(body); err != nil {
+			req, err := openaichat.API{}.NewCodec().DecodeRequest("", body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// The proxy builds the corpus from the vouching texts.
+			if validate.NewCorpus(req.Vouching) == nil {
 				b.Fatal(err)
 			}
 		}

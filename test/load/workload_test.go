@@ -110,13 +110,13 @@ func TestToolgateConfigJudgesFixtureValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := workloads[fixtureWorkload]
-	ad := openaichat.Adapter{}
-	req, err := ad.ParseRequest(w.plainReq)
+	cd := openaichat.API{}.NewCodec()
+	req, err := cd.DecodeRequest("", w.plainReq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cx := &validate.Context{Eff: snap.Effective(req.Offered, req.Choice, true), Evidence: req.Evidence, HistoryUpstream: req.HistoryUpstream}
-	resp, err := ad.ParseResponse(w.answer)
+	cx := &validate.Context{Eff: snap.Effective(req.Offered, req.Choice, true), Evidence: validate.NewCorpus(req.Vouching), HistoryUpstream: req.HistoryUpstream}
+	resp, err := cd.DecodeAnswer(w.answer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -304,8 +305,8 @@ func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.Up
 			failure = fmt.Sprintf("toolgate answered status %d: %s", ans.status, snippet(ans.body))
 		}
 		row.Error = failure
-		if ue := (&recovery.UpstreamError{Status: ans.status, Header: ans.header, Body: ans.body}); ue.Retryable() {
-			return row, ue, true
+		if proxy.RetryableStatus(ans.status) {
+			return row, &recovery.UpstreamError{Status: ans.status, Header: ans.header, Body: ans.body, Retryable: true}, true
 		}
 		return row, nil, true
 	}

@@ -67,7 +67,7 @@ func TestEvalRunsToolgatesChecks(t *testing.T) {
 
 	// What the old copy saw: the adapter reads a substitute out of the
 	// folded answer, and the local checks pass the vetoed substitute.
-	pr, err := openaichat.Adapter{}.ParseResponse([]byte(foldedAnswer()))
+	pr, err := openaichat.API{}.NewCodec().DecodeAnswer([]byte(foldedAnswer()))
 	if err != nil {
 		t.Fatal(err)
 	}
