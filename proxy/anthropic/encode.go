@@ -12,7 +12,7 @@ import (
 // by order, the same order DecodeAnswer read them in, so a replaced call
 // keeps its id and its place among text and thinking blocks.
 func (c *codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte, error) {
-	if len(actions) == 0 || actions[0].Kind == neutral.Keep {
+	if len(actions) == 0 || !replacesAny(&actions[0]) {
 		// Nothing to splice: the upstream's bytes are the answer.
 		return a.Body, nil
 	}
@@ -37,6 +37,20 @@ func (c *codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byt
 		return nil, err
 	}
 	return obj.Set("content", jsonx.AppendArray(nil, blocks)).Bytes(), nil
+}
+
+// replacesAny reports whether the action changes the choice at all: a
+// Replace that marks no call keeps every byte.
+func replacesAny(act *neutral.Action) bool {
+	if act.Kind != neutral.Replace {
+		return act.Kind != neutral.Keep
+	}
+	for j := range act.Calls {
+		if act.ChangedAt(j) {
+			return true
+		}
+	}
+	return false
 }
 
 // replaceCalls is the content array with the replaced calls' tool_use

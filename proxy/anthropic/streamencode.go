@@ -31,7 +31,7 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 // content block to one text block at the first held index, and its
 // message_delta says end_turn. Indexes stay contiguous either way.
 func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error) {
-	if len(actions) == 0 || actions[0].Kind == neutral.Keep {
+	if len(actions) == 0 || !replacesAny(&actions[0]) {
 		return joinHeld(held), nil
 	}
 	if actions[0].Kind == neutral.Respond {
