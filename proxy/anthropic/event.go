@@ -81,7 +81,7 @@ func (d *decoder) decode(data, name []byte, e *event) error {
 			return errStream("key %q is \"type\" in another letter case", f.Key)
 		}
 		if f.Key == "type" {
-			t, ok := stringOf(f.Value)
+			t, ok := typeOf(f.Value)
 			if !ok {
 				return errStream("type is not a string")
 			}
@@ -231,6 +231,28 @@ func stringOf(raw []byte) (string, bool) {
 	return jsonx.Unquote(raw)
 }
 
+// knownTypes are the event, block and delta types of the API. A type is
+// read in every event; taking it from this list instead of decoding a new
+// string each time keeps the hot path free of allocations.
+var knownTypes = []string{
+	"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+	"message_delta", "message_stop", "ping", "error",
+	"text_delta", "input_json_delta", "thinking_delta", "signature_delta", "citations_delta",
+	"text", "tool_use", "thinking", "redacted_thinking", "server_tool_use",
+}
+
+// typeOf is stringOf for a type member.
+func typeOf(raw []byte) (string, bool) {
+	if len(raw) > 2 && raw[0] == '"' {
+		for _, t := range knownTypes {
+			if len(raw) == len(t)+2 && string(raw[1:len(raw)-1]) == t {
+				return t, true
+			}
+		}
+	}
+	return stringOf(raw)
+}
+
 // stringContent is a string member's content as sent, between its quotes,
 // for appending without a copy; nil for null or absent.
 func stringContent(raw []byte) ([]byte, bool) {
@@ -271,7 +293,7 @@ func (d *decoder) blockDelta(raw []byte) (blockDelta, error) {
 		ok := true
 		switch f.Key {
 		case "type":
-			bd.typ, ok = stringOf(f.Value)
+			bd.typ, ok = typeOf(f.Value)
 		case "text":
 			bd.text, ok = stringContent(f.Value)
 		case "thinking":

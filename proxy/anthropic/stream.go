@@ -186,6 +186,9 @@ func newBlock(start []byte) (*streamBlock, error) {
 			continue
 		}
 		v, ok := stringOf(f.Value)
+		if f.Key == "type" {
+			v, ok = typeOf(f.Value)
+		}
 		if !ok {
 			return nil, errStream("content_block_start: %s is not a string", f.Key)
 		}
