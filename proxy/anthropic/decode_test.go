@@ -281,3 +281,23 @@ func FuzzStreamDecoder(f *testing.F) {
 	f.Add([]byte(mixedStream))
 	f.Fuzz(compareDecoders)
 }
+
+// A delta event is read in one pass with no allocation of its own: the
+// reflection decoder it replaced took several per event.
+func TestStreamDeltaDecodesWithoutAllocating(t *testing.T) {
+	st := newCodec().NewStream()
+	for _, e := range []string{evStart, evToolHead, partial(`{"a":1}`)} {
+		if _, err := st.Feed(&sse.Event{Event: []byte("x"), Data: []byte(e)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := sse.Event{Event: []byte("content_block_delta"), Data: []byte(partial(""))}
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := st.Feed(&ev); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per content_block_delta", allocs)
+	}
+}
