@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -69,7 +70,7 @@ type decoder struct {
 func (d *decoder) decode(data, name []byte, e *event) error {
 	*e = event{}
 	obj := d.top[:0]
-	if !jsonx.IsNull(data) {
+	if !jsonx.IsNull(bytes.Trim(data, " \t\r\n")) {
 		var err error
 		if obj, err = jsonx.ParseObjectInto(d.top, data); err != nil {
 			return errStream("%v", err)
