@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy/api"
-	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -33,17 +31,31 @@ func compact(t testing.TB, b []byte) string {
 	return buf.String()
 }
 
-func mustParseRequest(t *testing.T, body string) *api.Request {
+func newCodec() *codec { return API{}.NewCodec().(*codec) }
+
+// mustDecode is a new codec that has read body as its request.
+func mustDecode(t testing.TB, body string) (*codec, *neutral.Request) {
 	t.Helper()
-	req, err := Adapter{}.ParseRequest([]byte(body))
+	c := newCodec()
+	req, err := c.DecodeRequest("", []byte(body))
 	if err != nil {
-		t.Fatalf("ParseRequest: %v", err)
+		t.Fatalf("DecodeRequest: %v", err)
 	}
-	return req
+	return c, req
+}
+
+// vouched reports whether the request's vouching texts vouch for tok.
+func vouched(req *neutral.Request, tok string) bool {
+	return validate.NewCorpus(req.Vouching).Seen(tok)
+}
+
+// changed is the action that replaces the calls marked in which by calls.
+func changed(calls []neutral.ToolCall, which ...bool) []neutral.Action {
+	return []neutral.Action{{Kind: neutral.Replace, Calls: calls, Changed: which}}
 }
 
 func TestParseRequestFixture(t *testing.T) {
-	req := mustParseRequest(t, string(fixture(t, "request.json")))
+	_, req := mustDecode(t, string(fixture(t, "request.json")))
 	if req.Model != "claude-sonnet-4-5-20250929" || !req.Stream {
 		t.Fatalf("model %q stream %v", req.Model, req.Stream)
 	}
@@ -53,10 +65,10 @@ func TestParseRequestFixture(t *testing.T) {
 	if !strings.Contains(string(req.Offered[0].Parameters), `"location"`) || req.Offered[0].Description == "" {
 		t.Fatalf("offered[0] %+v", req.Offered[0])
 	}
-	if req.Choice.Kind != catalog.ChoiceAuto || req.StructuredOutput {
+	if req.Choice.Kind != neutral.ChoiceAuto || req.StructuredOutput {
 		t.Fatalf("choice %+v structured %v", req.Choice, req.StructuredOutput)
 	}
-	if !req.Evidence.Seen("AAPL") || !req.Evidence.Seen("NASDAQ") {
+	if !vouched(req, "AAPL") || !vouched(req, "NASDAQ") {
 		t.Fatal("user text does not vouch for AAPL / NASDAQ")
 	}
 	if !strings.Contains(req.UserText, "weather like in Boston") {
@@ -75,7 +87,7 @@ func TestParseRequestToolsAndChoice(t *testing.T) {
 	  {"type":"code_execution_20250825","name":"code_execution"}
 	 ],
 	 "messages":[{"role":"user","content":"hi"}]}`
-	req := mustParseRequest(t, body)
+	c, req := mustDecode(t, body)
 	var names []string
 	for _, o := range req.Offered {
 		names = append(names, o.Name)
@@ -83,7 +95,7 @@ func TestParseRequestToolsAndChoice(t *testing.T) {
 	if strings.Join(names, ",") != "fn,fn2" {
 		t.Fatalf("offered %v, want only the function tools", names)
 	}
-	typed := typedNames(req)
+	typed := c.typed
 	for _, n := range []string{"web_search", "bash", "str_replace_based_edit_tool", "code_execution"} {
 		if !typed[n] {
 			t.Errorf("%s not recorded as an Anthropic-defined tool", n)
@@ -91,26 +103,26 @@ func TestParseRequestToolsAndChoice(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		choice string
-		kind   catalog.ChoiceKind
+		kind   neutral.ChoiceKind
 		names  []string
 	}{
-		{`{"type":"auto"}`, catalog.ChoiceAuto, nil},
-		{`{"type":"any","disable_parallel_tool_use":true}`, catalog.ChoiceRequired, nil},
-		{`{"type":"tool","name":"fn"}`, catalog.ChoiceNamed, []string{"fn"}},
-		{`{"type":"none"}`, catalog.ChoiceNone, nil},
-		{`null`, catalog.ChoiceAuto, nil},
+		{`{"type":"auto"}`, neutral.ChoiceAuto, nil},
+		{`{"type":"any","disable_parallel_tool_use":true}`, neutral.ChoiceRequired, nil},
+		{`{"type":"tool","name":"fn"}`, neutral.ChoiceNamed, []string{"fn"}},
+		{`{"type":"none"}`, neutral.ChoiceNone, nil},
+		{`null`, neutral.ChoiceAuto, nil},
 	} {
-		r := mustParseRequest(t, `{"model":"m","tool_choice":`+tc.choice+`,"messages":[]}`)
+		_, r := mustDecode(t, `{"model":"m","tool_choice":`+tc.choice+`,"messages":[]}`)
 		if r.Choice.Kind != tc.kind || strings.Join(r.Choice.Names, ",") != strings.Join(tc.names, ",") {
 			t.Errorf("tool_choice %s: got %+v", tc.choice, r.Choice)
 		}
 	}
-	if _, err := (Adapter{}).ParseRequest([]byte(`{"model":"m","tool_choice":"auto"}`)); err == nil {
+	if _, err := newCodec().DecodeRequest("", []byte(`{"model":"m","tool_choice":"auto"}`)); err == nil {
 		t.Error("a tool_choice that is not an object was accepted")
 	}
 	for _, bad := range []string{``, `[]`, `null`, `{"messages":5}`, `{"stream":"yes"}`} {
-		if _, err := (Adapter{}).ParseRequest([]byte(bad)); err == nil {
-			t.Errorf("ParseRequest(%q) succeeded", bad)
+		if _, err := newCodec().DecodeRequest("", []byte(bad)); err == nil {
+			t.Errorf("DecodeRequest(%q) succeeded", bad)
 		}
 	}
 }
@@ -123,8 +135,8 @@ func TestParseRequestStructuredOutput(t *testing.T) {
 		`{"messages":[],"output_config":{"effort":"low"}}`:                              false,
 		`{"messages":[],"output_format":null}`:                                          false,
 	} {
-		if got := mustParseRequest(t, body).StructuredOutput; got != want {
-			t.Errorf("%s: structured output %v, want %v", body, got, want)
+		if _, req := mustDecode(t, body); req.StructuredOutput != want {
+			t.Errorf("%s: structured output %v, want %v", body, req.StructuredOutput, want)
 		}
 	}
 }
@@ -140,20 +152,20 @@ func TestParseRequestEvidence(t *testing.T) {
 	  ]},
 	  {"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"doc doc_42"}},{"type":"text","text":"latest question"}]}
 	]}`
-	req := mustParseRequest(t, body)
+	_, req := mustDecode(t, body)
 	for _, tok := range []string{"ord_771", "inv_string", "inv_block", "ref_nested", "doc_42"} {
-		if !req.Evidence.Seen(tok) {
+		if !vouched(req, tok) {
 			t.Errorf("%s not vouched for", tok)
 		}
 	}
-	if req.Evidence.Seen("cus_assistant") {
+	if vouched(req, "cus_assistant") {
 		t.Error("assistant text vouched for a value")
 	}
 	if !strings.Contains(req.UserText, "latest question") || strings.Contains(req.UserText, "inv_") {
 		t.Errorf("user text %q", req.UserText)
 	}
 	// A final turn of tool results alone leaves the last written text.
-	req = mustParseRequest(t, `{"messages":[{"role":"user","content":"first ask"},
+	_, req = mustDecode(t, `{"messages":[{"role":"user","content":"first ask"},
 	  {"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}}]},
 	  {"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"r"}]}]}`)
 	if req.UserText != "first ask" {
@@ -172,7 +184,7 @@ func TestParseResponseFixtures(t *testing.T) {
 		{"parallel_tool_use.json", []string{"get_current_weather", "get_stock_price"}, 431, 123},
 	} {
 		body := fixture(t, tc.file)
-		resp, err := Adapter{}.ParseResponse(body)
+		resp, err := newCodec().DecodeAnswer(body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +204,7 @@ func TestParseResponseFixtures(t *testing.T) {
 		_ = json.Unmarshal(body, &w)
 		for i, c := range turn.Calls {
 			blk := w.Content[i+1]
-			if c.Name != tc.names[i] || c.ID != blk.ID || c.Kind != validate.Function {
+			if c.Name != tc.names[i] || c.ID != blk.ID || c.Kind != neutral.Function {
 				t.Errorf("%s call %d: %+v", tc.file, i, c)
 			}
 			if !bytes.Equal(c.Args, blk.Input) {
@@ -202,15 +214,16 @@ func TestParseResponseFixtures(t *testing.T) {
 		if !strings.HasPrefix(turn.Text, "I'll") || turn.Truncated {
 			t.Errorf("%s: text %q truncated %v", tc.file, turn.Text, turn.Truncated)
 		}
-		if resp.Usage != (recovery.Usage{Input: tc.in, Output: tc.out}) || turn.Usage != resp.Usage {
+		if resp.Usage != (neutral.Usage{Input: tc.in, Output: tc.out}) || turn.Usage != resp.Usage {
 			t.Errorf("%s: usage %+v", tc.file, resp.Usage)
 		}
-		// Every call of the fixtures is valid: Render with nothing changed
-		// is the upstream's body, byte for byte.
-		res := &recovery.Result{Outcome: recovery.Pass, Calls: turn.Calls, Changed: make([]bool, len(turn.Calls))}
-		out, err := Adapter{}.Render(nil, resp, []api.Final{{Result: res}})
-		if err != nil || !bytes.Equal(out, body) {
-			t.Errorf("%s: render of a valid answer changed it (%v)", tc.file, err)
+		// Every call of the fixtures is valid: encoding the answer kept,
+		// or with nothing replaced, is the upstream's body, byte for byte.
+		for _, acts := range [][]neutral.Action{nil, {{Kind: neutral.Keep}}, changed(turn.Calls, make([]bool, len(turn.Calls))...)} {
+			out, err := newCodec().EncodeAnswer(resp, acts)
+			if err != nil || !bytes.Equal(out, body) {
+				t.Errorf("%s: encoding a valid answer changed it (%v)", tc.file, err)
+			}
 		}
 	}
 }
@@ -231,7 +244,7 @@ const mixedResponse = `{"id":"msg_mixed","type":"message","role":"assistant","mo
 ],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":20,"server_tool_use":{"web_search_requests":1}}}`
 
 func TestParseResponseMixedBlocks(t *testing.T) {
-	resp, err := Adapter{}.ParseResponse([]byte(mixedResponse))
+	resp, err := newCodec().DecodeAnswer([]byte(mixedResponse))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,26 +262,26 @@ func TestParseResponseMixedBlocks(t *testing.T) {
 	}
 
 	trunc := strings.Replace(mixedResponse, `"stop_reason":"tool_use"`, `"stop_reason":"max_tokens"`, 1)
-	resp, _ = Adapter{}.ParseResponse([]byte(trunc))
+	resp, _ = newCodec().DecodeAnswer([]byte(trunc))
 	if !resp.Choices[0].Truncated {
 		t.Error("max_tokens with a tool_use is not truncated")
 	}
-	resp, _ = Adapter{}.ParseResponse([]byte(`{"type":"message","content":[{"type":"text","text":"x"}],"stop_reason":"max_tokens"}`))
+	resp, _ = newCodec().DecodeAnswer([]byte(`{"type":"message","content":[{"type":"text","text":"x"}],"stop_reason":"max_tokens"}`))
 	if resp.Choices[0].Truncated {
 		t.Error("max_tokens without a call is truncated")
 	}
 	future := `{"type":"message","content":[{"type":"future_block","text":{"a":1},"name":5},{"type":"tool_use","id":"t","name":"n","input":{}}],"stop_reason":"tool_use"}`
-	if resp, err := (Adapter{}).ParseResponse([]byte(future)); err != nil || len(resp.Choices[0].Calls) != 1 {
+	if resp, err := newCodec().DecodeAnswer([]byte(future)); err != nil || len(resp.Choices[0].Calls) != 1 {
 		t.Errorf("an unknown block type made the answer unreadable: %v", err)
 	}
 	pause := `{"type":"message","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"q"}}],"stop_reason":"pause_turn"}`
-	resp, err = Adapter{}.ParseResponse([]byte(pause))
+	resp, err = newCodec().DecodeAnswer([]byte(pause))
 	if err != nil || len(resp.Choices[0].Calls) != 0 {
 		t.Errorf("pause_turn: %v %+v", err, resp)
 	}
 	for _, bad := range []string{`{}`, `[]`, `{"content":{}}`, `{"content":[1]}`, `nope`} {
-		if _, err := (Adapter{}).ParseResponse([]byte(bad)); err == nil {
-			t.Errorf("ParseResponse(%s) succeeded", bad)
+		if _, err := newCodec().DecodeAnswer([]byte(bad)); err == nil {
+			t.Errorf("DecodeAnswer(%s) succeeded", bad)
 		}
 	}
 }
@@ -296,20 +309,20 @@ const thinkingRequest = `{
 }`
 
 func TestFollowUpDecision(t *testing.T) {
-	req := mustParseRequest(t, thinkingRequest)
-	resp, err := Adapter{}.ParseResponse([]byte(mixedResponse))
+	c, _ := mustDecode(t, thinkingRequest)
+	resp, err := c.DecodeAnswer([]byte(mixedResponse))
 	if err != nil {
 		t.Fatal(err)
 	}
 	turn := resp.Choices[0]
-	q := &recovery.Query{Kind: recovery.KindRecovery, Decision: true, History: []recovery.Exchange{{
+	q := &neutral.Query{Kind: neutral.KindRecovery, Decision: true, History: []neutral.Exchange{{
 		Turn: turn,
-		Replies: []recovery.Reply{
+		Replies: []neutral.Reply{
 			{CallID: "toolu_A", Content: "no tool named get_weather; decide", IsError: true},
 			{CallID: "toolu_B", Content: "Not executed: held"},
 		},
 	}}}
-	out, err := Adapter{}.FollowUp(req, resp, q)
+	out, err := c.ReQuery(resp, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,16 +387,16 @@ func TestFollowUpDecision(t *testing.T) {
 
 func TestFollowUpRepromptChain(t *testing.T) {
 	body := strings.Replace(string(fixture(t, "request.json")), `"type": "auto"`, `"type": "any"`, 1)
-	req := mustParseRequest(t, body)
-	first, _ := Adapter{}.ParseResponse(fixture(t, "parallel_tool_use.json"))
-	second, _ := Adapter{}.ParseResponse([]byte(`{"type":"message","content":[{"type":"tool_use","id":"toolu_2nd","name":"get_stock_price","input":{"ticker":"AAPL"}}],"stop_reason":"tool_use"}`))
-	q := &recovery.Query{Kind: recovery.KindReprompt, History: []recovery.Exchange{
-		{Turn: first.Choices[0], Replies: []recovery.Reply{
+	c, _ := mustDecode(t, body)
+	first, _ := c.DecodeAnswer(fixture(t, "parallel_tool_use.json"))
+	second, _ := newCodec().DecodeAnswer([]byte(`{"type":"message","content":[{"type":"tool_use","id":"toolu_2nd","name":"get_stock_price","input":{"ticker":"AAPL"}}],"stop_reason":"tool_use"}`))
+	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Exchange{
+		{Turn: first.Choices[0], Replies: []neutral.Reply{
 			{CallID: "toolu_01WVn2RNagKZ58sFy76HJ3zr", Content: "held"},
 			{CallID: "toolu_01CJq9uUwkuHSAbZdYmM6J4t", Content: "bad", IsError: true}}},
-		{Turn: second.Choices[0], Replies: []recovery.Reply{{CallID: "toolu_2nd", Content: "still bad", IsError: true}}},
+		{Turn: second.Choices[0], Replies: []neutral.Reply{{CallID: "toolu_2nd", Content: "still bad", IsError: true}}},
 	}}
-	out, err := Adapter{}.FollowUp(req, first, q)
+	out, err := c.ReQuery(first, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,11 +412,11 @@ func TestFollowUpRepromptChain(t *testing.T) {
 	if msg := anthCheckPairing(out); msg != "" {
 		t.Errorf("the API would reject the re-query: %s", msg)
 	}
-	// A turn from another adapter, or one without replies, is refused.
-	if _, err := (Adapter{}).FollowUp(req, nil, &recovery.Query{History: []recovery.Exchange{{Turn: &recovery.Turn{Raw: "x"}, Replies: []recovery.Reply{{}}}}}); err == nil {
+	// A turn from another codec, or one without replies, is refused.
+	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Exchange{{Turn: &neutral.Turn{Raw: "x"}, Replies: []neutral.Reply{{}}}}}); err == nil {
 		t.Error("foreign turn accepted")
 	}
-	if _, err := (Adapter{}).FollowUp(req, nil, &recovery.Query{History: []recovery.Exchange{{Turn: first.Choices[0]}}}); err == nil {
+	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Exchange{{Turn: first.Choices[0]}}}); err == nil {
 		t.Error("turn without replies accepted")
 	}
 }
@@ -471,7 +484,7 @@ func hallucinated(t *testing.T) []byte {
 
 func TestRenderSubstitute(t *testing.T) {
 	body := hallucinated(t)
-	resp, err := Adapter{}.ParseResponse(body)
+	resp, err := newCodec().DecodeAnswer(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,10 +492,9 @@ func TestRenderSubstitute(t *testing.T) {
 	if calls[0].Name != "weather_lookup" {
 		t.Fatalf("calls %+v", calls)
 	}
-	fixed := append([]validate.ToolCall(nil), calls...)
-	fixed[0] = validate.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{ "location": "Boston, MA" }`), Kind: validate.Function}
-	res := &recovery.Result{Outcome: recovery.Substituted, Calls: fixed, Changed: []bool{true, false}, Original: calls}
-	out, err := Adapter{}.Render(nil, resp, []api.Final{{Result: res}})
+	fixed := append([]neutral.ToolCall(nil), calls...)
+	fixed[0] = neutral.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{ "location": "Boston, MA" }`), Kind: neutral.Function}
+	out, err := newCodec().EncodeAnswer(resp, changed(fixed, true, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,12 +520,11 @@ func TestRenderSubstitute(t *testing.T) {
 }
 
 func TestRenderSubstituteAmongMixedBlocks(t *testing.T) {
-	resp, _ := Adapter{}.ParseResponse([]byte(mixedResponse))
+	resp, _ := newCodec().DecodeAnswer([]byte(mixedResponse))
 	calls := resp.Choices[0].Calls
-	fixed := append([]validate.ToolCall(nil), calls...)
-	fixed[0] = validate.ToolCall{ID: "toolu_A", Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA"}`)}
-	res := &recovery.Result{Outcome: recovery.Substituted, Calls: fixed, Changed: []bool{true, false}}
-	out, err := Adapter{}.Render(nil, resp, []api.Final{{Result: res}})
+	fixed := append([]neutral.ToolCall(nil), calls...)
+	fixed[0] = neutral.ToolCall{ID: "toolu_A", Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA"}`)}
+	out, err := newCodec().EncodeAnswer(resp, changed(fixed, true, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,10 +551,10 @@ func TestRenderSubstituteAmongMixedBlocks(t *testing.T) {
 
 func TestRenderEscalatedAndAbstained(t *testing.T) {
 	body := hallucinated(t)
-	resp, _ := Adapter{}.ParseResponse(body)
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_1", Codes: []string{"unknown_tool"}},
+	resp, _ := newCodec().DecodeAnswer(body)
+	esc := &neutral.Escalated{ID: "esc_1", Code: "unknown_tool",
 		Body: []byte(`{"id":"esc_1","codes":["unknown_tool"]}`), Text: "This step needs a person. [toolgate:esc_1]"}
-	out, err := Adapter{}.Render(nil, resp, []api.Final{{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: esc}})
+	out, err := newCodec().EncodeAnswer(resp, []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +572,7 @@ func TestRenderEscalatedAndAbstained(t *testing.T) {
 		string(got.Escalation) != `{"id":"esc_1","codes":["unknown_tool"]}` {
 		t.Errorf("escalated render %s", out)
 	}
-	out, err = Adapter{}.Render(nil, resp, []api.Final{{Result: &recovery.Result{Outcome: recovery.Abstained, AbstainReason: "No tool fits."}}})
+	out, err = newCodec().EncodeAnswer(resp, []neutral.Action{{Kind: neutral.Respond, Text: "No tool fits."}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,18 +584,18 @@ func TestRenderEscalatedAndAbstained(t *testing.T) {
 }
 
 func TestErrorBodyAndCallJSON(t *testing.T) {
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_9", Codes: []string{"schema_violation"}},
+	esc := &neutral.Escalated{ID: "esc_9", Code: "schema_violation",
 		Body: []byte(`{"id":"esc_9"}`), Text: "needs a person [toolgate:esc_9]"}
-	got := string(Adapter{}.ErrorBody(esc))
+	got := string(newCodec().EncodeEscalation(esc))
 	want := `{"type":"error","error":{"type":"tool_call_escalation","code":"schema_violation","message":"needs a person [toolgate:esc_9]","escalation":{"id":"esc_9"}}}`
 	if got != want {
 		t.Errorf("error body\n%s\nwant\n%s", got, want)
 	}
-	call := Adapter{}.CallJSON(validate.ToolCall{ID: "toolu_1", Name: "issue_refund", Args: []byte(`{ "amount": 5 }`)})
+	call := newCodec().CallJSON(neutral.ToolCall{ID: "toolu_1", Name: "issue_refund", Args: []byte(`{ "amount": 5 }`)})
 	if string(call) != `{"type":"tool_use","id":"toolu_1","name":"issue_refund","input":{"amount":5}}` {
 		t.Errorf("call %s", call)
 	}
-	call = Adapter{}.CallJSON(validate.ToolCall{ID: "toolu_1", Name: "x", Args: []byte(`{"cut`)})
+	call = newCodec().CallJSON(neutral.ToolCall{ID: "toolu_1", Name: "x", Args: []byte(`{"cut`)})
 	if !json.Valid(call) {
 		t.Errorf("call with broken arguments is not JSON: %s", call)
 	}
@@ -594,11 +605,8 @@ func TestErrorBodyAndCallJSON(t *testing.T) {
 // the request changes.
 func TestInjectToolAppendsLast(t *testing.T) {
 	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"tools":[{"name":"a","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
-	req, err := Adapter{}.ParseRequest([]byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := Adapter{}.InjectTool(req, catalog.Offered{Name: "exit", Description: "none fits", Parameters: []byte(`{"type":"object"}`)})
+	c, _ := mustDecode(t, body)
+	out, err := c.InjectTool(neutral.Offered{Name: "exit", Description: "none fits", Parameters: []byte(`{"type":"object"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +615,7 @@ func TestInjectToolAppendsLast(t *testing.T) {
 	if string(out) != want {
 		t.Fatalf("got  %s\nwant %s", out, want)
 	}
-	again, err := Adapter{}.ParseRequest(out)
+	again, err := newCodec().DecodeRequest("", out)
 	if err != nil || len(again.Offered) != 2 || again.Offered[1].Name != "exit" {
 		t.Fatalf("the injected request reads back as %+v, %v", again, err)
 	}

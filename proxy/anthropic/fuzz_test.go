@@ -6,10 +6,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // chunked hands out its data in pieces whose sizes come from splits, so a
@@ -106,20 +104,20 @@ func FuzzAnthropicStream(f *testing.F) {
 	f.Add(streamOf(evStart, evToolHead, evStop0, evDelta, evMsgStop), []byte{})
 	f.Add([]byte("event: content_block_start\ndata: {\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{}}}\r\n\r\n"), []byte{1})
 
-	req, err := Adapter{}.ParseRequest(fixture(f, "request.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, data, splits []byte) { fuzzBody(t, req, data, splits) })
+	body := string(fixture(f, "request.json"))
+	f.Fuzz(func(t *testing.T, data, splits []byte) {
+		c, _ := mustDecode(t, body)
+		fuzzBody(t, c, data, splits)
+	})
 }
 
 // fuzzBody feeds data, read in pieces cut by splits, through a stream as
 // the pipeline does, then checks what the stream assembled.
-func fuzzBody(t *testing.T, req *api.Request, data, splits []byte) {
-	st := Adapter{}.NewStream(req)
+func fuzzBody(t *testing.T, c *codec, data, splits []byte) {
+	st := c.NewStream()
 	o := &oracle{indexOf: map[int]int{}}
 	rd := sse.NewReader(&chunked{data: data, splits: splits}, 1<<16)
-	var held []api.HeldEvent
+	var held []neutral.HeldEvent
 	holding := false
 	for rd.Next() {
 		ev := rd.Event()
@@ -132,7 +130,7 @@ func fuzzBody(t *testing.T, req *api.Request, data, splits []byte) {
 			holding = true
 		}
 		if holding {
-			held = append(held, api.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
+			held = append(held, neutral.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
 		}
 		if step.Done {
 			break
@@ -155,27 +153,28 @@ func fuzzBody(t *testing.T, req *api.Request, data, splits []byte) {
 	if err := json.Unmarshal(turns[0].Raw.(content), &raw); err != nil {
 		t.Fatalf("replay content is not a JSON array: %v", err)
 	}
-	// Rendering must never panic, whatever was held.
-	finals := [][]api.Final{
+	// Encoding must never panic, whatever was held.
+	esc := &neutral.Escalated{ID: "esc_f", Code: "unknown_tool", Body: []byte(`{"id":"esc_f"}`), Text: "x"}
+	finals := [][]neutral.Action{
 		nil,
-		{{Result: &recovery.Result{Outcome: recovery.Pass, Calls: calls, Changed: make([]bool, len(calls))}}},
-		{{Result: &recovery.Result{Outcome: recovery.Abstained, AbstainReason: "none fits"}}},
-		{{Escalated: &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_f"}, Body: []byte(`{"id":"esc_f"}`), Text: "x"}}},
+		changed(calls, make([]bool, len(calls))...),
+		{{Kind: neutral.Respond, Text: "none fits"}},
+		{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}},
 	}
 	if len(calls) > 0 {
-		fixed := append([]validate.ToolCall(nil), calls...)
-		fixed[0] = validate.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston"}`)}
-		changed := make([]bool, len(calls))
-		changed[0] = true
-		finals = append(finals, []api.Final{{Result: &recovery.Result{Outcome: recovery.Substituted, Calls: fixed, Changed: changed}}})
+		fixed := append([]neutral.ToolCall(nil), calls...)
+		fixed[0] = neutral.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston"}`)}
+		marks := make([]bool, len(calls))
+		marks[0] = true
+		finals = append(finals, changed(fixed, marks...))
 	}
 	for i, fs := range finals {
-		out, err := st.Render(held, fs)
+		out, err := st.Encode(held, fs)
 		// Nothing changed: what the client gets is what was held.
 		if i <= 1 && (err != nil || !bytes.Equal(out, joinHeld(held))) {
-			t.Fatalf("render without changes differs (%v)", err)
+			t.Fatalf("encoding without changes differs (%v)", err)
 		}
 	}
-	_ = st.ErrorEvent("upstream_error", "x", nil)
+	_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "x"}, nil)
 	_ = st.Usage()
 }

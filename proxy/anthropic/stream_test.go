@@ -10,10 +10,9 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
-	"github.com/toolgate/toolgate/recovery"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // fed is a stream run through Feed as the pipeline runs it: events before
@@ -21,15 +20,20 @@ import (
 type fed struct {
 	st   api.Stream
 	sent []byte
-	held []api.HeldEvent
+	held []neutral.HeldEvent
 	// holdAt is the number of events read before the first held one.
 	holdAt int
 	done   bool
 }
 
-func feedAll(t *testing.T, req *api.Request, stream []byte) *fed {
+// feedAll runs stream through a stream of c, or of a codec that read no
+// request when c is nil.
+func feedAll(t *testing.T, c *codec, stream []byte) *fed {
 	t.Helper()
-	f := &fed{st: Adapter{}.NewStream(req), holdAt: -1}
+	if c == nil {
+		c = newCodec()
+	}
+	f := &fed{st: c.NewStream(), holdAt: -1}
 	rd := sse.NewReader(bytes.NewReader(stream), 0)
 	n := 0
 	for rd.Next() {
@@ -42,7 +46,7 @@ func feedAll(t *testing.T, req *api.Request, stream []byte) *fed {
 			f.holdAt = n
 		}
 		if f.holdAt >= 0 {
-			f.held = append(f.held, api.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
+			f.held = append(f.held, neutral.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
 		} else {
 			f.sent = append(f.sent, ev.Raw...)
 		}
@@ -81,7 +85,7 @@ func sdkAccumulate(t *testing.T, stream []byte) sdk.Message {
 }
 
 func TestStreamFixtureReplay(t *testing.T) {
-	req := mustParseRequest(t, string(fixture(t, "request.json")))
+	req, _ := mustDecode(t, string(fixture(t, "request.json")))
 	for _, tc := range []struct{ sse, twin string }{
 		{"tool_use_stream.sse", "tool_use.json"},
 		{"parallel_tool_use_stream.sse", "parallel_tool_use.json"},
@@ -98,13 +102,13 @@ func TestStreamFixtureReplay(t *testing.T) {
 			t.Errorf("%s: text before the call was not sent at once", tc.sse)
 		}
 		turns := f.st.Turns()
-		twin, _ := Adapter{}.ParseResponse(fixture(t, tc.twin))
+		twin, _ := newCodec().DecodeAnswer(fixture(t, tc.twin))
 		if len(turns) != 1 || len(turns[0].Calls) != len(twin.Choices[0].Calls) {
 			t.Fatalf("%s: turns %+v", tc.sse, turns)
 		}
 		for i, c := range turns[0].Calls {
 			w := twin.Choices[0].Calls[i]
-			if c.Name != w.Name || c.Kind != validate.Function || compact(t, c.Args) != compact(t, w.Args) || !strings.HasPrefix(c.ID, "toolu_") {
+			if c.Name != w.Name || c.Kind != neutral.Function || compact(t, c.Args) != compact(t, w.Args) || !strings.HasPrefix(c.ID, "toolu_") {
 				t.Errorf("%s call %d: %+v, twin %+v", tc.sse, i, c, w)
 			}
 		}
@@ -117,12 +121,15 @@ func TestStreamFixtureReplay(t *testing.T) {
 		if f.st.Committed() {
 			t.Error("a Messages stream is never committed")
 		}
-		// Every call is valid: rendering with no changes gives the held
+		// Every call is valid: encoding with no changes gives the held
 		// bytes back exactly.
-		res := &recovery.Result{Outcome: recovery.Pass, Calls: turns[0].Calls, Changed: make([]bool, len(turns[0].Calls))}
-		out, err := f.st.Render(f.held, []api.Final{{Result: res}})
-		if err != nil || !bytes.Equal(out, joinHeld(f.held)) {
-			t.Errorf("%s: render without changes differs (%v)", tc.sse, err)
+		var out []byte
+		for _, acts := range [][]neutral.Action{nil, {{Kind: neutral.Keep}}, changed(turns[0].Calls, make([]bool, len(turns[0].Calls))...)} {
+			var err error
+			out, err = f.st.Encode(f.held, acts)
+			if err != nil || !bytes.Equal(out, joinHeld(f.held)) {
+				t.Errorf("%s: encoding without changes differs (%v)", tc.sse, err)
+			}
 		}
 		if !bytes.Equal(append(append([]byte(nil), f.sent...), out...), stream) {
 			t.Errorf("%s: the client would not get the upstream's bytes", tc.sse)
@@ -150,16 +157,15 @@ func hallucinatedStream(t *testing.T) []byte {
 }
 
 func TestStreamRenderSubstitute(t *testing.T) {
-	req := mustParseRequest(t, string(fixture(t, "request.json")))
+	req, _ := mustDecode(t, string(fixture(t, "request.json")))
 	f := feedAll(t, req, hallucinatedStream(t))
 	calls := f.st.Turns()[0].Calls
 	if calls[0].Name != "weather_lookup" {
 		t.Fatalf("calls %+v", calls)
 	}
-	fixed := append([]validate.ToolCall(nil), calls...)
-	fixed[0] = validate.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location": "Boston, MA"}`)}
-	res := &recovery.Result{Outcome: recovery.Substituted, Calls: fixed, Changed: []bool{true, false}}
-	out, err := f.st.Render(f.held, []api.Final{{Result: res}})
+	fixed := append([]neutral.ToolCall(nil), calls...)
+	fixed[0] = neutral.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location": "Boston, MA"}`)}
+	out, err := f.st.Encode(f.held, changed(fixed, true, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,14 +197,14 @@ func TestStreamRenderSubstitute(t *testing.T) {
 }
 
 func TestStreamRenderEscalatedAndAbstained(t *testing.T) {
-	req := mustParseRequest(t, string(fixture(t, "request.json")))
-	for _, final := range []api.Final{
-		{Result: &recovery.Result{Outcome: recovery.Escalated}, Escalated: &api.Escalated{
-			Escalation: &recovery.Escalation{ID: "esc_7"}, Body: []byte(`{"id":"esc_7"}`), Text: "Needs a person. [toolgate:esc_7]"}},
-		{Result: &recovery.Result{Outcome: recovery.Abstained, AbstainReason: "No tool fits."}},
+	req, _ := mustDecode(t, string(fixture(t, "request.json")))
+	esc := &neutral.Escalated{ID: "esc_7", Code: "unknown_tool", Body: []byte(`{"id":"esc_7"}`), Text: "Needs a person. [toolgate:esc_7]"}
+	for _, final := range []neutral.Action{
+		{Kind: neutral.Respond, Text: esc.Text, Escalation: esc},
+		{Kind: neutral.Respond, Text: "No tool fits."},
 	} {
 		f := feedAll(t, req, hallucinatedStream(t))
-		out, err := f.st.Render(f.held, []api.Final{final})
+		out, err := f.st.Encode(f.held, []neutral.Action{final})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,9 +218,8 @@ func TestStreamRenderEscalatedAndAbstained(t *testing.T) {
 		if len(msg.Content) != 2 || msg.Content[1].Type != "text" || msg.StopReason != "end_turn" {
 			t.Fatalf("client sees %s", msg.RawJSON())
 		}
-		want := "No tool fits."
-		if final.Escalated != nil {
-			want = final.Escalated.Text
+		want := final.Text
+		if final.Escalation != nil {
 			if !bytes.Contains(out, []byte(`"toolgate_escalation":{"id":"esc_7"}`)) {
 				t.Error("escalation object missing from message_delta")
 			}
@@ -320,7 +325,7 @@ data: {"type":"message_stop"}
 `
 
 func TestStreamMixedBlocksAndThinkingReplay(t *testing.T) {
-	req := mustParseRequest(t, thinkingRequest)
+	req, _ := mustDecode(t, thinkingRequest)
 	f := feedAll(t, req, []byte(mixedStream))
 	if f.holdAt != 16 {
 		t.Errorf("held from event %d, want the first tool_use start (16)", f.holdAt)
@@ -332,7 +337,7 @@ func TestStreamMixedBlocksAndThinkingReplay(t *testing.T) {
 	if string(turn.Calls[0].Args) != `{"location": "Boston, MA"}` {
 		t.Errorf("args %q, want the partial_json concatenation exactly", turn.Calls[0].Args)
 	}
-	if turn.Usage != (recovery.Usage{Input: 50, Output: 99}) {
+	if turn.Usage != (neutral.Usage{Input: 50, Output: 99}) {
 		t.Errorf("usage %+v", turn.Usage)
 	}
 	// The rebuilt content is what the SDK assembles from the same stream.
@@ -354,9 +359,9 @@ func TestStreamMixedBlocksAndThinkingReplay(t *testing.T) {
 		t.Error("signatures lost")
 	}
 	// The re-query replays exactly that content, thinking first.
-	q := &recovery.Query{Kind: recovery.KindReprompt, History: []recovery.Exchange{{Turn: turn, Replies: []recovery.Reply{
+	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Exchange{{Turn: turn, Replies: []neutral.Reply{
 		{CallID: "toolu_W", Content: "bad", IsError: true}, {CallID: "toolu_S", Content: "held"}}}}}
-	out, err := Adapter{}.FollowUp(req, nil, q)
+	out, err := req.ReQuery(nil, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,9 +376,9 @@ func TestStreamMixedBlocksAndThinkingReplay(t *testing.T) {
 	}
 
 	// Substituting the first call keeps every other block, and indexes.
-	fixed := append([]validate.ToolCall(nil), turn.Calls...)
-	fixed[0] = validate.ToolCall{ID: "toolu_W", Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA"}`)}
-	rendered, err := f.st.Render(f.held, []api.Final{{Result: &recovery.Result{Outcome: recovery.Substituted, Calls: fixed, Changed: []bool{true, false}}}})
+	fixed := append([]neutral.ToolCall(nil), turn.Calls...)
+	fixed[0] = neutral.ToolCall{ID: "toolu_W", Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA"}`)}
+	rendered, err := f.st.Encode(f.held, changed(fixed, true, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,29 +463,29 @@ func TestStreamTruncatedAndTypedTools(t *testing.T) {
 	if !f.st.Turns()[0].Truncated {
 		t.Error("max_tokens inside a call is not truncated")
 	}
-	req := mustParseRequest(t, `{"model":"m","tools":[{"type":"bash_20250124","name":"bash"},{"name":"ping_server","input_schema":{"type":"object"}}],"messages":[]}`)
+	req, _ := mustDecode(t, `{"model":"m","tools":[{"type":"bash_20250124","name":"bash"},{"name":"ping_server","input_schema":{"type":"object"}}],"messages":[]}`)
 	bash := strings.Replace(evToolHead, "ping_server", "bash", 1)
 	f = feedAll(t, req, streamOf(evStart, bash, partial(`{"command":"ls"}`), evStop0, evDelta, evMsgStop))
-	if c := f.st.Turns()[0].Calls; len(c) != 1 || c[0].Kind != validate.Other {
+	if c := f.st.Turns()[0].Calls; len(c) != 1 || c[0].Kind != neutral.Other {
 		t.Errorf("a call of the bash tool is judged: %+v", c)
 	}
 	f = feedAll(t, req, streamOf(evStart, evToolHead, evStop0, evDelta, evMsgStop))
-	if c := f.st.Turns()[0].Calls; c[0].Kind != validate.Function {
+	if c := f.st.Turns()[0].Calls; c[0].Kind != neutral.Function {
 		t.Errorf("a function call is not judged: %+v", c)
 	}
 	// A plain answer classifies the same way when the request is known.
 	body := `{"type":"message","content":[{"type":"tool_use","id":"toolu_b","name":"bash","input":{"command":"ls"}},{"type":"tool_use","id":"toolu_p","name":"ping_server","input":{}}],"stop_reason":"tool_use"}`
-	resp, err := Adapter{}.ParseResponseFor(req, []byte(body))
+	resp, err := req.DecodeAnswer([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := resp.Choices[0].Calls; len(c) != 2 || c[0].Kind != validate.Other || c[1].Kind != validate.Function {
+	if c := resp.Choices[0].Calls; len(c) != 2 || c[0].Kind != neutral.Other || c[1].Kind != neutral.Function {
 		t.Errorf("calls %+v", c)
 	}
 	// The bash call is still answered in a re-query, as the API requires.
-	q := &recovery.Query{Kind: recovery.KindReprompt, History: []recovery.Exchange{{Turn: resp.Choices[0],
-		Replies: []recovery.Reply{{CallID: "toolu_b", Content: "held"}, {CallID: "toolu_p", Content: "bad", IsError: true}}}}}
-	out, err := Adapter{}.FollowUp(req, resp, q)
+	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Exchange{{Turn: resp.Choices[0],
+		Replies: []neutral.Reply{{CallID: "toolu_b", Content: "held"}, {CallID: "toolu_p", Content: "bad", IsError: true}}}}}
+	out, err := req.ReQuery(resp, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +508,7 @@ func TestStreamRejectsUnreadableEvents(t *testing.T) {
 		"partial_json missing":  {evStart, evToolHead, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta"}}`},
 		"message_delta garbage": {evStart, `{"type":"message_delta","delta":5}`},
 	} {
-		st := Adapter{}.NewStream(nil)
+		st := newCodec().NewStream()
 		rd := sse.NewReader(bytes.NewReader(streamOf(events...)), 0)
 		var err error
 		for err == nil && rd.Next() {
@@ -524,14 +529,14 @@ func TestStreamRejectsUnreadableEvents(t *testing.T) {
 }
 
 func TestStreamErrorEvent(t *testing.T) {
-	st := Adapter{}.NewStream(nil)
-	got := string(st.ErrorEvent("upstream_error", "the upstream went away", nil))
+	st := newCodec().NewStream()
+	got := string(st.ErrorEvent(neutral.Failure{Status: 502, Code: neutral.CodeUpstream, Message: "the upstream went away"}, nil))
 	want := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"upstream_error\",\"message\":\"the upstream went away\"}}\n\n"
 	if got != want {
 		t.Errorf("got %q", got)
 	}
-	esc := &api.Escalated{Escalation: &recovery.Escalation{ID: "esc_2", Codes: []string{"unknown_tool"}}, Body: []byte(`{"id":"esc_2"}`), Text: "t"}
-	got = string(st.ErrorEvent("unknown_tool", "t", esc))
+	esc := &neutral.Escalated{ID: "esc_2", Code: "unknown_tool", Body: []byte(`{"id":"esc_2"}`), Text: "t"}
+	got = string(st.ErrorEvent(neutral.Failure{Code: neutral.CodeInternal, Message: "not this"}, esc))
 	want = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"tool_call_escalation\",\"code\":\"unknown_tool\",\"message\":\"t\",\"escalation\":{\"id\":\"esc_2\"}}}\n\n"
 	if got != want {
 		t.Errorf("got %q", got)
@@ -549,7 +554,7 @@ func TestStreamOpeningEvents(t *testing.T) {
 		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
-	st := Adapter{}.NewStream(&api.Request{Stream: true})
+	st := newCodec().NewStream()
 	rd := sse.NewReader(strings.NewReader(stream), 0)
 	var got []bool
 	for rd.Next() {
