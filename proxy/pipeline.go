@@ -76,7 +76,9 @@ func (x *exchange) serve() {
 	snap := x.rt.snap
 	body, err := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
 	if err != nil {
-		x.fail(err)
+		// Written even when the connection's read failed: a client that
+		// is still there (a slow body, not a gone one) learns why.
+		x.writeFailure(classify(err, false))
 		return
 	}
 	x.settings = x.rt.settings
