@@ -44,6 +44,7 @@ toolgate_escalations_total{catalog_version="fixtures-v1",reason="unknown_tool"} 
 # HELP toolgate_hallucinations_total Calls to tools that do not exist.
 # TYPE toolgate_hallucinations_total counter
 toolgate_hallucinations_total{api="chat",catalog_version="fixtures-v1"} 2
+toolgate_hallucinations_total{api="gemini",catalog_version="fixtures-v1"} 0
 toolgate_hallucinations_total{api="messages",catalog_version="fixtures-v1"} 0
 toolgate_hallucinations_total{api="responses",catalog_version="fixtures-v1"} 0
 # HELP toolgate_recoveries_total Repair attempts by strategy and result.
@@ -84,6 +85,7 @@ toolgate_escalations_total{catalog_version="fixtures-v1",reason="truncated"} 1
 # HELP toolgate_hallucinations_total Calls to tools that do not exist.
 # TYPE toolgate_hallucinations_total counter
 toolgate_hallucinations_total{api="chat",catalog_version="fixtures-v1"} 0
+toolgate_hallucinations_total{api="gemini",catalog_version="fixtures-v1"} 0
 toolgate_hallucinations_total{api="messages",catalog_version="fixtures-v1"} 0
 toolgate_hallucinations_total{api="responses",catalog_version="fixtures-v1"} 0
 # HELP toolgate_requests_total Validated requests by API and outcome.
@@ -112,7 +114,10 @@ func truncatedAnswer() mockReply {
 // zeroSeries are the tool-call series toolgate creates at zero for the
 // catalog before any traffic, so that rate() sees a fresh version's first
 // calls.
-const zeroSeries = `toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
+const zeroSeries = `toolgate_tool_calls_total{api="gemini",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
+toolgate_tool_calls_total{api="gemini",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
+toolgate_tool_calls_total{api="gemini",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0
+toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
 toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
 toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0
 toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
