@@ -32,3 +32,15 @@ type Answer struct {
 	Choices []*Turn
 	Usage   Usage
 }
+
+// AddUserTurn records what one turn of the user's side vouches for: the
+// person's own text and the tool results the turn carries. The person's
+// latest words rank the shortlist, so UserText follows the last turn that
+// has any; a turn of only tool results says nothing new about the intent.
+func (r *Request) AddUserTurn(own string, results []string) {
+	r.Vouching = append(r.Vouching, own)
+	r.Vouching = append(r.Vouching, results...)
+	if own != "" {
+		r.UserText = own
+	}
+}

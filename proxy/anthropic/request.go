@@ -46,14 +46,7 @@ func (c *codec) DecodeRequest(_ string, body []byte) (*neutral.Request, error) {
 			// Assistant text is the model's own and never vouches for a value.
 			continue
 		}
-		own, results := userText(m.Content)
-		req.Vouching = append(req.Vouching, own)
-		req.Vouching = append(req.Vouching, results...)
-		// The last message a person wrote ranks the shortlist; a turn that
-		// only carries tool results says nothing new about the intent.
-		if own != "" {
-			req.UserText = own
-		}
+		req.AddUserTurn(userText(m.Content))
 	}
 	return req, nil
 }

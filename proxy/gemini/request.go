@@ -37,12 +37,7 @@ func (c *codec) DecodeRequest(path string, body []byte) (*neutral.Request, error
 			// The model's own words never vouch for a value.
 			continue
 		}
-		own, results := userText(t.Parts)
-		req.Vouching = append(req.Vouching, own)
-		req.Vouching = append(req.Vouching, results...)
-		if own != "" {
-			req.UserText = own
-		}
+		req.AddUserTurn(userText(t.Parts))
 	}
 	return req, nil
 }
