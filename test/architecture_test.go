@@ -99,7 +99,7 @@ func TestLayering(t *testing.T) {
 // short enough to read at once.
 func TestFunctionLength(t *testing.T) {
 	const limit = 80
-	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/openaiwire"}, codecs...)
+	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/openaiwire", "proxy/sse", "proxy/mcp"}, codecs...)
 	for _, dir := range dirs {
 		fset := token.NewFileSet()
 		paths, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
