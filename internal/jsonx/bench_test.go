@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,19 +100,24 @@ func BenchmarkSplitDelta(b *testing.B) {
 	choices := root.Get("choices")
 	var arr [][]byte
 	var obj Object
+	// first splits an array and returns its first element; get splits an
+	// object and returns a member.
+	first := func(v []byte) []byte {
+		if arr, err = SplitArrayInto(arr, v); err != nil || len(arr) == 0 {
+			b.Fatal(string(v), err)
+		}
+		return arr[0]
+	}
+	get := func(v []byte, key string) []byte {
+		if obj, err = SplitObjectInto(obj, v); err != nil {
+			b.Fatal(string(v), err)
+		}
+		return obj.Get(key)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		v := choices
-		for _, key := range []string{"delta", "tool_calls", "function", "arguments"} {
-			if arr, err = SplitArrayInto(arr, v); err == nil && len(arr) > 0 {
-				v = arr[0]
-			}
-			if obj, err = SplitObjectInto(obj, v); err != nil {
-				b.Fatal(err)
-			}
-			v = obj.Get(key)
-		}
-		if len(v) == 0 {
+		call := first(get(get(first(choices), "delta"), "tool_calls"))
+		if args := get(get(call, "function"), "arguments"); len(args) == 0 {
 			b.Fatal("no arguments")
 		}
 	}
@@ -157,6 +163,28 @@ func BenchmarkKeyFoldInAnswer(b *testing.B) {
 	for b.Loop() {
 		if benchKeys.In(data) {
 			b.Fatal("folded key found")
+		}
+	}
+}
+
+// BenchmarkKeyFoldInStream is In over each of the 40 events of one
+// streamed answer, as the proxy checks every event.
+func BenchmarkKeyFoldInStream(b *testing.B) {
+	var events [][]byte
+	for _, line := range bytes.Split(benchData(b, "answer.sse"), []byte("\n")) {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && data[0] == '{' {
+			events = append(events, data)
+		}
+	}
+	if len(events) != 39 {
+		b.Fatalf("%d JSON events, want 39", len(events))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ev := range events {
+			if benchKeys.In(ev) {
+				b.Fatal("folded key found")
+			}
 		}
 	}
 }
