@@ -125,16 +125,7 @@ func ParseArray(data []byte) ([][]byte, error) {
 	return parseArrayInto(make([][]byte, 0, 4), data)
 }
 
-// SplitObject is SplitObjectInto with a fresh slice.
-func SplitObject(data []byte) (Object, error) {
-	return SplitObjectInto(make(Object, 0, 8), data)
-}
-
-// SplitArray is SplitArrayInto with a fresh slice.
-func SplitArray(data []byte) ([][]byte, error) {
-	return SplitArrayInto(make([][]byte, 0, 4), data)
-}
-
+// parseArrayInto is ParseArray reusing dst.
 func parseArrayInto(dst [][]byte, data []byte) ([][]byte, error) {
 	r := newReader(data)
 	defer r.release()
