@@ -2,7 +2,9 @@ package jsonx
 
 import (
 	"encoding/json"
-	"unicode/utf8"
+	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // decodeDepth is the deepest nesting Decode handles itself. Deeper values
@@ -17,62 +19,76 @@ const decodeDepth = 64
 // which the caller leaves to encoding/json. Reflection made decoding tool
 // arguments a third of validating them.
 func Decode(data []byte) (any, bool) {
-	i := skipWS(data, 0)
-	end, err := skipValue(data, i, 0)
-	if err != nil || skipWS(data, end) != len(data) {
+	r := newReader(data)
+	defer r.release()
+	v, ok := decodeValue(&r.dec, 0)
+	if !ok {
 		return nil, false
 	}
-	return decodeChecked(data[i:end], 0)
+	if _, err := r.dec.ReadToken(); err != io.EOF {
+		return nil, false
+	}
+	return v, true
 }
 
-func decodeChecked(v []byte, depth int) (any, bool) {
-	if depth > decodeDepth {
+func decodeValue(d *jsontext.Decoder, depth int) (any, bool) {
+	tok, err := d.ReadToken()
+	if err != nil {
 		return nil, false
 	}
-	switch v[0] {
+	switch tok.Kind() {
 	case '{':
-		obj, err := SplitObject(v)
-		if err != nil {
-			return nil, false
-		}
-		m := make(map[string]any, len(obj))
-		for _, f := range obj {
-			val, ok := decodeChecked(f.Value, depth+1)
-			if !ok {
-				return nil, false
-			}
-			key := f.Key
-			if !utf8.ValidString(key) {
-				b, _ := AppendUnescaped(nil, []byte(key))
-				key = string(b)
-			}
-			m[key] = val
-		}
-		return m, true
+		return decodeObject(d, depth)
 	case '[':
-		elems, err := SplitArray(v)
-		if err != nil {
-			return nil, false
-		}
-		a := make([]any, len(elems))
-		for i, e := range elems {
-			val, ok := decodeChecked(e, depth+1)
-			if !ok {
-				return nil, false
-			}
-			a[i] = val
-		}
-		return a, true
+		return decodeArray(d, depth)
 	case '"':
-		s, ok := Unquote(v)
-		return s, ok
+		return tok.String(), true
+	case '0':
+		return json.Number(tok.String()), true
 	case 't':
 		return true, true
 	case 'f':
 		return false, true
-	case 'n':
-		return nil, true
-	default:
-		return json.Number(v), true
 	}
+	return nil, true
+}
+
+// decodeObject decodes the members of an object whose '{' was read.
+func decodeObject(d *jsontext.Decoder, depth int) (any, bool) {
+	if depth >= decodeDepth {
+		return nil, false
+	}
+	m := make(map[string]any)
+	for d.PeekKind() != '}' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		// The token is valid only until the next read.
+		key := name.String()
+		v, ok := decodeValue(d, depth+1)
+		if !ok {
+			return nil, false
+		}
+		m[key] = v
+	}
+	_, err := d.ReadToken()
+	return m, err == nil
+}
+
+// decodeArray decodes the elements of an array whose '[' was read.
+func decodeArray(d *jsontext.Decoder, depth int) (any, bool) {
+	if depth >= decodeDepth {
+		return nil, false
+	}
+	a := []any{}
+	for d.PeekKind() != ']' {
+		v, ok := decodeValue(d, depth+1)
+		if !ok {
+			return nil, false
+		}
+		a = append(a, v)
+	}
+	_, err := d.ReadToken()
+	return a, err == nil
 }

@@ -495,3 +495,53 @@ func TestAppendToField(t *testing.T) {
 		})
 	}
 }
+
+// TestReadingFollowsEncodingJSON: invalid UTF-8 and lone surrogate escapes,
+// which encoding/json accepts in a string, ParseObject accepts too and
+// keeps as sent, and Decode reads them as encoding/json does (U+FFFD).
+// Refusing such text is the caller's decision, taken before reading (the
+// pipeline refuses such an answer, the validator such arguments).
+func TestReadingFollowsEncodingJSON(t *testing.T) {
+	for _, in := range []string{"{\"k\":\"v\xfe\"}", "{\"k\xff\":1}", `{"k":"\ud800"}`, `{"k":"\udc00\ud83d\ude00x"}`} {
+		t.Run(in, func(t *testing.T) {
+			obj, err := ParseObject([]byte(in))
+			if err != nil || len(obj) != 1 {
+				t.Fatalf("ParseObject = %q, %v", obj, err)
+			}
+			if want := in[strings.LastIndexByte(in, ':')+1 : len(in)-1]; string(obj[0].Value) != want {
+				t.Errorf("value %s, sent %s", obj[0].Value, want)
+			}
+			dec := json.NewDecoder(strings.NewReader(in))
+			dec.UseNumber()
+			var want any
+			if err := dec.Decode(&want); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := Decode([]byte(in)); !ok || !reflect.DeepEqual(got, want) {
+				t.Errorf("Decode = %#v, %v; encoding/json %#v", got, ok, want)
+			}
+		})
+	}
+}
+
+// TestSyntaxErrorSaysWhereNotWhat: a syntax error tells where the reading
+// stopped but quotes nothing of the document, whose keys and text can be
+// secrets and reach the logs.
+func TestSyntaxErrorSaysWhereNotWhat(t *testing.T) {
+	const secret = "sk-live-0123"
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{`{"` + secret + `":tru}`, "at byte 19"},
+		{`{"a":"` + secret + `" "b":1}`, "at byte 20"},
+		{`{"` + secret + `":1} {}`, "a second value"},
+		{`["` + secret + `"]`, "[ where { was expected"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			_, err := ParseObject([]byte(tc.in))
+			if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) {
+				t.Errorf("error %v, want ErrSyntax saying %q and not the document", err, tc.want)
+			}
+		})
+	}
+}
