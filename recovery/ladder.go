@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -597,22 +598,11 @@ func (l *ladder) repeatsHeld(c validate.ToolCall, pending []int) bool {
 		if contains(pending, p) {
 			continue
 		}
-		if held.Name == c.Name && sameJSON(held.Args, c.Args) {
+		if held.Name == c.Name && jsonx.SameText(held.Args, c.Args) {
 			return true
 		}
 	}
 	return false
-}
-
-func sameJSON(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return false
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // errorText is the tool result for a rejected call: the exact reasons, for

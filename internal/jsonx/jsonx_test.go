@@ -545,3 +545,20 @@ func TestSyntaxErrorSaysWhereNotWhat(t *testing.T) {
 		})
 	}
 }
+
+func TestSameText(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{`{"a":1}`, `{ "a" : 1 }`, true},
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, false},
+		{`{"a":"\u00e9"}`, `{"a":"é"}`, false},
+		{`{"a":`, `{"a":`, true},
+		{`{"a":`, `{"a": `, false},
+	} {
+		if got := SameText([]byte(c.a), []byte(c.b)); got != c.want {
+			t.Errorf("SameText(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package jsonx
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // The splitters below, and KeyFold.In, which shares their string scanning,
 // are the part of reading left hand-written: they take apart values of a
@@ -198,4 +201,19 @@ func closingQuote(d []byte, start int) int {
 		}
 		j++
 	}
+}
+
+// SameText reports whether two JSON texts are the same once their
+// insignificant whitespace is removed: the same call written twice, not
+// two values that merely decode alike (key order and escapes count).
+// Invalid JSON is the same only as its identical bytes.
+func SameText(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }

@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -231,7 +230,7 @@ func chainedCallIDs(act *neutral.Action) map[int]callIDs {
 	claim := func(ti int, c neutral.ToolCall) (callIDs, bool) {
 		t := turns[ti]
 		for k, tc := range t.Calls {
-			if claimed[[2]int{ti, k}] || tc.Name != c.Name || !sameJSON(tc.Args, c.Args) {
+			if claimed[[2]int{ti, k}] || tc.Name != c.Name || !jsonx.SameText(tc.Args, c.Args) {
 				continue
 			}
 			claimed[[2]int{ti, k}] = true
@@ -272,17 +271,6 @@ func itemIDOf(t *neutral.Turn, k int) string {
 	}
 	_ = json.Unmarshal(ti.items[ti.callAt[k]], &it)
 	return it.ID
-}
-
-func sameJSON(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return false
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // CallJSON implements api.Codec: a function_call item (custom_tool_call
