@@ -6,28 +6,35 @@
 //	go run ./test/rss                     # 1,000 concurrent streams
 //	go run ./test/rss -streams 10000      # the 10,000-stream check (opt-in)
 //
-// Each stream needs a descriptor in this program for its client and its
-// upstream side, and two in toolgate, so the soft RLIMIT_NOFILE is raised
-// here (setrlimit) to what -streams needs, and toolgate inherits it; when
-// the hard limit is lower and cannot be raised, the run stops at once and
-// says so. -max-rss-mib fails the run when toolgate's peak RSS is above it.
+// The scripted upstream speaks TLS with HTTP/2, as the model providers do
+// (-upstream h1 makes it plain HTTP/1.1): toolgate's ordinary upstream
+// transport negotiates h2 and multiplexes the held streams over a few
+// connections, trusting the upstream's self-signed certificate through
+// SSL_CERT_FILE. Each stream then costs one descriptor in this program
+// (the client's connection; two with -upstream h1) and one in toolgate
+// (its inbound one), so the soft RLIMIT_NOFILE of this program is raised
+// to the hard one (setrlimit), and toolgate inherits it; when the hard
+// limit is below what -streams needs and cannot be raised, the run stops
+// at once and says so. -max-rss-mib fails the run when toolgate's peak RSS
+// is above it.
 //
 // It builds cmd/toolgate into a temporary folder and runs it as its own
 // process, so the numbers are toolgate's alone (read from
 // /proc/<pid>/status: VmHWM is the peak resident set, VmRSS the current
-// one). A scripted upstream on loopback answers every request with a text
-// delta, then the first chunk of a tool call, and then stays silent, so
-// toolgate passes the text on and holds the call. Once every client has
-// its text and the upstream has sent every call start, all streams are
-// open and held; the memory is read then, the upstream is released, and
-// every client must end with the complete, valid call and [DONE]. Linux
-// only; bounded by -timeout.
+// one). The upstream answers every request with a text delta, then the
+// first chunk of a tool call, and then stays silent, so toolgate passes
+// the text on and holds the call. Once every client has its text and the
+// upstream has sent every call start, all streams are open and held; the
+// memory is read then, the upstream is released, and every client must
+// end with the complete, valid call and [DONE]. With h2 every request must
+// have reached the upstream over HTTP/2. Linux only; bounded by -timeout.
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -50,19 +57,24 @@ func main() {
 	streams := flag.Int("streams", 1000, "concurrent streaming requests")
 	timeout := flag.Duration("timeout", 0, "bound on the whole run (0: 60 s, plus 30 s per 1,000 streams over 1,000)")
 	maxRSS := flag.Float64("max-rss-mib", 0, "fail when toolgate's peak RSS (VmHWM) is above this many MiB (0: report only)")
+	proto := flag.String("upstream", "h2", `how the scripted upstream speaks: "h2" (TLS with HTTP/2, as providers do) or "h1" (plain HTTP/1.1)`)
 	flag.Parse()
 	if *streams < 1 {
 		fmt.Fprintln(os.Stderr, "rss: -streams must be ≥ 1")
 		os.Exit(2)
 	}
+	if *proto != "h2" && *proto != "h1" {
+		fmt.Fprintln(os.Stderr, `rss: -upstream must be "h2" or "h1"`)
+		os.Exit(2)
+	}
 	if *timeout <= 0 {
 		*timeout = 60*time.Second + time.Duration(max(*streams-1000, 0))*30*time.Millisecond
 	}
-	if err := raiseFileLimit(*streams); err != nil {
+	if err := raiseFileLimit(*streams, fdsPerStream(*proto == "h2")); err != nil {
 		fmt.Fprintln(os.Stderr, "rss:", err)
 		os.Exit(1)
 	}
-	if err := run(*streams, *timeout, *maxRSS); err != nil {
+	if err := run(*streams, *timeout, *maxRSS, *proto == "h2"); err != nil {
 		fmt.Fprintln(os.Stderr, "rss:", err)
 		os.Exit(1)
 	}
@@ -98,9 +110,14 @@ var (
 type upstream struct {
 	held    atomic.Int64
 	release chan struct{}
+	// notH2 counts requests that did not arrive over HTTP/2.
+	notH2 atomic.Int64
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 2 {
+		u.notH2.Add(1)
+	}
 	_, _ = io.Copy(io.Discard, r.Body)
 	w.Header().Set("Content-Type", "text/event-stream")
 	rc := http.NewResponseController(w)
@@ -131,27 +148,38 @@ func goroutines(admin string) string {
 func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 
 // fdsPerStream is how many descriptors one held stream costs the process
-// that holds the most of them: this program has the client's connection
-// and the upstream's accepted one, toolgate its inbound and outbound ones.
-const fdsPerStream = 2
+// that holds the most of them. This program has the client's connection
+// and, over HTTP/1.1, the upstream's accepted one too; over h2 the
+// upstream's streams share a few connections. toolgate has its inbound
+// connection (and over HTTP/1.1 its outbound one), never more than this
+// program.
+func fdsPerStream(h2 bool) int {
+	if h2 {
+		return 1
+	}
+	return 2
+}
 
-// fdSpare covers everything else: listeners, the runtime, files, logs.
+// fdSpare covers everything else: listeners, the runtime, files, logs and
+// the few multiplexed upstream connections.
 const fdSpare = 512
 
-// raiseFileLimit sets the soft RLIMIT_NOFILE to what n streams need, and
-// the hard one too when it is lower and this process may raise it (root,
-// or CAP_SYS_RESOURCE). Setting it explicitly also makes os/exec hand the
-// raised limit to toolgate instead of the limit this program started with.
-func raiseFileLimit(n int) error {
-	need := uint64(n*fdsPerStream + fdSpare)
+// raiseFileLimit sets the soft RLIMIT_NOFILE to the hard one, and the hard
+// one too when it is below what n streams need and this process may raise
+// it (root, or CAP_SYS_RESOURCE). Setting it explicitly also makes os/exec
+// hand the raised limit to toolgate instead of the limit this program
+// started with.
+func raiseFileLimit(n, perStream int) error {
+	need := uint64(n*perStream + fdSpare)
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return fmt.Errorf("reading RLIMIT_NOFILE: %w", err)
 	}
-	if lim.Cur >= need {
+	if lim.Max >= need {
+		lim.Cur = lim.Max
 		return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
 	}
-	want := syscall.Rlimit{Cur: need, Max: max(lim.Max, need)}
+	want := syscall.Rlimit{Cur: need, Max: need}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
 		return fmt.Errorf("%d streams need %d open files in this program and in toolgate, but the hard RLIMIT_NOFILE is %d "+
 			"and raising it failed (%v): raise it (ulimit -Hn %d as root, LimitNOFILE= in a systemd unit, --ulimit nofile=%d:%d "+
@@ -160,7 +188,40 @@ func raiseFileLimit(n int) error {
 	return nil
 }
 
-func run(n int, timeout time.Duration, maxRSS float64) error {
+// startUpstream serves up on a loopback port: TLS with HTTP/2 when h2
+// (its certificate's PEM at the returned path), else plain HTTP/1.1. It
+// returns the URL toolgate's config names and counts the connections
+// accepted in conns.
+func startUpstream(up *upstream, dir string, h2 bool, conns *atomic.Int64) (*http.Server, string, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", "", err
+	}
+	srv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}}
+	if !h2 {
+		go func() { _ = srv.Serve(ln) }()
+		return srv, "http://" + ln.Addr().String(), "", nil
+	}
+	cert, caPath, err := loopbackCert(dir)
+	if err != nil {
+		ln.Close()
+		return nil, "", "", err
+	}
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	// 1,000 streams per connection: 10,000 held calls take about ten
+	// upstream connections, as a provider's would (the default, 250,
+	// works too, with four times as many).
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	return srv, "https://" + ln.Addr().String(), caPath, nil
+}
+
+func run(n int, timeout time.Duration, maxRSS float64, h2 bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	dir, bin, cleanup, err := proc.Workdir(ctx, "toolgate-rss-", false, "")
@@ -170,12 +231,11 @@ func run(n int, timeout time.Duration, maxRSS float64) error {
 	defer cleanup()
 
 	up := &upstream{release: make(chan struct{})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var upConns atomic.Int64
+	upSrv, upURL, caPath, err := startUpstream(up, dir, h2, &upConns)
 	if err != nil {
 		return err
 	}
-	upSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = upSrv.Serve(ln) }()
 	defer upSrv.Close()
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(up.release) }) }
@@ -189,13 +249,16 @@ func run(n int, timeout time.Duration, maxRSS float64) error {
 	if err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf("listen: %s\nadmin_listen: %s\nlog:\n  level: warn\nupstreams:\n  - name: scripted\n    url: http://%s\n",
-		listen, admin, ln.Addr())
+	cfg := fmt.Sprintf("listen: %s\nadmin_listen: %s\nlog:\n  level: warn\nupstreams:\n  - name: scripted\n    url: %s\n",
+		listen, admin, upURL)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
 	}
 	gate := exec.Command(bin, "serve", "--config", cfgPath)
+	if caPath != "" {
+		gate.Env = append(os.Environ(), "SSL_CERT_FILE="+caPath)
+	}
 	var gateLog bytes.Buffer
 	gate.Stderr = &gateLog
 	proc.SetParentDeathSignal(gate)
@@ -279,6 +342,14 @@ func run(n int, timeout time.Duration, maxRSS float64) error {
 	if failed.Load() > 0 || finished.Load() != int64(n) {
 		return fmt.Errorf("%d of %d streams did not end with the valid call and [DONE]; first: %v", failed.Load(), n, firstErr.Load())
 	}
+	proto := "HTTP/1.1"
+	if h2 {
+		proto = "TLS, HTTP/2"
+		if k := up.notH2.Load(); k > 0 {
+			return fmt.Errorf("%d of %d upstream requests did not arrive over HTTP/2", k, n)
+		}
+	}
+	fmt.Printf("  upstream (%s): %d connections for %d streams\n", proto, upConns.Load(), n)
 
 	fmt.Printf("  idle before streams:  VmRSS %s, VmHWM %s, threads %d\n", mib(idle["VmRSS"]), mib(idle["VmHWM"]), idle["Threads"])
 	fmt.Printf("  all %d held (open in %v): VmRSS %s, VmHWM %s, threads %d, goroutines %s\n",
