@@ -57,6 +57,7 @@ func main() {
 	streams := flag.Int("streams", 1000, "concurrent streaming requests")
 	timeout := flag.Duration("timeout", 0, "bound on the whole run (0: 60 s, plus 30 s per 1,000 streams over 1,000)")
 	maxRSS := flag.Float64("max-rss-mib", 0, "fail when toolgate's peak RSS (VmHWM) is above this many MiB (0: report only)")
+	bin := flag.String("toolgate", "", "use this toolgate binary instead of building one")
 	proto := flag.String("upstream", "h2", `how the scripted upstream speaks: "h2" (TLS with HTTP/2, as providers do) or "h1" (plain HTTP/1.1)`)
 	flag.Parse()
 	if *streams < 1 {
@@ -74,7 +75,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rss:", err)
 		os.Exit(1)
 	}
-	if err := run(*streams, *timeout, *maxRSS, *proto == "h2"); err != nil {
+	if err := run(*bin, *streams, *timeout, *maxRSS, *proto == "h2"); err != nil {
 		fmt.Fprintln(os.Stderr, "rss:", err)
 		os.Exit(1)
 	}
@@ -190,17 +191,21 @@ func raiseFileLimit(n, perStream int) error {
 
 // startUpstream serves up on a loopback port: TLS with HTTP/2 when h2
 // (its certificate's PEM at the returned path), else plain HTTP/1.1. It
-// returns the URL toolgate's config names and counts the connections
-// accepted in conns.
-func startUpstream(up *upstream, dir string, h2 bool, conns *atomic.Int64) (*http.Server, string, string, error) {
+// returns the URL toolgate's config names; conns counts the connections
+// accepted and open those open now.
+func startUpstream(up *upstream, dir string, h2 bool, conns, open *atomic.Int64) (*http.Server, string, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", "", err
 	}
 	srv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second,
 		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
+			switch s {
+			case http.StateNew:
 				conns.Add(1)
+				open.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				open.Add(-1)
 			}
 		}}
 	if !h2 {
@@ -221,18 +226,18 @@ func startUpstream(up *upstream, dir string, h2 bool, conns *atomic.Int64) (*htt
 	return srv, "https://" + ln.Addr().String(), caPath, nil
 }
 
-func run(n int, timeout time.Duration, maxRSS float64, h2 bool) error {
+func run(bin string, n int, timeout time.Duration, maxRSS float64, h2 bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	dir, bin, cleanup, err := proc.Workdir(ctx, "toolgate-rss-", false, "")
+	dir, bin, cleanup, err := proc.Workdir(ctx, "toolgate-rss-", false, bin)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 
 	up := &upstream{release: make(chan struct{})}
-	var upConns atomic.Int64
-	upSrv, upURL, caPath, err := startUpstream(up, dir, h2, &upConns)
+	var upConns, upOpen atomic.Int64
+	upSrv, upURL, caPath, err := startUpstream(up, dir, h2, &upConns, &upOpen)
 	if err != nil {
 		return err
 	}
@@ -328,6 +333,7 @@ func run(n int, timeout time.Duration, maxRSS float64, h2 bool) error {
 		return err
 	}
 	g := goroutines(admin)
+	openUp := upOpen.Load()
 
 	release()
 	wg.Wait()
@@ -338,6 +344,11 @@ func run(n int, timeout time.Duration, maxRSS float64, h2 bool) error {
 	var lim syscall.Rlimit
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
 	fmt.Printf("toolgate (pid %d), %d concurrent streaming chat requests, each holding a tool call (RLIMIT_NOFILE %d)\n", pid, n, lim.Cur)
+	fmt.Printf("  idle before streams:  VmRSS %s, VmHWM %s, threads %d\n", mib(idle["VmRSS"]), mib(idle["VmHWM"]), idle["Threads"])
+	fmt.Printf("  all %d held (open in %v): VmRSS %s, VmHWM %s, threads %d, goroutines %s\n",
+		n, openedIn.Round(time.Millisecond), mib(held["VmRSS"]), mib(held["VmHWM"]), held["Threads"], g)
+	fmt.Printf("  after all completed:  VmRSS %s, peak VmHWM %s\n", mib(after["VmRSS"]), mib(after["VmHWM"]))
+	fmt.Printf("  per held stream (VmHWM - idle VmRSS) / n: %.1f KiB\n", float64(after["VmHWM"]-idle["VmRSS"])/float64(n))
 	fmt.Printf("  errors: %d of %d streams\n", failed.Load(), n)
 	if failed.Load() > 0 || finished.Load() != int64(n) {
 		return fmt.Errorf("%d of %d streams did not end with the valid call and [DONE]; first: %v", failed.Load(), n, firstErr.Load())
@@ -349,13 +360,8 @@ func run(n int, timeout time.Duration, maxRSS float64, h2 bool) error {
 			return fmt.Errorf("%d of %d upstream requests did not arrive over HTTP/2", k, n)
 		}
 	}
-	fmt.Printf("  upstream (%s): %d connections for %d streams\n", proto, upConns.Load(), n)
+	fmt.Printf("  upstream (%s): %d connections open while all were held, %d accepted in all\n", proto, openUp, upConns.Load())
 
-	fmt.Printf("  idle before streams:  VmRSS %s, VmHWM %s, threads %d\n", mib(idle["VmRSS"]), mib(idle["VmHWM"]), idle["Threads"])
-	fmt.Printf("  all %d held (open in %v): VmRSS %s, VmHWM %s, threads %d, goroutines %s\n",
-		n, openedIn.Round(time.Millisecond), mib(held["VmRSS"]), mib(held["VmHWM"]), held["Threads"], g)
-	fmt.Printf("  after all completed:  VmRSS %s, peak VmHWM %s\n", mib(after["VmRSS"]), mib(after["VmHWM"]))
-	fmt.Printf("  per held stream (VmHWM - idle VmRSS) / n: %.1f KiB\n", float64(after["VmHWM"]-idle["VmRSS"])/float64(n))
 	fmt.Printf("  all %d streams ended with the valid call and [DONE]\n", n)
 	if peak := float64(after["VmHWM"]) / 1024; maxRSS > 0 && peak > maxRSS {
 		return fmt.Errorf("peak RSS %.1f MiB is above -max-rss-mib %.0f", peak, maxRSS)
@@ -382,17 +388,49 @@ func stream(ctx context.Context, client *http.Client, addr string, opened *atomi
 		return fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
 	br := bufio.NewReader(resp.Body)
-	got := make([]byte, len(head))
-	if _, err := io.ReadFull(br, got); err != nil || string(got) != head {
-		return fmt.Errorf("first event %q (%v), want the text delta", got, err)
+	first, err := nextEvent(br)
+	if err != nil || first != head {
+		return fmt.Errorf("first event %q (%v), want the text delta", first, err)
 	}
 	opened.Add(1)
-	tail, err := io.ReadAll(br)
-	if err != nil {
-		return err
+	var tail strings.Builder
+	for {
+		ev, err := nextEvent(br)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		tail.WriteString(ev)
 	}
-	if string(tail) != callStart+rest {
-		return fmt.Errorf("held part differs from the upstream's: %q", tail)
+	if tail.String() != callStart+rest {
+		return fmt.Errorf("held part differs from the upstream's: %q", tail.String())
 	}
 	return nil
+}
+
+// nextEvent reads one SSE event with its blank line, skipping comment
+// events: toolgate writes ": keepalive" while it holds a call, which every
+// SSE client ignores.
+func nextEvent(br *bufio.Reader) (string, error) {
+	for {
+		var ev strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				if err == io.EOF && (ev.Len() > 0 || line != "") {
+					err = io.ErrUnexpectedEOF
+				}
+				return ev.String() + line, err
+			}
+			ev.WriteString(line)
+			if line == "\n" {
+				break
+			}
+		}
+		if !strings.HasPrefix(ev.String(), ":") {
+			return ev.String(), nil
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -73,8 +74,8 @@ func TestRaiseFileLimitAboveTheHardLimit(t *testing.T) {
 func TestUpstreamSpeaksHTTP2ToToolgatesTransport(t *testing.T) {
 	up := &upstream{release: make(chan struct{})}
 	close(up.release)
-	var conns atomic.Int64
-	srv, url, caPath, err := startUpstream(up, t.TempDir(), true, &conns)
+	var conns, open atomic.Int64
+	srv, url, caPath, err := startUpstream(up, t.TempDir(), true, &conns, &open)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,5 +111,33 @@ func TestUpstreamSpeaksHTTP2ToToolgatesTransport(t *testing.T) {
 	}
 	if up.notH2.Load() != 0 || conns.Load() != 1 {
 		t.Fatalf("%d requests not over h2, %d connections for 3 requests; want 0 and 1", up.notH2.Load(), conns.Load())
+	}
+}
+
+func TestNextEventSkipsKeepaliveComments(t *testing.T) {
+	br := bufio.NewReader(strings.NewReader(head + ": keepalive\n\n" + callStart + ": keepalive\n\n" + "data: [DONE]\n\n"))
+	var got []string
+	for {
+		ev, err := nextEvent(br)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev)
+	}
+	if want := []string{head, callStart, "data: [DONE]\n\n"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+func TestNextEventReportsACutEvent(t *testing.T) {
+	br := bufio.NewReader(strings.NewReader(head + "data: {\"cut"))
+	if ev, err := nextEvent(br); err != nil || ev != head {
+		t.Fatalf("first event %q, %v", ev, err)
+	}
+	if _, err := nextEvent(br); err != io.ErrUnexpectedEOF {
+		t.Fatalf("cut event: %v, want io.ErrUnexpectedEOF", err)
 	}
 }
