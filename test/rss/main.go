@@ -58,6 +58,8 @@ func main() {
 	timeout := flag.Duration("timeout", 0, "bound on the whole run (0: 60 s, plus 30 s per 1,000 streams over 1,000)")
 	maxRSS := flag.Float64("max-rss-mib", 0, "fail when toolgate's peak RSS (VmHWM) is above this many MiB (0: report only)")
 	bin := flag.String("toolgate", "", "use this toolgate binary instead of building one")
+	opening := flag.Int("opening", 256, "most streams being opened at once (sent, text not yet back); 0: all at once")
+	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT for toolgate only, as a deployment sets it (e.g. 360MiB; empty: none)")
 	proto := flag.String("upstream", "h2", `how the scripted upstream speaks: "h2" (TLS with HTTP/2, as providers do) or "h1" (plain HTTP/1.1)`)
 	flag.Parse()
 	if *streams < 1 {
@@ -75,7 +77,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rss:", err)
 		os.Exit(1)
 	}
-	if err := run(*bin, *streams, *timeout, *maxRSS, *proto == "h2"); err != nil {
+	if err := run(*bin, *memLimit, *streams, *opening, *timeout, *maxRSS, *proto == "h2"); err != nil {
 		fmt.Fprintln(os.Stderr, "rss:", err)
 		os.Exit(1)
 	}
@@ -226,7 +228,7 @@ func startUpstream(up *upstream, dir string, h2 bool, conns, open *atomic.Int64)
 	return srv, "https://" + ln.Addr().String(), caPath, nil
 }
 
-func run(bin string, n int, timeout time.Duration, maxRSS float64, h2 bool) error {
+func run(bin, memLimit string, n, opening int, timeout time.Duration, maxRSS float64, h2 bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	dir, bin, cleanup, err := proc.Workdir(ctx, "toolgate-rss-", false, bin)
@@ -261,8 +263,12 @@ func run(bin string, n int, timeout time.Duration, maxRSS float64, h2 bool) erro
 		return err
 	}
 	gate := exec.Command(bin, "serve", "--config", cfgPath)
+	gate.Env = os.Environ()
 	if caPath != "" {
-		gate.Env = append(os.Environ(), "SSL_CERT_FILE="+caPath)
+		gate.Env = append(gate.Env, "SSL_CERT_FILE="+caPath)
+	}
+	if memLimit != "" {
+		gate.Env = append(gate.Env, "GOMEMLIMIT="+memLimit)
 	}
 	var gateLog bytes.Buffer
 	gate.Stderr = &gateLog
@@ -299,11 +305,26 @@ func run(bin string, n int, timeout time.Duration, maxRSS float64, h2 bool) erro
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	start := time.Now()
+	slots := make(chan struct{}, max(opening, 1))
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := stream(ctx, client, listen, &opened); err != nil {
+			release := func() {}
+			if opening > 0 {
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, ctx.Err().Error())
+					return
+				}
+				var once sync.Once
+				release = func() { once.Do(func() { <-slots }) }
+			}
+			defer release()
+			err := stream(ctx, client, listen, func() { opened.Add(1); release() })
+			if err != nil {
 				failed.Add(1)
 				firstErr.CompareAndSwap(nil, err.Error())
 				return
@@ -343,7 +364,15 @@ func run(bin string, n int, timeout time.Duration, maxRSS float64, h2 bool) erro
 	}
 	var lim syscall.Rlimit
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
-	fmt.Printf("toolgate (pid %d), %d concurrent streaming chat requests, each holding a tool call (RLIMIT_NOFILE %d)\n", pid, n, lim.Cur)
+	ramp := "all opened at once"
+	if opening > 0 {
+		ramp = fmt.Sprintf("at most %d opening at a time", opening)
+	}
+	limit := "no GOMEMLIMIT"
+	if memLimit != "" {
+		limit = "GOMEMLIMIT " + memLimit
+	}
+	fmt.Printf("toolgate (pid %d), %d concurrent streaming chat requests, each holding a tool call (%s; RLIMIT_NOFILE %d, %s)\n", pid, n, ramp, lim.Cur, limit)
 	fmt.Printf("  idle before streams:  VmRSS %s, VmHWM %s, threads %d\n", mib(idle["VmRSS"]), mib(idle["VmHWM"]), idle["Threads"])
 	fmt.Printf("  all %d held (open in %v): VmRSS %s, VmHWM %s, threads %d, goroutines %s\n",
 		n, openedIn.Round(time.Millisecond), mib(held["VmRSS"]), mib(held["VmHWM"]), held["Threads"], g)
@@ -371,7 +400,7 @@ func run(bin string, n int, timeout time.Duration, maxRSS float64, h2 bool) erro
 
 // stream makes one request, reports it open once the text has arrived
 // (before the upstream has finished), and checks the whole answer.
-func stream(ctx context.Context, client *http.Client, addr string, opened *atomic.Int64) error {
+func stream(ctx context.Context, client *http.Client, addr string, onOpen func()) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(request))
 	if err != nil {
 		return err
@@ -392,7 +421,7 @@ func stream(ctx context.Context, client *http.Client, addr string, opened *atomi
 	if err != nil || first != head {
 		return fmt.Errorf("first event %q (%v), want the text delta", first, err)
 	}
-	opened.Add(1)
+	onOpen()
 	var tail strings.Builder
 	for {
 		ev, err := nextEvent(br)
