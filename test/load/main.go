@@ -6,6 +6,7 @@
 //	go run ./test/load -json load.json      # also write every number as JSON
 //	go run ./test/load -duration 2s -reps 1 # quick look
 //	go run ./test/load -scenarios fixture-plain-c32,fixture-stream-c32,fixture-stream-c1
+//	go run ./test/load -scenarios fixture-plain-c32 -reps 1 -profile /tmp/prof  # toolgate's CPU and allocation profiles
 //
 // It builds toolgate from this checkout, then starts the servers as
 // separate processes: a mock Chat Completions upstream (this program with
@@ -118,6 +119,10 @@ func run() int {
 			return 2
 		}
 		o.profile = abs
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
 	}
 	switch {
 	case *profiled != "":
