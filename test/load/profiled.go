@@ -27,15 +27,37 @@ import (
 // serve's (JSON lines through a 256 KiB buffer flushed every second), so
 // the per-request line is in the profile at its real cost.
 func serveProfiled(config, dir string) int {
-	cfg, err := catalog.LoadConfig(config)
-	if err != nil {
+	stop := make(chan struct{})
+	go func() {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+		eof := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(eof)
+		}()
+		select {
+		case <-sigs:
+		case <-eof:
+		}
+		close(stop)
+	}()
+	if err := profileToolgate(config, dir, stop); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	return 0
+}
+
+// profileToolgate serves config, profiled into dir, until stop closes.
+func profileToolgate(config, dir string, stop <-chan struct{}) error {
+	cfg, err := catalog.LoadConfig(config)
+	if err != nil {
+		return err
+	}
 	level, err := zapcore.ParseLevel(cfg.Log.Level)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "log.level:", err)
-		return 1
+		return fmt.Errorf("log.level: %w", err)
 	}
 	sink := zapcore.Lock(zapcore.AddSync(struct{ io.Writer }{os.Stderr}))
 	ws := &zapcore.BufferedWriteSyncer{WS: sink, Size: 256 << 10, FlushInterval: time.Second}
@@ -43,43 +65,27 @@ func serveProfiled(config, dir string) int {
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionConfig().EncoderConfig), ws, level),
 		zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel), zap.ErrorOutput(sink))
 
-	// Every allocation sampled at the default rate is enough for
+	// Allocations are sampled at the default rate, which is enough for
 	// proportions; a rate of 1 would slow the allocator being measured.
 	cpu, err := os.Create(filepath.Join(dir, "cpu.prof"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	defer cpu.Close()
 	if err := pprof.StartCPUProfile(cpu); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	a, err := app.Start(config, app.Options{Logger: log})
 	if err != nil {
 		pprof.StopCPUProfile()
-		fmt.Fprintln(os.Stderr, "start:", err)
-		return 1
+		return fmt.Errorf("start: %w", err)
 	}
-	stop := make(chan struct{}, 1)
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop <- struct{}{}
-	}()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case <-sigs:
-	case <-stop:
-	}
+	<-stop
 	pprof.StopCPUProfile()
-	if err := writeAllocs(filepath.Join(dir, "allocs.prof")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = a.Shutdown(ctx)
-	return 0
+	return writeAllocs(filepath.Join(dir, "allocs.prof"))
 }
 
 func writeAllocs(path string) error {
