@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 FUZZTIME  ?= 2m
 
-.PHONY: build test unit node-deps fuzz bench load soak demo lint
+.PHONY: build test unit node-deps fuzz bench load load-profile rss rss10k soak demo lint
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/toolgate ./cmd/toolgate
@@ -46,6 +46,21 @@ lint:
 # Pass flags in LOADFLAGS, e.g. make load LOADFLAGS='-json load.json'.
 load:
 	$(GO) run ./test/load $(LOADFLAGS)
+
+# load-profile is the fixture scenarios once each with toolgate profiled:
+# PROFILEDIR/cpu.prof and allocs.prof (go tool pprof -top PROFILEDIR/cpu.prof).
+PROFILEDIR ?= /tmp/toolgate-load-profile
+load-profile:
+	$(GO) run ./test/load -scenarios fixture-plain-c32,fixture-stream-c32 -reps 1 -nginx off -profile $(PROFILEDIR) $(LOADFLAGS)
+
+# rss holds 1,000 streamed calls open in toolgate over a TLS/HTTP/2 upstream
+# and reports its peak RSS; rss10k is the 10,000-stream check against the
+# 400 MiB target (opt-in; it needs a hard RLIMIT_NOFILE of 10,512).
+rss:
+	$(GO) run ./test/rss $(RSSFLAGS)
+
+rss10k:
+	$(GO) run ./test/rss -streams 10000 -max-rss-mib 400 $(RSSFLAGS)
 
 # ---- container image and deploy/ -------------------------------------------
 # deploy/ is a Go module of its own (kustomize, Kubernetes API types and

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -256,5 +257,55 @@ func TestCatalogFormatsSetting(t *testing.T) {
 	_, err := Parse([]byte("upstreams:\n  - url: https://api.example.com\ncatalog:\n  formats: strict\n"), "config.yaml")
 	if err == nil || !strings.Contains(err.Error(), "catalog.formats") {
 		t.Errorf("formats strict: err = %v, want one naming catalog.formats", err)
+	}
+}
+
+// TestFixturePatternsTakeTheFastPath: every pattern of the load workload's
+// schemas runs on RE2, so judging that answer never pays for the
+// backtracking engine where RE2 gives the same answer.
+func TestFixturePatternsTakeTheFastPath(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "bench-fixture", "schema-*.json"))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("fixture schemas %v (%v), want 2", files, err)
+	}
+	var patterns []string
+	var collect func(v any)
+	collect = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if p, ok := e.(string); ok && k == "pattern" {
+					patterns = append(patterns, p)
+				}
+				collect(e)
+			}
+		case []any:
+			for _, e := range v {
+				collect(e)
+			}
+		}
+	}
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		if err := json.Unmarshal(text, &doc); err != nil {
+			t.Fatal(err)
+		}
+		collect(doc)
+	}
+	if len(patterns) != 5 {
+		t.Fatalf("found %d patterns in the fixture schemas, want 5: %q", len(patterns), patterns)
+	}
+	for _, p := range patterns {
+		re, err := compilePattern(p)
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		if _, ok := re.(*fastPattern); !ok {
+			t.Errorf("%q does not take the fast path", p)
+		}
 	}
 }

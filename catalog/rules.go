@@ -16,6 +16,7 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
 )
 
 // ruleCostLimit bounds one rule evaluation. A comparison costs 1 to 3 and a
@@ -49,6 +50,10 @@ var ruleEnv = sync.OnceValues(func() (*cel.Env, error) {
 // Calls are {id, tool, args} maps of the answer's other calls, History
 // {id, tool, args, result, is_error} maps of the conversation's earlier
 // calls, oldest first, as CELList builds them (or nil for none).
+//
+// The variables are gathered for the first rule a RuleVars is evaluated
+// with and kept for the call's other rules, so its fields must not change
+// after that, and one RuleVars serves one goroutine at a time.
 type RuleVars struct {
 	Tool            string
 	Args            any
@@ -56,7 +61,55 @@ type RuleVars struct {
 	History         any
 	HistoryComplete bool
 	Context         map[string]string
+
+	act *ruleActivation
 }
+
+// ruleActivation resolves a rule's variables by name. Given a map, cel-go
+// wraps it anew for every evaluation, and the map itself, the boxed tool
+// name and the empty defaults were allocated again for each rule.
+type ruleActivation struct {
+	args, tool, calls, history, historyComplete, context any
+}
+
+func (v *RuleVars) activation() *ruleActivation {
+	if v.act != nil {
+		return v.act
+	}
+	args := v.Args
+	if args == nil {
+		args = map[string]any{}
+	}
+	calls := v.Calls
+	if calls == nil {
+		calls = []any{}
+	}
+	v.act = &ruleActivation{args: args, tool: v.Tool, calls: calls, history: history(v.History),
+		historyComplete: v.HistoryComplete, context: orEmptyMap(v.Context)}
+	return v.act
+}
+
+// ResolveName implements interpreter.Activation.
+func (a *ruleActivation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "args":
+		return a.args, true
+	case "tool":
+		return a.tool, true
+	case "calls":
+		return a.calls, true
+	case "history":
+		return a.history, true
+	case "history_complete":
+		return a.historyComplete, true
+	case "context":
+		return a.context, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation: there is none.
+func (a *ruleActivation) Parent() interpreter.Activation { return nil }
 
 // MissingContextError reports a rule that read a context value the request
 // did not send. The rule fails closed: an unknown customer is not a match.
@@ -188,23 +241,15 @@ func (p celProgram) eval(ctx context.Context, v *RuleVars) (ok bool, err error) 
 			ok, err = false, fmt.Errorf("rule evaluation failed: %v", r)
 		}
 	}()
-	args := v.Args
-	if args == nil {
-		args = map[string]any{}
+	var out ref.Val
+	if ctx.Done() == nil {
+		// A context that can never end has nothing to interrupt, and
+		// ContextEval would set up the checks for it on every rule. The
+		// cost limit holds either way.
+		out, _, err = p.prg.Eval(v.activation())
+	} else {
+		out, _, err = p.prg.ContextEval(ctx, v.activation())
 	}
-	calls := v.Calls
-	if calls == nil {
-		calls = []any{}
-	}
-	vars := map[string]any{
-		"args":             args,
-		"tool":             v.Tool,
-		"calls":            calls,
-		"history":          history(v.History),
-		"history_complete": v.HistoryComplete,
-		"context":          orEmptyMap(v.Context),
-	}
-	out, _, err := p.prg.ContextEval(ctx, vars)
 	if err != nil {
 		return false, err
 	}

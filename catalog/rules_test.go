@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -186,5 +187,65 @@ func TestCELValueLeavesInputAlone(t *testing.T) {
 	}
 	if _, isNum := in.(map[string]any)["b"].(map[string]any)["c"].(json.Number); !isNum {
 		t.Error("caller's json.Number replaced")
+	}
+}
+
+// TestRuleVarsServeEveryRuleOfACall evaluates one RuleVars with several
+// rules, as a call with many rules is judged: each rule must read the same
+// variables, whichever rule came first, and a context value the request
+// did not send must still fail closed.
+func TestRuleVarsServeEveryRuleOfACall(t *testing.T) {
+	vars := &RuleVars{
+		Tool:            "refund",
+		Args:            CELValue(map[string]any{"amount": json.Number("40"), "order": "o-1"}),
+		Calls:           []any{map[string]any{"id": "c2", "tool": "lookup", "args": map[string]any{}}},
+		HistoryComplete: true,
+		Context:         map[string]string{"tenant": "acme"},
+	}
+	rules := []struct {
+		expr string
+		want bool
+	}{
+		{`tool == "refund"`, true},
+		{`args.amount == 40 && args.order == "o-1"`, true},
+		{`args.amount > 40`, false},
+		{`size(calls) == 1 && calls[0].tool == "lookup"`, true},
+		{`size(history) == 0 && history_complete`, true},
+		{`context.tenant == "acme"`, true},
+		{`context.tenant == "other"`, false},
+	}
+	for _, order := range [][]int{{0, 1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1, 0}} {
+		v := *vars
+		for _, i := range order {
+			r, err := NewRule(rules[i].expr, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.EvalVars(context.Background(), &v)
+			if err != nil || got != rules[i].want {
+				t.Errorf("%s: %v, %v; want %v", rules[i].expr, got, err, rules[i].want)
+			}
+		}
+		r, err := NewRule(`context.region == "eu"`, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var missing *MissingContextError
+		if ok, err := r.EvalVars(context.Background(), &v); ok || !errors.As(err, &missing) || missing.Key != "region" {
+			t.Errorf("missing context value: %v, %v", ok, err)
+		}
+	}
+}
+
+// TestRuleVarsWithoutValuesReadAsEmpty: a RuleVars with nothing but the
+// tool name gives rules empty args, calls, history and context, not
+// unbound variables.
+func TestRuleVarsWithoutValuesReadAsEmpty(t *testing.T) {
+	r, err := NewRule(`size(args) == 0 && size(calls) == 0 && size(history) == 0 && size(context) == 0 && !history_complete`, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.EvalVars(context.Background(), &RuleVars{Tool: "t"}); !ok || err != nil {
+		t.Fatalf("got %v, %v", ok, err)
 	}
 }

@@ -6,6 +6,7 @@
 //	go run ./test/load -json load.json      # also write every number as JSON
 //	go run ./test/load -duration 2s -reps 1 # quick look
 //	go run ./test/load -scenarios fixture-plain-c32,fixture-stream-c32,fixture-stream-c1
+//	go run ./test/load -scenarios fixture-plain-c32 -reps 1 -profile /tmp/prof  # toolgate's CPU and allocation profiles
 //
 // It builds toolgate from this checkout, then starts the servers as
 // separate processes: a mock Chat Completions upstream (this program with
@@ -87,12 +88,14 @@ type options struct {
 	maxRuntime time.Duration
 	keep       bool
 	nginx      string
+	profile    string
 }
 
 func run() int {
 	var o options
 	mock := flag.Bool("mock", false, "internal: serve the mock upstream")
 	bare := flag.String("bare", "", "internal: serve a bare reverse proxy to this URL")
+	profiled := flag.String("profiled-toolgate", "", "internal: run toolgate in this process on this config, profiled into -profile")
 	lifetime := flag.Duration("lifetime", 15*time.Minute, "internal: longest a -mock or -bare child runs")
 	flag.DurationVar(&o.duration, "duration", 4*time.Second, "length of each scenario run")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "warm-up per target before measuring")
@@ -105,9 +108,29 @@ func run() int {
 	flag.DurationVar(&o.maxRuntime, "max-runtime", 25*time.Minute, "hard limit on the whole run")
 	flag.StringVar(&o.nginx, "nginx", "auto", `nginx binary for the nginx target ("auto": nginx on PATH if any; "off": no nginx target)`)
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder (config, logs, binary)")
+	flag.StringVar(&o.profile, "profile", "", "run toolgate profiled: its CPU profile (cpu.prof) and allocation profile (allocs.prof) over the whole run go to this folder")
 	flag.Parse()
 
+	if o.profile != "" {
+		// The profiled child may not share this program's folder.
+		abs, err := filepath.Abs(o.profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		o.profile = abs
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
 	switch {
+	case *profiled != "":
+		if o.profile == "" {
+			fmt.Fprintln(os.Stderr, "-profiled-toolgate needs -profile")
+			return 2
+		}
+		return serveProfiled(*profiled, o.profile)
 	case *mock:
 		stats := &mockStats{}
 		return serveChild(mockHandler(stats), *lifetime, stats.connState)
@@ -340,7 +363,7 @@ func startTargets(ctx context.Context, o options, tmp, bin, nginxBin string) ([]
 		return nil, children, err
 	}
 	children = append(children, bare)
-	gate, gateAddr, err := startToolgate(ctx, bin, tmp, mockURL, o.logLevel)
+	gate, gateAddr, err := startToolgate(ctx, bin, tmp, mockURL, o)
 	if gate != nil {
 		children = append(children, gate)
 	}
@@ -435,7 +458,7 @@ func measure(ctx context.Context, d *driver, t target, sc scenario, dur time.Dur
 
 // startToolgate writes a config for the mock and runs toolgate serve on it,
 // waiting until /readyz says the config is loaded.
-func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*child, string, error) {
+func startToolgate(ctx context.Context, bin, dir, mockURL string, o options) (*child, string, error) {
 	listen, err := proc.FreeAddr()
 	if err != nil {
 		return nil, "", err
@@ -444,7 +467,7 @@ func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*ch
 	if err != nil {
 		return nil, "", err
 	}
-	cfg, err := toolgateConfig(listen, admin, mockURL, logLevel)
+	cfg, err := toolgateConfig(listen, admin, mockURL, o.logLevel)
 	if err != nil {
 		return nil, "", err
 	}
@@ -452,7 +475,16 @@ func startToolgate(ctx context.Context, bin, dir, mockURL, logLevel string) (*ch
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, "", err
 	}
-	c, err := startChild("toolgate", filepath.Join(dir, "toolgate.log"), false, bin, "serve", "--config", path)
+	args := []string{"serve", "--config", path}
+	if o.profile != "" {
+		// The profiled toolgate is this program (see profiled.go): the
+		// same server, wiring and logger, built with the profiler.
+		if bin, err = os.Executable(); err != nil {
+			return nil, "", err
+		}
+		args = []string{"-profiled-toolgate", path, "-profile", o.profile}
+	}
+	c, err := startChild("toolgate", filepath.Join(dir, "toolgate.log"), false, bin, args...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,21 +1,45 @@
 package main
 
 import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/httpx"
 )
 
-func TestRaiseFileLimitReachesWhatTheStreamsNeed(t *testing.T) {
-	if err := raiseFileLimit(10); err != nil {
+func TestRaiseFileLimitSetsTheSoftLimitToTheHardOne(t *testing.T) {
+	var before syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &before); err != nil {
+		t.Fatal(err)
+	}
+	if before.Max < 10*2+fdSpare {
+		t.Skipf("hard limit %d is below what 10 streams need", before.Max)
+	}
+	if before.Cur == before.Max && before.Cur > 1024 {
+		// Lower the soft limit (any process may) so raising it is seen.
+		low := syscall.Rlimit{Cur: 1024, Max: before.Max}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := raiseFileLimit(10, fdsPerStream(false)); err != nil {
 		t.Fatal(err)
 	}
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
 	}
-	if lim.Cur < 10*fdsPerStream+fdSpare {
-		t.Fatalf("soft limit %d after raising for 10 streams", lim.Cur)
+	if lim.Cur != lim.Max || lim.Max != before.Max {
+		t.Fatalf("limits %d/%d after raising, want the soft limit at the hard one, %d", lim.Cur, lim.Max, before.Max)
 	}
 }
 
@@ -28,16 +52,92 @@ func TestRaiseFileLimitAboveTheHardLimit(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
 		t.Skipf("cannot lower the file limit here: %v", err)
 	}
-	err := raiseFileLimit(1000)
+	err := raiseFileLimit(1000, fdsPerStream(true))
 	var lim syscall.Rlimit
 	if gerr := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); gerr != nil {
 		t.Fatal(gerr)
 	}
-	need := uint64(1000*fdsPerStream + fdSpare)
+	need := uint64(1000*fdsPerStream(true) + fdSpare)
 	switch {
 	case err == nil && lim.Cur < need:
 		t.Fatalf("no error, but the soft limit is %d of the %d needed", lim.Cur, need)
 	case err != nil && !strings.Contains(err.Error(), "hard RLIMIT_NOFILE is 200"):
 		t.Fatalf("error does not name the hard limit: %v", err)
+	}
+}
+
+// TestUpstreamSpeaksHTTP2ToToolgatesTransport starts the scripted upstream
+// as the 10,000-stream run does and reaches it with toolgate's own
+// upstream transport, trusting only the certificate the run hands
+// toolgate: the request must arrive over HTTP/2, so held streams share
+// connections instead of costing one descriptor each.
+func TestUpstreamSpeaksHTTP2ToToolgatesTransport(t *testing.T) {
+	up := &upstream{release: make(chan struct{})}
+	close(up.release)
+	var conns, open atomic.Int64
+	srv, url, caPath, err := startUpstream(up, t.TempDir(), true, &conns, &open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	pem, err := os.ReadFile(caPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("no certificate in " + caPath)
+	}
+	tr := httpx.NewTransport(5*time.Second, 5*time.Second)
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for range 3 {
+		resp, err := client.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(request))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("upstream answered over %s, want HTTP/2", resp.Proto)
+		}
+		if string(body) != head+callStart+rest {
+			t.Fatalf("body %q", body)
+		}
+	}
+	if up.notH2.Load() != 0 || conns.Load() != 1 {
+		t.Fatalf("%d requests not over h2, %d connections for 3 requests; want 0 and 1", up.notH2.Load(), conns.Load())
+	}
+}
+
+func TestNextEventSkipsKeepaliveComments(t *testing.T) {
+	br := bufio.NewReader(strings.NewReader(head + ": keepalive\n\n" + callStart + ": keepalive\n\n" + "data: [DONE]\n\n"))
+	var got []string
+	for {
+		ev, err := nextEvent(br)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev)
+	}
+	if want := []string{head, callStart, "data: [DONE]\n\n"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+func TestNextEventReportsACutEvent(t *testing.T) {
+	br := bufio.NewReader(strings.NewReader(head + "data: {\"cut"))
+	if ev, err := nextEvent(br); err != nil || ev != head {
+		t.Fatalf("first event %q, %v", ev, err)
+	}
+	if _, err := nextEvent(br); err != io.ErrUnexpectedEOF {
+		t.Fatalf("cut event: %v, want io.ErrUnexpectedEOF", err)
 	}
 }
