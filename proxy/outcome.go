@@ -147,18 +147,25 @@ func (x *exchange) conclude(status int, label string, decided bool) {
 func (x *exchange) headers(h http.Header) {
 	// Keys are written already canonical: Set would canonicalise each one
 	// on every answer.
-	h["X-Toolgate-Request-Id"] = []string{x.rid}
-	h["X-Toolgate-Catalog-Version"] = []string{x.rt.snap.Version}
+	// One backing array for every value, cut with full slice expressions
+	// so that a later append to one header cannot spill into the next: a
+	// []string literal per header was one allocation each.
+	vals := make([]string, 7)
+	vals[0], vals[1] = x.rid, x.rt.snap.Version
+	h["X-Toolgate-Request-Id"] = vals[0:1:1]
+	h["X-Toolgate-Catalog-Version"] = vals[1:2:2]
 	if x.out.escalationID != "" {
-		h["X-Toolgate-Escalation-Id"] = []string{x.out.escalationID}
+		vals[2] = x.out.escalationID
+		h["X-Toolgate-Escalation-Id"] = vals[2:3:3]
 	}
 	if !x.out.decided {
 		return
 	}
-	h["X-Toolgate-Outcome"] = []string{x.out.label}
-	h["X-Toolgate-Upstream-Calls"] = []string{strconv.Itoa(x.calls)}
-	h["X-Toolgate-Overhead-Ms"] = []string{millis(x.overhead())}
-	h["X-Toolgate-Usage"] = []string{x.usageJSON()}
+	vals[3], vals[4], vals[5], vals[6] = x.out.label, strconv.Itoa(x.calls), millis(x.overhead()), x.usageJSON()
+	h["X-Toolgate-Outcome"] = vals[3:4:4]
+	h["X-Toolgate-Upstream-Calls"] = vals[4:5:5]
+	h["X-Toolgate-Overhead-Ms"] = vals[5:6:6]
+	h["X-Toolgate-Usage"] = vals[6:7:7]
 }
 
 // millis formats d in milliseconds with three decimals ("0.042").
@@ -217,7 +224,13 @@ func (x *exchange) report() {
 	if x.req != nil {
 		model = x.req.Model
 	}
-	x.s.log.Info("request",
+	// Checked first: at log.level warn or above the fields and the slice
+	// holding them are not built at all.
+	ce := x.s.log.Check(zap.InfoLevel, "request")
+	if ce == nil {
+		return
+	}
+	ce.Write(
 		zap.String("request_id", x.rid),
 		zap.String("api", x.api.Name()),
 		zap.String("route", x.r.URL.Path),
