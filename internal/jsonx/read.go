@@ -95,6 +95,59 @@ func ParseObject(data []byte) (Object, error) {
 // ParseObjectInto is ParseObject reusing dst, so a caller
 // parsing many small objects can reuse one slice. The result aliases dst.
 func ParseObjectInto(dst Object, data []byte) (Object, error) {
+	if obj, ok := scanObject(dst, data); ok {
+		return obj, nil
+	}
+	return readObject(dst, data)
+}
+
+// scanObject is ParseObjectInto by the scanner (scan.go); ok is false for
+// a document it refuses.
+func scanObject(dst Object, data []byte) (Object, bool) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	obj := dst[:0]
+	for i = skipWS(data, i+1); ; {
+		if i < len(data) && data[i] == '}' && len(obj) == 0 {
+			i++
+			break
+		}
+		if i >= len(data) || data[i] != '"' {
+			return nil, false
+		}
+		end, err := skipString(data, i)
+		if err != nil {
+			return nil, false
+		}
+		key, ok := keyString(data[i:end])
+		if i = skipWS(data, end); !ok || i >= len(data) || data[i] != ':' {
+			return nil, false
+		}
+		i = skipWS(data, i+1)
+		vend, err := skipValue(data, i, 0)
+		if err != nil {
+			return nil, false
+		}
+		obj = append(obj, Field{Key: key, Value: data[i:vend]})
+		i = skipWS(data, vend)
+		if i < len(data) && data[i] == ',' {
+			i = skipWS(data, i+1)
+			continue
+		}
+		if i >= len(data) || data[i] != '}' {
+			return nil, false
+		}
+		i++
+		break
+	}
+	return obj, skipWS(data, i) == len(data)
+}
+
+// readObject is ParseObjectInto by jsontext, which says where a
+// document is malformed.
+func readObject(dst Object, data []byte) (Object, error) {
 	r := newReader(data)
 	defer r.release()
 	if err := r.open('{'); err != nil {
@@ -127,6 +180,47 @@ func ParseArray(data []byte) ([][]byte, error) {
 
 // parseArrayInto is ParseArray reusing dst.
 func parseArrayInto(dst [][]byte, data []byte) ([][]byte, error) {
+	if out, ok := scanArray(dst, data); ok {
+		return out, nil
+	}
+	return readArray(dst, data)
+}
+
+// scanArray is parseArrayInto by the scanner; ok is false for a document
+// it refuses.
+func scanArray(dst [][]byte, data []byte) ([][]byte, bool) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return nil, false
+	}
+	out := dst[:0]
+	for i = skipWS(data, i+1); ; {
+		if i < len(data) && data[i] == ']' && len(out) == 0 {
+			i++
+			break
+		}
+		end, err := skipValue(data, i, 0)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, data[i:end])
+		i = skipWS(data, end)
+		if i < len(data) && data[i] == ',' {
+			i = skipWS(data, i+1)
+			continue
+		}
+		if i >= len(data) || data[i] != ']' {
+			return nil, false
+		}
+		i++
+		break
+	}
+	return out, skipWS(data, i) == len(data)
+}
+
+// readArray is parseArrayInto by jsontext, which says where a document
+// is malformed.
+func readArray(dst [][]byte, data []byte) ([][]byte, error) {
 	r := newReader(data)
 	defer r.release()
 	if err := r.open('['); err != nil {
