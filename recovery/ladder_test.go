@@ -1116,7 +1116,6 @@ func TestWorse(t *testing.T) {
 	}
 }
 
-
 func TestSettingsFrom(t *testing.T) {
 	s := SettingsFrom(ladderSnapshot(t))
 	want := Settings{Strategy: "decision", RecoveryAttempts: 1, RepromptAttempts: 1, Threshold: 0.8, Shortlist: 20,
