@@ -43,31 +43,55 @@ type Metrics struct {
 // NewMetrics creates and registers the collectors on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Requests:       counterVec("toolgate_requests_total", "Validated requests by API and outcome.", "api", "outcome"),
-		ToolCalls:      counterVec("toolgate_tool_calls_total", "Tool calls in upstream answers, by verdict.", "api", "catalog_version", "tool", "result"),
-		Hallucinations: counterVec("toolgate_hallucinations_total", "Calls to tools that do not exist.", "api", "catalog_version"),
-		Recoveries:     counterVec("toolgate_recoveries_total", "Repair attempts by strategy and result.", "catalog_version", "strategy", "result"),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_requests_total", Help: "Validated requests by API and outcome.",
+		}, []string{"api", "outcome"}),
+		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_tool_calls_total", Help: "Tool calls in upstream answers, by verdict.",
+		}, []string{"api", "catalog_version", "tool", "result"}),
+		Hallucinations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_hallucinations_total", Help: "Calls to tools that do not exist.",
+		}, []string{"api", "catalog_version"}),
+		Recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_recoveries_total", Help: "Repair attempts by strategy and result.",
+		}, []string{"catalog_version", "strategy", "result"}),
 		RecoveryConf: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "toolgate_recovery_confidence", Help: "Confidence of recovery decisions.",
 			Buckets: prometheus.LinearBuckets(0.1, 0.1, 10),
 		}),
-		Escalations: counterVec("toolgate_escalations_total", "Escalations by reason.", "catalog_version", "reason"),
+		Escalations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_escalations_total", Help: "Escalations by reason.",
+		}, []string{"catalog_version", "reason"}),
 		UpstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "toolgate_upstream_duration_seconds", Help: "Upstream call time until the answer is read.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160},
 		}, []string{"api", "kind"}),
-		UpstreamTokens: counterVec("toolgate_upstream_tokens_total", "Tokens reported by the upstream.", "api", "kind", "type"),
+		UpstreamTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_upstream_tokens_total", Help: "Tokens reported by the upstream.",
+		}, []string{"api", "kind", "type"}),
 		AddedLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "toolgate_added_latency_seconds", Help: "Time spent in toolgate per request, upstream waits excluded.",
 			// From 10µs to ~1.3s: the hot path is tens of microseconds.
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 18),
 		}, []string{"api"}),
-		Unvalidated:   counterVec("toolgate_unvalidated_total", "Requests, answers or tool calls toolgate could not judge in full, by reason.", "reason"),
-		CatalogInfo:   gaugeVec("toolgate_catalog_info", "The live catalog version (value 1).", "catalog_version"),
-		CatalogTools:  gaugeVec("toolgate_catalog_tools", "Tools in the live catalog.", "catalog_version"),
-		ConfigReloads: counterVec("toolgate_config_reloads_total", "Config reloads by result.", "result"),
-		SinkDropped:   counterVec("toolgate_sink_dropped_total", "Escalation records a sink dropped.", "sink"),
-		SinkFailures:  counterVec("toolgate_sink_failures_total", "Failed escalation deliveries (retried or not).", "sink"),
+		Unvalidated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_unvalidated_total", Help: "Requests, answers or tool calls toolgate could not judge in full, by reason.",
+		}, []string{"reason"}),
+		CatalogInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "toolgate_catalog_info", Help: "The live catalog version (value 1).",
+		}, []string{"catalog_version"}),
+		CatalogTools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "toolgate_catalog_tools", Help: "Tools in the live catalog.",
+		}, []string{"catalog_version"}),
+		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_config_reloads_total", Help: "Config reloads by result.",
+		}, []string{"result"}),
+		SinkDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_sink_dropped_total", Help: "Escalation records a sink dropped.",
+		}, []string{"sink"}),
+		SinkFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_sink_failures_total", Help: "Failed escalation deliveries (retried or not).",
+		}, []string{"sink"}),
 		PanicsRecovered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "toolgate_panics_total", Help: "Handler panics turned into 502 answers.",
 		}),
@@ -75,14 +99,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_stream_held_events", Help: "Events held back per stream while calls were validated.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 		}),
-		ValidatorRequests: counterVec("toolgate_validator_requests_total", "Calls to the operator's validators by result.", "validator", "result"),
+		ValidatorRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_validator_requests_total", Help: "Calls to the operator's validators by result.",
+		}, []string{"validator", "result"}),
 		ValidatorDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "toolgate_validator_duration_seconds", Help: "Time of one validator call, until its answer is read or it fails.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 		}, []string{"validator"}),
-		RouteRefusals: counterVec("toolgate_route_refusals_total", "Requests the path guard refused, by reason.", "reason"),
-		MCPOutput:     counterVec("toolgate_mcp_output_violations_total", "MCP tool results whose structuredContent failed the outputSchema, replaced by error results.", "catalog_version", "tool"),
+		RouteRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_route_refusals_total", Help: "Requests the path guard refused, by reason.",
+		}, []string{"reason"}),
+		MCPOutput: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_mcp_output_violations_total", Help: "MCP tool results whose structuredContent failed the outputSchema, replaced by error results.",
+		}, []string{"catalog_version", "tool"}),
 	}
+	m.register(reg)
+	return m
+}
+
+// register registers every collector and creates the refusal series at
+// zero.
+func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
@@ -90,15 +127,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range refusalReasons {
 		m.RouteRefusals.WithLabelValues(string(r))
 	}
-	return m
-}
-
-func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-}
-
-func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }
 
 // initValidators creates each validator's series at zero, so that rate()
