@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/openaiwire"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -82,6 +83,12 @@ func (x *exchange) writeFailure(f neutral.Failure) {
 	x.headers(x.w.Header())
 	writeFailure(x.w, f, x.cd.EncodeError(f))
 	x.report()
+}
+
+// writeOpenAIFailure answers with f in OpenAI's envelope: where no API's
+// codec speaks (before the route is known, and on pass-through routes).
+func writeOpenAIFailure(w http.ResponseWriter, f neutral.Failure) {
+	writeFailure(w, f, openaiwire.Error(f))
 }
 
 // writeFailure writes f's status and its body in a route's envelope.

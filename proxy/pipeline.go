@@ -216,11 +216,8 @@ func (x *exchange) foldedKey(data []byte) bool {
 // parseAnswer decodes a whole upstream answer. An error means it cannot
 // be read, or (enforce mode) holds a call no agent could answer.
 func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
-	switch {
-	case !utf8.Valid(answer):
-		return nil, errNotUTF8
-	case x.foldedKey(answer):
-		return nil, errFoldedKey
+	if err := x.readable(answer); err != nil {
+		return nil, err
 	}
 	resp, err := x.cd.DecodeAnswer(answer)
 	if err != nil {
@@ -230,6 +227,19 @@ func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 		return nil, errNoCallID
 	}
 	return resp, nil
+}
+
+// readable refuses an answer whose bytes could be read one way by toolgate
+// and another by the agent: not UTF-8, or a key that folds onto a
+// protocol key. The first answer and every re-query's are held to it.
+func (x *exchange) readable(answer []byte) error {
+	switch {
+	case !utf8.Valid(answer):
+		return errNotUTF8
+	case x.foldedKey(answer):
+		return errFoldedKey
+	}
+	return nil
 }
 
 // refuseAnswer answers an upstream answer toolgate cannot judge: it is
@@ -330,13 +340,9 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		// client's retry may well not meet again.
 		return nil, transportFailure(err)
 	}
-	// A re-query's calls go to the client as repairs: they are held to
-	// what the first answer is held to.
-	switch {
-	case !utf8.Valid(answer):
-		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errNotUTF8)
-	case x.foldedKey(answer):
-		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, errFoldedKey)
+	// A re-query's calls go to the client as repairs.
+	if err := x.readable(answer); err != nil {
+		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
 	}
 	resp, err := x.cd.DecodeAnswer(answer)
 	if err != nil || len(resp.Choices) == 0 {
@@ -449,9 +455,6 @@ func (x *exchange) fail(err error) {
 	if x.r.Context().Err() != nil {
 		return
 	}
-	f := classify(err, false)
-	if f.Code == neutral.CodeUpstream {
-		x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(withoutURL(err)))
-	}
-	x.writeFailure(f)
+	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(withoutURL(err)))
+	x.writeFailure(classify(err, false))
 }

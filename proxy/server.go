@@ -28,7 +28,6 @@ import (
 	"github.com/toolgate/toolgate/proxy/gemini"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/openaichat"
-	"github.com/toolgate/toolgate/proxy/openaiwire"
 	"github.com/toolgate/toolgate/proxy/responses"
 	"github.com/toolgate/toolgate/recovery"
 )
@@ -271,13 +270,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				// connection makes the client's SDK report a failure.
 				panic(http.ErrAbortHandler)
 			}
-			f := panicFailure(rid)
-			writeFailure(w, f, openaiwire.Error(f))
+			writeOpenAIFailure(w, panicFailure(rid))
 		}
 	}()
 	rt := s.rt.Load()
 	if !checkInbound(r.Header, rt.snap.Secrets.InboundTokens) {
-		writeFailure(w, authFailure, openaiwire.Error(authFailure))
+		writeOpenAIFailure(w, authFailure)
 		return
 	}
 	ctx := withRequestID(r.Context(), rid)
@@ -352,15 +350,13 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 		ErrorLog:      zap.NewStdLog(s.log),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(withoutURL(err)))
-			f := classify(err, false)
-			writeFailure(w, f, openaiwire.Error(f))
+			writeOpenAIFailure(w, classify(err, false))
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes)
 		if err != nil {
-			f := classify(err, false)
-			writeFailure(w, f, openaiwire.Error(f))
+			writeOpenAIFailure(w, classify(err, false))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -40,7 +40,6 @@ type oracle struct {
 	indexOf map[int]int // block index -> call position
 	starts  [][]byte
 	concat  [][]byte
-	blocks  int
 }
 
 func (o *oracle) accept(ev *sse.Event) {

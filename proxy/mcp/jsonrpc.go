@@ -62,8 +62,6 @@ type rpcError struct {
 // cannot exhaust the stack of any decoder after it.
 const maxDepth = 128
 
-var errDuplicateKey = errors.New("duplicate key")
-
 // parseBody reads a POST body: one message or, where batches are allowed,
 // an array of them. A body that is not JSON is a parse error for the whole
 // body; an element that is JSON but not a message gets its own error and
