@@ -396,13 +396,16 @@ type heldEvents struct {
 	// only the data that is not one line of its event's raw bytes.
 	buf, data []byte
 	size      int64
+	pooled    *heldStore
+	lastName  string
 }
 
 // add copies ev and returns how many bytes are held since the last reset.
 func (h *heldEvents) add(ev *sse.Event) int64 {
 	h.size += int64(len(ev.Raw))
-	if h.buf == nil {
-		h.buf = getHeldBuf()
+	if h.pooled == nil {
+		h.pooled = heldStores.Get().(*heldStore)
+		h.buf, h.data, h.events = h.pooled.buf[:0], h.pooled.data[:0], h.pooled.events[:0]
 	}
 	// Slices into a buffer that grows keep the old array, whose bytes do
 	// not change.
@@ -420,7 +423,7 @@ func (h *heldEvents) add(ev *sse.Event) int64 {
 		h.data = append(h.data, ev.Data...)
 		data = h.data[dstart:len(h.data):len(h.data)]
 	}
-	h.events = append(h.events, neutral.HeldEvent{Raw: raw, Event: string(ev.Event), Data: data})
+	h.events = append(h.events, neutral.HeldEvent{Raw: raw, Event: h.name(ev.Event), Data: data})
 	return h.size
 }
 
@@ -430,7 +433,35 @@ func (h *heldEvents) reset() {
 	h.events, h.buf, h.data, h.size = h.events[:0], h.buf[:0], h.data[:0], 0
 }
 
-func (h *heldEvents) free() { putHeldBuf(h.buf) }
+// free returns the buffers to the pool. Every slice of them is dead once
+// serveStream returns: adapters copy what they keep from events as they
+// are fed, and Encode's output is written before the return.
+func (h *heldEvents) free() {
+	st := h.pooled
+	if st == nil {
+		return
+	}
+	h.pooled = nil
+	// An unusually long held answer's buffers stay out of the pool, so one
+	// large answer does not pin its memory.
+	if cap(h.buf) > maxPooledHeld || cap(h.data) > maxPooledHeld || cap(h.events) > maxPooledEvents {
+		return
+	}
+	// The stale entries would otherwise keep older, outgrown arrays alive.
+	clear(h.events[:cap(h.events)])
+	st.buf, st.data, st.events = h.buf[:0], h.data[:0], h.events[:0]
+	heldStores.Put(st)
+}
+
+// name is an event's name as a string. A stream names most of its events
+// alike (content_block_delta, response.output_text.delta), so a name equal
+// to the last one reuses its string instead of allocating.
+func (h *heldEvents) name(b []byte) string {
+	if string(b) != h.lastName {
+		h.lastName = string(b)
+	}
+	return h.lastName
+}
 
 // readers recycles stream readers with their buffers. Events alias a
 // reader's buffer, and adapters copy what they keep of them, so nothing
@@ -451,32 +482,23 @@ func putReader(rd *sse.Reader) {
 	readers.Put(rd)
 }
 
-// heldBufs recycles the buffers held events are copied into. Every slice
-// of one is dead once serveStream returns: adapters copy what they keep
-// from events as they are fed, and Render's output is written before the
-// return.
-var heldBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledHeld keeps the buffer of an unusually long held answer out of
-// the pool, so one large answer does not pin its memory.
-const maxPooledHeld = 256 << 10
-
-func getHeldBuf() []byte {
-	b := *heldBufs.Get().(*[]byte)
-	if b == nil {
-		b = make([]byte, 0, 4<<10)
-	}
-	return b[:0]
+// heldStore is the set of arrays one stream's held events live in; it is
+// recycled whole, so a stream that holds its answer allocates nothing for
+// the holding in the steady state.
+type heldStore struct {
+	buf, data []byte
+	events    []neutral.HeldEvent
 }
 
-func putHeldBuf(b []byte) {
-	if b == nil || cap(b) > maxPooledHeld {
-		return
-	}
-	p := new([]byte)
-	*p = b[:0]
-	heldBufs.Put(p)
-}
+// A new store starts empty: append sizes it to what the first stream holds
+// (a few events while a call is held open), and the pool keeps what it
+// grew to for the streams after.
+var heldStores = sync.Pool{New: func() any { return new(heldStore) }}
+
+const (
+	maxPooledHeld   = 256 << 10
+	maxPooledEvents = 4 << 10
+)
 
 // drainWait bounds how long a finished stream waits for the upstream's end
 // of body after its terminal event.
