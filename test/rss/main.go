@@ -54,6 +54,13 @@ import (
 )
 
 func main() {
+	if os.Getenv(bareEnv) != "" {
+		if err := serveBare(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	streams := flag.Int("streams", 1000, "concurrent streaming requests")
 	timeout := flag.Duration("timeout", 0, "bound on the whole run (0: 60 s, plus 30 s per 1,000 streams over 1,000)")
 	maxRSS := flag.Float64("max-rss-mib", 0, "fail when toolgate's peak RSS (VmHWM) is above this many MiB (0: report only)")
@@ -61,7 +68,18 @@ func main() {
 	opening := flag.Int("opening", 256, "most streams being opened at once (sent, text not yet back); 0: all at once")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT for toolgate only, as a deployment sets it (e.g. 360MiB; empty: none)")
 	proto := flag.String("upstream", "h2", `how the scripted upstream speaks: "h2" (TLS with HTTP/2, as providers do) or "h1" (plain HTTP/1.1)`)
+	bare := flag.Bool("bare", false, "hold the streams in a bare httputil.ReverseProxy instead of toolgate: the floor of any proxy on net/http")
 	flag.Parse()
+	if *bare {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rss:", err)
+			os.Exit(1)
+		}
+		*bin = self
+		// The child inherits the environment, and serves the bare proxy.
+		os.Setenv(bareEnv, "1")
+	}
 	if *streams < 1 {
 		fmt.Fprintln(os.Stderr, "rss: -streams must be ≥ 1")
 		os.Exit(2)
@@ -372,7 +390,11 @@ func run(bin, memLimit string, n, opening int, timeout time.Duration, maxRSS flo
 	if memLimit != "" {
 		limit = "GOMEMLIMIT " + memLimit
 	}
-	fmt.Printf("toolgate (pid %d), %d concurrent streaming chat requests, each holding a tool call (%s; RLIMIT_NOFILE %d, %s)\n", pid, n, ramp, lim.Cur, limit)
+	name := "toolgate"
+	if os.Getenv(bareEnv) != "" {
+		name = "bare httputil.ReverseProxy"
+	}
+	fmt.Printf("%s (pid %d), %d concurrent streaming chat requests, each holding a tool call (%s; RLIMIT_NOFILE %d, %s)\n", name, pid, n, ramp, lim.Cur, limit)
 	fmt.Printf("  idle before streams:  VmRSS %s, VmHWM %s, threads %d\n", mib(idle["VmRSS"]), mib(idle["VmHWM"]), idle["Threads"])
 	fmt.Printf("  all %d held (open in %v): VmRSS %s, VmHWM %s, threads %d, goroutines %s\n",
 		n, openedIn.Round(time.Millisecond), mib(held["VmRSS"]), mib(held["VmHWM"]), held["Threads"], g)
