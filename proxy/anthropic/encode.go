@@ -139,7 +139,11 @@ func errorEnvelope(inner jsonx.Object) []byte {
 // Anthropic's envelope, typed with the error type Anthropic documents for
 // the status, so an SDK raises the same exception class it would for the
 // API itself; toolgate's own code rides along in "code".
-func (c *codec) EncodeError(f neutral.Failure) []byte {
+func (c *codec) EncodeError(f neutral.Failure) []byte { return failureEnvelope(f) }
+
+// failureEnvelope is the error object of a plain answer and of a stream's
+// error event alike, so an SDK classes a failure the same either way.
+func failureEnvelope(f neutral.Failure) []byte {
 	return errorEnvelope(jsonx.Object{
 		{Key: "type", Value: jsonx.String(errorType(f))},
 		{Key: "code", Value: jsonx.String(string(f.Code))},

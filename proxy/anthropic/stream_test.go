@@ -531,9 +531,13 @@ func TestStreamRejectsUnreadableEvents(t *testing.T) {
 func TestStreamErrorEvent(t *testing.T) {
 	st := newCodec().NewStream()
 	got := string(st.ErrorEvent(neutral.Failure{Status: 502, Code: neutral.CodeUpstream, Message: "the upstream went away"}, nil))
-	want := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"upstream_error\",\"message\":\"the upstream went away\"}}\n\n"
+	want := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"code\":\"upstream_error\",\"message\":\"the upstream went away\"}}\n\n"
 	if got != want {
 		t.Errorf("got %q", got)
+	}
+	got = string(st.ErrorEvent(neutral.Failure{Status: 504, Code: neutral.CodeUpstreamTimeout, Message: "m"}, nil))
+	if !strings.Contains(got, `"error":{"type":"timeout_error","code":"`+string(neutral.CodeUpstreamTimeout)+`"`) {
+		t.Errorf("a timed-out stream's error event is not typed timeout_error: %q", got)
 	}
 	esc := &neutral.Escalated{ID: "esc_2", Code: "unknown_tool", Body: []byte(`{"id":"esc_2"}`), Text: "t"}
 	got = string(st.ErrorEvent(neutral.Failure{Code: neutral.CodeInternal, Message: "not this"}, esc))

@@ -9,18 +9,13 @@ import (
 )
 
 // ErrorEvent implements api.Stream: an `error` event, which the Anthropic
-// SDKs raise as an API error. The stream needs no terminator after it.
+// SDKs raise as an API error, typed as a plain answer's error would be.
+// The stream needs no terminator after it.
 func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
-	var body []byte
 	if esc != nil {
-		body = escalationEnvelope(esc)
-	} else {
-		body = errorEnvelope(jsonx.Object{
-			{Key: "type", Value: jsonx.String(string(f.Code))},
-			{Key: "message", Value: jsonx.String(f.Message)},
-		})
+		return sse.AppendEvent(nil, "error", escalationEnvelope(esc))
 	}
-	return sse.AppendEvent(nil, "error", body)
+	return sse.AppendEvent(nil, "error", failureEnvelope(f))
 }
 
 // Encode implements api.Stream. Held events that carry nothing that changed
