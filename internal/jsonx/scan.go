@@ -18,12 +18,7 @@ const maxDepth = 10000
 func skipString(d []byte, i int) (int, error) {
 	i++
 	for i < len(d) {
-		// Most string bytes need no decision: run over them with one
-		// table load each before looking at the rare ones.
-		for i < len(d) && plainByte[d[i]] {
-			i++
-		}
-		if i >= len(d) {
+		if i = stringStop(d, i); i >= len(d) {
 			break
 		}
 		c := d[i]

@@ -169,37 +169,16 @@ func skipWS(d []byte, i int) int {
 }
 
 // closingQuote returns the index of the quote that ends the string opening
-// at start, or -1. A quote ends it when an even number of backslashes
-// precede it.
+// at start, or -1.
 func closingQuote(d []byte, start int) int {
-	j := start + 1
-	// Keys and most values are short: a plain loop finds their end before
-	// IndexByte would have set up.
-	for stop := min(j+16, len(d)); j < stop; j++ {
-		switch d[j] {
-		case '"':
-			return j
-		case '\\':
-			j++
-		}
-	}
-	if j >= len(d) {
-		return -1
-	}
-	for {
-		e := bytes.IndexByte(d[j:], '"')
-		if e < 0 {
+	for j := start + 1; ; j += 2 {
+		if j = quoteOrEscape(d, j); j >= len(d) {
 			return -1
 		}
-		j += e
-		n := 0
-		for b := j - 1; b > start && d[b] == '\\'; b-- {
-			n++
-		}
-		if n%2 == 0 {
+		if d[j] == '"' {
 			return j
 		}
-		j++
+		// A backslash: the byte after it is escaped, whatever it is.
 	}
 }
 
