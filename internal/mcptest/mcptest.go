@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,12 +31,16 @@ const Catalog = `catalog:
       policy: confirm
 `
 
-// Wire records the requests an MCP server received and its answers.
+// Wire records the requests an MCP server received and its answers. A
+// request is recorded before it is served, so a client that has its answer
+// finds it counted; its answer is complete only once the server returns,
+// and Answer waits for that.
 type Wire struct {
 	mu      sync.Mutex
 	methods []string
 	bodies  [][]byte
 	answers [][]byte
+	served  []chan struct{}
 	headers []http.Header
 }
 
@@ -53,7 +58,23 @@ func (w *Wire) Count(method string) int {
 }
 
 // Answer is the server's answer to the first request carrying method.
-func (w *Wire) Answer(method string) []byte { return w.first(method, w.answers) }
+func (w *Wire) Answer(method string) []byte {
+	w.mu.Lock()
+	i := w.index(method)
+	if i < 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	served := w.served[i]
+	w.mu.Unlock()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.answers[i]
+}
 
 // Headers are the headers of every request the server received, in order.
 func (w *Wire) Headers() []http.Header {
@@ -63,17 +84,42 @@ func (w *Wire) Headers() []http.Header {
 }
 
 // Body is the first request body carrying method.
-func (w *Wire) Body(method string) []byte { return w.first(method, w.bodies) }
-
-func (w *Wire) first(method string, of [][]byte) []byte {
+func (w *Wire) Body(method string) []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i, x := range w.methods {
-		if x == method {
-			return of[i]
-		}
+	if i := w.index(method); i >= 0 {
+		return w.bodies[i]
 	}
 	return nil
+}
+
+func (w *Wire) index(method string) int {
+	for i, x := range w.methods {
+		if x == method {
+			return i
+		}
+	}
+	return -1
+}
+
+// record adds a request about to be served and returns its place.
+func (w *Wire) record(method string, body []byte, h http.Header) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.methods = append(w.methods, method)
+	w.bodies = append(w.bodies, body)
+	w.answers = append(w.answers, nil)
+	w.served = append(w.served, make(chan struct{}))
+	w.headers = append(w.headers, h)
+	return len(w.methods) - 1
+}
+
+// answered stores the answer to the request at i.
+func (w *Wire) answered(i int, answer []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.answers[i] = answer
+	close(w.served[i])
 }
 
 type teeWriter struct {
@@ -133,13 +179,9 @@ func (o *Orders) serve(w http.ResponseWriter, r *http.Request) {
 	o.mu.Lock()
 	h := o.h
 	o.mu.Unlock()
+	i := o.Wire.record(method, body, r.Header.Clone())
 	h.ServeHTTP(tw, r)
-	o.Wire.mu.Lock()
-	o.Wire.methods = append(o.Wire.methods, method)
-	o.Wire.bodies = append(o.Wire.bodies, body)
-	o.Wire.answers = append(o.Wire.answers, tw.buf.Bytes())
-	o.Wire.headers = append(o.Wire.headers, r.Header.Clone())
-	o.Wire.mu.Unlock()
+	o.Wire.answered(i, tw.buf.Bytes())
 }
 
 // Forget replaces the SDK's handler, which forgets every session: the next
