@@ -7,11 +7,13 @@ package test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -376,6 +378,8 @@ func TestSchemaGeneratedCorpus(t *testing.T) {
 	}
 }
 
+var uncompilableRuns atomic.Int64
+
 // TestSchemaUncompilableRequestTool: a request tool whose schema toolgate
 // cannot compile (a remote $ref, an invalid pattern) stays a real tool:
 // calls with an object pass unchanged on every API, plain and streamed,
@@ -386,9 +390,12 @@ func TestSchemaUncompilableRequestTool(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	rig := newSchemaRig(t, "", app.Options{Logger: zap.New(core)})
 	counter := rig.g.App.Metrics.Unvalidated.WithLabelValues("schema_uncompilable")
+	// The "logged once" memory is the process's: a $comment of this run's
+	// own makes these schemas new to it under go test -count=N too.
+	run := fmt.Sprintf(`"$comment":"run %d",`, uncompilableRuns.Add(1))
 	schemas := map[string]json.RawMessage{
-		"remote ref":    json.RawMessage(`{"type":"object","properties":{"order":{"$ref":"https://schemas.example.com/order.json"}}}`),
-		"invalid regex": json.RawMessage(`{"type":"object","properties":{"v":{"type":"string","pattern":"(unclosed"}}}`),
+		"remote ref":    json.RawMessage(`{` + run + `"type":"object","properties":{"order":{"$ref":"https://schemas.example.com/order.json"}}}`),
+		"invalid regex": json.RawMessage(`{` + run + `"type":"object","properties":{"v":{"type":"string","pattern":"(unclosed"}}}`),
 	}
 	calls := 0
 	for name, schema := range schemas {
