@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/baseline"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -125,30 +126,6 @@ func mockHandler(answer, stream []byte) http.HandlerFunc {
 	}
 }
 
-// bareProxy is the baseline: a plain ReverseProxy that, like toolgate,
-// reads the inbound body first, since giving the live body to the transport
-// can truncate answers (golang/go#40747), and flushes every write.
-func bareProxy(target *url.URL) http.Handler {
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Host = ""
-		},
-		Transport:     &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 256, ForceAttemptHTTP2: true},
-		FlushInterval: -1,
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, "bad body", http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		rp.ServeHTTP(w, r)
-	})
-}
-
 // discardLogger is the production JSON logger of cmd/toolgate writing
 // nowhere.
 func discardLogger() *zap.Logger {
@@ -190,7 +167,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	e.gate = httptest.NewServer(srv)
 	b.Cleanup(e.gate.Close)
 	target, _ := url.Parse(e.mock.URL)
-	e.bare = httptest.NewServer(bareProxy(target))
+	e.bare = httptest.NewServer(baseline.Proxy(target))
 	b.Cleanup(e.bare.Close)
 	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 512, DisableCompression: true}
 	e.client = &http.Client{Transport: tr}

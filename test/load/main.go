@@ -69,6 +69,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/baseline"
 	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
@@ -140,7 +141,7 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "-bare needs an upstream URL")
 			return 2
 		}
-		return serveChild(bareHandler(u), *lifetime, nil)
+		return serveChild(baseline.Proxy(u), *lifetime, nil)
 	}
 
 	scs, err := parseScenarios(o.scenarios)

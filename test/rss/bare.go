@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/signal"
@@ -13,11 +12,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolgate/toolgate/internal/baseline"
 )
 
-// bareEnv makes this program, started in toolgate's place, serve a bare
-// httputil.ReverseProxy instead: the floor any Go proxy on net/http pays
-// for the same held streams, measured the same way (-bare).
+// bareEnv makes this program, started in toolgate's place, serve the load
+// harness's bare httputil.ReverseProxy instead: the floor any Go proxy on
+// net/http pays for the same held streams, measured the same way (-bare).
 const bareEnv = "TOOLGATE_RSS_BARE"
 
 // serveBare reads the three lines of the config run writes (listen,
@@ -47,17 +48,11 @@ func serveBare(args []string) error {
 	if err != nil || listen == "" || admin == "" {
 		return fmt.Errorf("bare proxy: config without listen, admin_listen or upstream url")
 	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.FlushInterval = -1
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	rp.Transport = tr
-
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.Handle("/metrics", promhttp.Handler())
 	errs := make(chan error, 2)
-	front := &http.Server{Addr: listen, Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	front := &http.Server{Addr: listen, Handler: baseline.Proxy(target), ReadHeaderTimeout: 10 * time.Second}
 	back := &http.Server{Addr: admin, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { errs <- front.ListenAndServe() }()
 	go func() { errs <- back.ListenAndServe() }()
