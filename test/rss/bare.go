@@ -6,9 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -23,8 +21,8 @@ const bareEnv = "TOOLGATE_RSS_BARE"
 
 // serveBare reads the three lines of the config run writes (listen,
 // admin_listen and the upstream's url), proxies listen to the upstream
-// and serves /readyz and the Go runtime's metrics on admin, until SIGTERM.
-func serveBare(args []string) error {
+// and serves /readyz and the Go runtime's metrics on admin, until ctx ends.
+func serveBare(ctx context.Context, args []string) error {
 	if len(args) != 3 || args[0] != "serve" || args[1] != "--config" {
 		return fmt.Errorf("bare proxy: want serve --config FILE, got %q", args)
 	}
@@ -56,8 +54,8 @@ func serveBare(args []string) error {
 	back := &http.Server{Addr: admin, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { errs <- front.ListenAndServe() }()
 	go func() { errs <- back.ListenAndServe() }()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	defer front.Close()
+	defer back.Close()
 	select {
 	case err := <-errs:
 		return err

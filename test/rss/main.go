@@ -42,6 +42,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,7 +56,10 @@ import (
 
 func main() {
 	if os.Getenv(bareEnv) != "" {
-		if err := serveBare(os.Args[1:]); err != nil {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err := serveBare(ctx, os.Args[1:])
+		stop()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

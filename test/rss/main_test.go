@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
 func TestRaiseFileLimitSetsTheSoftLimitToTheHardOne(t *testing.T) {
@@ -140,4 +144,57 @@ func TestNextEventReportsACutEvent(t *testing.T) {
 	if _, err := nextEvent(br); err != io.ErrUnexpectedEOF {
 		t.Fatalf("cut event: %v, want io.ErrUnexpectedEOF", err)
 	}
+}
+
+// TestBareProxyServesTheConfigRunWrites starts the -bare stand-in on the
+// config run writes: it proxies to the upstream, answers /readyz and
+// serves the runtime's metrics the harness scrapes.
+func TestBareProxyServesTheConfigRunWrites(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(append([]byte("upstream saw "), body...))
+	}))
+	defer up.Close()
+	listen, admin := freeAddr(t), freeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	text := "listen: " + listen + "\nadmin_listen: " + admin + "\nlog:\n  level: warn\nupstreams:\n  - name: scripted\n    url: " + up.URL + "\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := serveBare(context.Background(), []string{"serve", cfg}); err == nil {
+		t.Error("serveBare took arguments without --config")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveBare(ctx, []string{"serve", "--config", cfg}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serveBare: %v", err)
+		}
+	}()
+	if err := proc.WaitReady(ctx, "http://"+admin+"/readyz", nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+listen+"/v1/chat/completions", "application/json", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != "upstream saw hello" {
+		t.Errorf("proxied answer %q", got)
+	}
+	if m, err := proc.Scrape(admin, "go_goroutines"); err != nil || m["go_goroutines"] == 0 {
+		t.Errorf("metrics: %v %v", m, err)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	a, err := proc.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
