@@ -13,6 +13,11 @@ type Step struct {
 	// message_start, a ping before any content block, response.created).
 	// Codecs only say so; the pipeline decides what to do with it.
 	Opening bool
+	// UpstreamError: the event is an error the upstream reports inside its
+	// stream (a Chat chunk with an "error", an Anthropic or Responses
+	// "error" event, a Gemini chunk that is Google's error envelope). The
+	// answer ends with it; the event carries nothing else.
+	UpstreamError bool
 }
 
 // HeldEvent is a copy of an event the pipeline held back.

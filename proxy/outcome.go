@@ -20,6 +20,9 @@ const (
 	// labelUpstreamStatus: the upstream answered with an error status,
 	// relayed as it came.
 	labelUpstreamStatus = "upstream_status"
+	// labelUpstreamError: the upstream reported an error inside its
+	// stream, passed on as it came.
+	labelUpstreamError = "upstream_stream_error"
 	// unreadableRequest, unreadableResponse: toolgate_unvalidated_total
 	// reasons for a request or an answer the codec could not read.
 	unreadableRequest  = "request_unreadable"

@@ -162,7 +162,7 @@ func (k *keepaliveTimer) stop() {
 // rd is nil for an SSE stream; an adapter with its own framing passes its
 // reader.
 func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
-	r := &streamRun{x: x, st: st, shadow: x.settings.Shadow, stopKeepalive: func() {}}
+	r := &streamRun{x: x, c: c, st: st, shadow: x.settings.Shadow, stopKeepalive: func() {}}
 	// Shadow mode changes nothing, so it delays nothing either.
 	r.opening = !r.shadow
 	r.sw = &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
@@ -229,6 +229,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 // streamRun is one streamed answer on its way through the pipeline.
 type streamRun struct {
 	x    *exchange
+	c    *call
 	st   api.Stream
 	sw   *streamWriter
 	held heldEvents
@@ -279,6 +280,11 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 		step, err := r.st.Feed(&ev)
 		if err != nil {
 			return fail(fmt.Errorf("%w: %w", errBadEvent, err))
+		}
+		if step.UpstreamError {
+			x.upWait += time.Since(tRead)
+			r.relayError(&ev, rd)
+			return false, false
 		}
 		done = step.Done
 		if !r.route(&ev, step) {
@@ -333,6 +339,60 @@ func (r *streamRun) route(ev *sse.Event, step neutral.Step) bool {
 		}
 	}
 	return true
+}
+
+// tailWait bounds how long a stream ended by the upstream's error waits
+// for what the upstream sends after it (a JSON array's closing bracket).
+const tailWait = time.Second
+
+// maxTail bounds the bytes passed on after the upstream's error.
+const maxTail = 64 << 10
+
+// relayError passes on an error the upstream sent inside its stream, as it
+// sent it: the client reads the provider's own code and message, as it
+// would without toolgate. The upstream answered 200 and began a stream, so
+// the error stays in the stream even when nothing was sent yet: a status
+// toolgate picked would be a guess at one the provider never gave.
+// Opening events held in front of the error go out first, as they came.
+// Events held since a call began were not judged and never go out; the
+// error then follows what the client was sent. Nothing judged comes after
+// an error: of what follows it, only events without data (a JSON array's
+// closing bracket, a comment) are passed on.
+func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
+	x := r.x
+	r.stopKeepalive()
+	dropped := r.holding
+	if !dropped && r.sw.writeLater(r.held.buf) != nil {
+		return
+	}
+	r.held.reset()
+	out := r.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data}, dropped)
+	if r.sw.write(out) != nil {
+		return
+	}
+	x.s.log.Info("upstream error in the stream passed on", zap.String("request_id", x.rid),
+		zap.String("api", x.api.Name()), zap.Bool("held_call_dropped", dropped))
+	r.relayTail(rd)
+	x.conclude(http.StatusOK, labelUpstreamError, false)
+	x.report()
+}
+
+// relayTail passes on what follows the upstream's error that carries no
+// data, within tailWait and maxTail.
+func (r *streamRun) relayTail(rd api.EventReader) {
+	t := time.AfterFunc(tailWait, func() { r.c.cancel(errDrained) })
+	defer t.Stop()
+	sent := 0
+	for sent < maxTail && rd.Next() {
+		ev := rd.Event()
+		if len(ev.Data) > 0 {
+			continue
+		}
+		sent += len(ev.Raw)
+		if r.sw.write(ev.Raw) != nil {
+			return
+		}
+	}
 }
 
 // deliver writes what the verdict says of a complete stream. It is false

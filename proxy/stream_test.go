@@ -853,3 +853,47 @@ func TestChatStreamKeepaliveNeverCorruptsTheEnd(t *testing.T) {
 		})
 	}
 }
+
+// An error the upstream sends inside its stream reaches the client as the
+// upstream sent it, whatever was sent before: never toolgate's own 502. A
+// call held before it was never judged and never goes out.
+func TestChatStreamUpstreamErrorPassedOn(t *testing.T) {
+	pevs := events(t, chatFixture(t, "parallel_tool_calls_stream.sse"))
+	single := events(t, chatFixture(t, "tool_call_stream.sse"))
+	lead := textStream("Checking.")
+	errEv := `data: {"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}` + "\n\n"
+	for _, c := range []struct {
+		name       string
+		before     []byte
+		after      string // what the upstream sends after its error
+		want       string // what the client reads before the error
+		callBefore bool
+	}{
+		{"while text flows", []byte(lead), doneEvent, lead, false},
+		{"with only the opening held", pevs[0], doneEvent, string(pevs[0]), false},
+		{"as the first event", nil, "", "", false},
+		{"while holding a call after text", append([]byte(lead), bytes.Join(pevs[1:4], nil)...), doneEvent, lead, true},
+		{"while holding a call that opened the answer", bytes.Join(single[:4], nil), "", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				writeChopped(w, c.before)
+				writeChopped(w, []byte(errEv+c.after))
+			})
+			gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
+			status, h, got := fetch(t, gate.URL, streamRequest(t))
+			if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+				t.Fatalf("status %d (%s) body %q, want the upstream's stream", status, h.Get("Content-Type"), got)
+			}
+			if want := c.want + errEv + doneEvent; string(got) != want {
+				t.Fatalf("client read\n%q\nwant\n%q", got, want)
+			}
+			if c.callBefore && bytes.Contains(got, []byte("tool_calls")) {
+				t.Fatal("a held partial call reached the client")
+			}
+			if up.calls.Load() != 1 {
+				t.Errorf("upstream asked %d times", up.calls.Load())
+			}
+		})
+	}
+}

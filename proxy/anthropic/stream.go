@@ -70,6 +70,12 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if err := s.dec.decode(ev.Data, ev.Event, e); err != nil {
 		return neutral.Step{}, err
 	}
+	if e.typ == "error" {
+		// The upstream's own error (overloaded_error and the like), which
+		// the SDKs raise with its type and message.
+		s.done = true
+		return neutral.Step{UpstreamError: true}, nil
+	}
 	if err := s.apply(e); err != nil {
 		return neutral.Step{}, err
 	}
@@ -122,8 +128,6 @@ func (s *stream) apply(e *event) error {
 		}
 	case "message_stop":
 		s.done = true
-	case "error":
-		return errStream("the upstream sent an error event")
 	}
 	return nil
 }

@@ -494,9 +494,36 @@ func TestStreamTruncatedAndTypedTools(t *testing.T) {
 	}
 }
 
+// An error event the upstream sends mid-call is the upstream's error, not
+// an unreadable event, and is written out as it came.
+func TestStreamUpstreamErrorEvent(t *testing.T) {
+	errEv := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+	in := streamOf(evStart, evToolHead, partial(`{"a`), errEv)
+	st := newCodec().NewStream()
+	rd := sse.NewReader(bytes.NewReader(in), 0)
+	var steps []neutral.Step
+	var last sse.Event
+	for rd.Next() {
+		last = rd.Event()
+		step, err := st.Feed(&last)
+		if err != nil {
+			t.Fatalf("event %d: %v", len(steps), err)
+		}
+		steps = append(steps, step)
+	}
+	if len(steps) != 4 || !steps[3].UpstreamError || steps[1].UpstreamError {
+		t.Fatalf("steps %+v", steps)
+	}
+	want := "event: error\ndata: " + errEv + "\n\n"
+	for _, dropped := range []bool{false, true} {
+		if got := string(st.UpstreamError(neutral.HeldEvent{Raw: last.Raw, Event: string(last.Event), Data: last.Data}, dropped)); got != want {
+			t.Errorf("dropped %v: written %q", dropped, got)
+		}
+	}
+}
+
 func TestStreamRejectsUnreadableEvents(t *testing.T) {
 	for name, events := range map[string][]string{
-		"error event":           {evStart, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
 		"not JSON":              {evStart, `{"type":`},
 		"delta before start":    {evStart, partial(`{}`)},
 		"stop before start":     {evStart, evStop0},

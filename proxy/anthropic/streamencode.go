@@ -18,6 +18,13 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 	return sse.AppendEvent(nil, "error", failureEnvelope(f))
 }
 
+// UpstreamError implements api.Stream: the upstream's error event as it
+// came. Its blocks carry their own indexes, so nothing needs renumbering
+// when held ones were dropped.
+func (s *stream) UpstreamError(ev neutral.HeldEvent, _ bool) []byte {
+	return append([]byte(nil), ev.Raw...)
+}
+
 // Encode implements api.Stream. Held events that carry nothing that changed
 // go out as the upstream sent them. A replaced call is sent whole: its
 // content_block_start with the new name and input {}, one input_json_delta

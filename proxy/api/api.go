@@ -124,6 +124,12 @@ type Stream interface {
 	// f (a cut upstream, a failed repair), with any terminator the API
 	// needs after it.
 	ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte
+	// UpstreamError writes ev, the event Feed reported as the upstream's
+	// own error (Step.UpstreamError), with anything the API needs after
+	// it. It is the upstream's bytes unless dropped: then the events held
+	// since a call began were never sent, and the event is renumbered or
+	// reframed to follow what the client was sent.
+	UpstreamError(ev neutral.HeldEvent, dropped bool) []byte
 	// Usage is the streamed answer's own usage, when the upstream sent it.
 	Usage() neutral.Usage
 	// Committed reports whether the client has already been given an id

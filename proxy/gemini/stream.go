@@ -111,7 +111,13 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		return neutral.Step{}, errStream("a chunk is not a JSON object")
 	}
 	if obj.Has("error") {
-		return neutral.Step{}, errStream("the upstream sent an error in the stream")
+		// Google's error envelope, which the SDKs raise with its code,
+		// status and message. One that also carries an answer says two
+		// things at once, and its parts would reach the client unjudged.
+		if obj.Has("candidates") {
+			return neutral.Step{}, errStream("an error chunk that also carries candidates")
+		}
+		return neutral.Step{UpstreamError: true}, nil
 	}
 	if err := s.chunk(obj); err != nil {
 		return neutral.Step{}, err
@@ -334,4 +340,19 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 		out[0] = ','
 	}
 	return append(append(out, body...), ']')
+}
+
+// UpstreamError implements api.Stream: the upstream's error chunk as it
+// came. In a JSON array whose held elements were dropped before the
+// opening bracket went out, the element's separator becomes that bracket;
+// the array's own closing bracket follows as the upstream sends it.
+func (s *stream) UpstreamError(ev neutral.HeldEvent, dropped bool) []byte {
+	out := append([]byte(nil), ev.Raw...)
+	if s.arr == nil || !dropped || s.opened {
+		return out
+	}
+	if at := bytes.IndexByte(out, ','); at >= 0 && at < len(out)-len(ev.Data) {
+		out[at] = '['
+	}
+	return out
 }

@@ -244,6 +244,49 @@ func TestStreamErrorEvent(t *testing.T) {
 	}
 }
 
+// Google's error envelope inside a stream, as an SSE event or an array
+// element, is the upstream's error; written out it is the upstream's bytes,
+// and in an array whose opening bracket was held and dropped with a call,
+// the element opens the array.
+func TestStreamUpstreamError(t *testing.T) {
+	errChunk := `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`
+	text := `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"}}]}`
+	call := `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{}}}],"role":"model"}}]}`
+	sseIn := "data: " + text + "\r\n\r\ndata: " + errChunk + "\r\n\r\n"
+	f := feedAll(t, false, strings.NewReader(sseIn))
+	if f.err != nil || len(f.events) != 2 {
+		t.Fatalf("SSE: %v, %d events", f.err, len(f.events))
+	}
+	last := f.events[1]
+	if got := f.st.UpstreamError(neutral.HeldEvent{Raw: last.Raw, Data: last.Data}, false); string(got) != "data: "+errChunk+"\r\n\r\n" {
+		t.Errorf("SSE error written %q", got)
+	}
+	for _, c := range []struct {
+		name, in, want string
+		dropped        bool
+	}{
+		{"after text", "[" + text + "\n,\r\n" + errChunk, "\n,\r\n" + errChunk, false},
+		{"first element", "[" + errChunk, "[" + errChunk, false},
+		{"after a dropped call", "[" + call + "\n,\r\n" + errChunk, "\n[\r\n" + errChunk, true},
+		{"after text and a dropped call", "[" + text + "\n,\r\n" + call + "\n,\r\n" + errChunk, "\n,\r\n" + errChunk, true},
+	} {
+		// The stream ends after the error: no closing bracket is read.
+		f := feedAll(t, true, strings.NewReader(c.in+"\n]"))
+		n := len(f.events)
+		if n < 2 {
+			t.Fatalf("%s: %d events, %v", c.name, n, f.err)
+		}
+		ev := f.events[n-2] // the last is the closing bracket
+		step, err := newCodec().NewStream().Feed(&ev)
+		if err != nil || !step.UpstreamError {
+			t.Errorf("%s: step %+v, %v", c.name, step, err)
+		}
+		if got := string(f.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Data: ev.Data}, c.dropped)); got != c.want {
+			t.Errorf("%s: written %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 func TestStreamIncompleteAndBad(t *testing.T) {
 	// An SSE stream cut before any finishReason is not complete.
 	f := feedAll(t, false, strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}]}\n\n"))
@@ -256,7 +299,7 @@ func TestStreamIncompleteAndBad(t *testing.T) {
 		t.Error("an unclosed array was read as complete")
 	}
 	for _, chunk := range []string{
-		`{"error":{"code":500}}`, `[1]`, `{"candidates":[{"index":9}]}`, `{"candidates":[{"content":{"parts":[{"functionCall":{}}]}}]}`,
+		`{"error":{"code":500},"candidates":[]}`, `[1]`, `{"candidates":[{"index":9}]}`, `{"candidates":[{"content":{"parts":[{"functionCall":{}}]}}]}`,
 		`{"candidates":[{"content":{"Parts":[]}}]}`, `{"usageMetadata":[]}`,
 	} {
 		f := feedAll(t, false, strings.NewReader("data: "+chunk+"\n\n"))

@@ -93,7 +93,7 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		return neutral.Step{}, fmt.Errorf("%w: %v", ErrStream, err)
 	}
 	if len(ch.Error) > 0 && !jsonx.IsNull(ch.Error) {
-		return neutral.Step{}, fmt.Errorf("%w: the upstream sent an error event", ErrStream)
+		return upstreamError(ev.Data, len(ch.Choices))
 	}
 	if s.id == "" {
 		s.id = ch.ID
@@ -107,6 +107,24 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		}
 	}
 	return neutral.Step{Hold: s.holding}, nil
+}
+
+// upstreamError reads a chunk with an "error", the upstream's own error,
+// which the SDKs raise. The key must be spelt exactly: encoding/json also
+// matches "Error", which no SDK reads as an error. A chunk that also
+// carries choices says two things at once, and its choices would reach a
+// client that reads them unjudged.
+func upstreamError(data []byte, choices int) (neutral.Step, error) {
+	obj, err := jsonx.ParseObject(data)
+	switch {
+	case err != nil:
+		return neutral.Step{}, fmt.Errorf("%w: %v", ErrStream, err)
+	case jsonx.IsNull(obj.Get("error")):
+		return neutral.Step{}, fmt.Errorf("%w: an error key in another letter case", ErrStream)
+	case choices > 0:
+		return neutral.Step{}, fmt.Errorf("%w: an error chunk that also carries choices", ErrStream)
+	}
+	return neutral.Step{UpstreamError: true}, nil
 }
 
 // feedChoice applies one fully decoded choice of a chunk.

@@ -24,6 +24,15 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 	return sse.AppendEvent(out, "", doneData)
 }
 
+// UpstreamError implements api.Stream: the upstream's error chunk as it
+// came, then [DONE], which OpenAI-compatible servers send after one and
+// clients that do not raise on the error wait for. A [DONE] of the
+// upstream's own after it is not passed on.
+func (s *stream) UpstreamError(ev neutral.HeldEvent, _ bool) []byte {
+	out := append([]byte(nil), ev.Raw...)
+	return sse.AppendEvent(out, "", doneData)
+}
+
 // streamEncoder rewrites the held chunks of one stream. A replaced call
 // is sent whole in its first chunk, and a choice that responds with text
 // gets the text in its first chunk; what follows them is dropped.

@@ -258,9 +258,9 @@ func decodeFragment(t testing.TB, lit string) string {
 func TestStreamRejectsWhatItCannotRead(t *testing.T) {
 	for _, c := range []struct{ name, event string }{
 		{"not JSON", "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"\n\n"},
-		{"provider error object", `data: {"error":{"message":"overloaded","type":"server_error"}}` + "\n\n"},
 		// The full decoder matches keys as encoding/json does, ignoring case.
 		{"provider error, key folded", `data: {"id":"x","choices":[],"Error":{"message":"overloaded"}}` + "\n\n"},
+		{"provider error with choices", `data: {"error":{"message":"overloaded"},"choices":[{"index":0,"delta":{"content":"x"}}]}` + "\n\n"},
 		{"choice index out of range", `data: {"id":"x","choices":[{"index":4096,"delta":{}}]}` + "\n\n"},
 		{"negative choice index", `data: {"id":"x","choices":[{"index":-1,"delta":{}}]}` + "\n\n"},
 		{"tool call index out of range", `data: {"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":100000,"function":{"arguments":"x"}}]}}]}` + "\n\n"},
@@ -277,6 +277,32 @@ func TestStreamRejectsWhatItCannotRead(t *testing.T) {
 	// "error": null is what some compatible servers put on every chunk.
 	if _, _, err := feedStream(t, []byte(`data: {"id":"x","choices":[],"error":null}`+"\n\ndata: [DONE]\n\n")); err != nil {
 		t.Fatalf("error:null rejected: %v", err)
+	}
+}
+
+// An error the upstream sends in the stream, in the shapes OpenAI and
+// compatible servers use (an object; vLLM's with a numeric code; a bare
+// string, as text-generation-inference sends), is reported as the
+// upstream's error, not as an unreadable event; written out, it is the
+// upstream's bytes and then [DONE].
+func TestStreamUpstreamError(t *testing.T) {
+	for _, e := range []string{
+		`{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`,
+		`{"error":{"message":"overloaded","type":"BadRequestError","param":null,"code":400}}`,
+		`{"error":"Input validation error","error_type":"validation"}`,
+	} {
+		ev := "data: " + e + "\n\n"
+		st, fed, err := feedStream(t, []byte(chunkLine(`{"content":"hi"}`, "")+ev+"data: [DONE]\n\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", e, err)
+		}
+		if len(fed) < 2 || !fed[1].step.UpstreamError || fed[1].step.Hold || fed[0].step.UpstreamError {
+			t.Fatalf("%s: steps %+v", e, fed)
+		}
+		out := st.UpstreamError(neutral.HeldEvent{Raw: fed[1].raw, Data: fed[1].data}, true)
+		if string(out) != ev+"data: [DONE]\n\n" {
+			t.Errorf("written %q", out)
+		}
 	}
 }
 

@@ -102,8 +102,6 @@ type stream struct {
 	committed   bool
 	// lastSent is the sequence_number of the last event the client got.
 	lastSent int64
-	// upstreamErr is the data of an error event the upstream sent.
-	upstreamErr []byte
 }
 
 // NewStream implements api.Codec.
@@ -199,8 +197,8 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 func (s *stream) read(typ string, data []byte, ev opened) (neutral.Step, error) {
 	switch typ {
 	case evError:
-		s.upstreamErr = append([]byte(nil), data...)
-		return neutral.Step{}, errorf("the upstream sent an error event")
+		// The upstream's own error; the pipeline passes it on.
+		return neutral.Step{UpstreamError: true}, nil
 	case evCreated, evInProgress, evQueued:
 		if err := s.readResponse(data); err != nil {
 			return neutral.Step{}, err
@@ -585,20 +583,30 @@ func (s *stream) Usage() neutral.Usage { return s.usage }
 // stored answer, and a chained re-query would have to give it another.
 func (s *stream) Committed() bool { return s.committed }
 
+// UpstreamError implements api.Stream: the upstream's error event as it
+// came, or, when the held events before it were dropped, renumbered after
+// the last event the client got, so sequence_number stays contiguous.
+func (s *stream) UpstreamError(ev neutral.HeldEvent, dropped bool) []byte {
+	if !dropped {
+		return append([]byte(nil), ev.Raw...)
+	}
+	o, err := jsonx.ParseObject(ev.Data)
+	if err != nil {
+		// Feed read it as an object already.
+		return append([]byte(nil), ev.Raw...)
+	}
+	s.lastSent++
+	return sse.AppendEvent(nil, evError, o.Set("sequence_number", []byte(strconv.FormatInt(s.lastSent, 10))).Bytes())
+}
+
 // ErrorEvent implements api.Stream: an `error` event numbered after the
 // last event the client got. It carries an "error" object, so both
 // openai-python and openai-go raise it instead of ending the stream as if
-// it had completed. An error the upstream sent itself goes to the client as
-// the upstream worded it.
+// it had completed.
 func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 	seq := s.lastSent + 1
 	s.lastSent = seq
 	seqRaw := []byte(strconv.FormatInt(seq, 10))
-	if esc == nil && s.upstreamErr != nil {
-		if o, err := jsonx.ParseObject(s.upstreamErr); err == nil {
-			return sse.AppendEvent(nil, evError, o.Set("sequence_number", seqRaw).Bytes())
-		}
-	}
 	code, message, env := string(f.Code), f.Message, openaiwire.Error(f)
 	if esc != nil {
 		code, message, env = "tool_call_escalation", esc.Text, openaiwire.EscalationError(esc)

@@ -304,18 +304,32 @@ func TestStreamErrorEvent(t *testing.T) {
 		t.Errorf("failure event %s", other[0].raw)
 	}
 
-	// The upstream's own error event goes to the client as it was worded.
-	up := string(streamOf(t, "resp_2", []string{itemMessage}, 4))
-	up = up[:strings.Index(up, "event: response.completed")] +
-		"event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\",\"param\":null,\"sequence_number\":99}\n\n"
-	st = newStream(t, plainReq)
-	f, err = feed(t, st, []byte(up))
-	if !errors.Is(err, ErrStream) {
-		t.Fatalf("error event: %v", err)
-	}
-	ev = readEvents(t, st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "unreadable"}, nil))
-	if ev[0].str("code") != "server_error" || ev[0].int("sequence_number") != len(readEvents(t, f.forwarded)) {
-		t.Errorf("upstream error %s", ev[0].raw)
+	// The upstream's own error event is the upstream's error, not an
+	// unreadable event: written out as it came, or, when the held call
+	// before it was dropped, numbered after the last event the client got.
+	errEv := "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\",\"param\":null,\"sequence_number\":99}\n\n"
+	for _, c := range []struct {
+		items   []string
+		dropped bool
+	}{{[]string{itemMessage}, false}, {[]string{itemMessage, itemCall}, true}} {
+		up := string(streamOf(t, "resp_2", c.items, 4))
+		up = up[:strings.Index(up, "event: response.completed")] + errEv
+		st = newStream(t, plainReq)
+		f, err = feed(t, st, []byte(up))
+		if err != nil || (len(f.held) > 0) != c.dropped {
+			t.Fatalf("error event: %v, %d held", err, len(f.held))
+		}
+		out := st.UpstreamError(neutral.HeldEvent{Raw: []byte(errEv), Event: "error", Data: []byte(errEv[len("event: error\ndata: ") : len(errEv)-2])}, c.dropped)
+		if !c.dropped {
+			if string(out) != errEv {
+				t.Errorf("upstream error written %q", out)
+			}
+			continue
+		}
+		ev = readEvents(t, out)
+		if ev[0].str("code") != "server_error" || ev[0].str("message") != "boom" || ev[0].int("sequence_number") != len(readEvents(t, f.forwarded)) {
+			t.Errorf("upstream error after %d dropped events: %s", len(f.held), ev[0].raw)
+		}
 	}
 }
 
