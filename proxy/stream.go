@@ -372,9 +372,9 @@ func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 	}
 	x.s.log.Info("upstream error in the stream passed on", zap.String("request_id", x.rid),
 		zap.String("api", x.api.Name()), zap.Bool("held_call_dropped", dropped))
-	r.relayTail(rd)
 	x.conclude(http.StatusOK, labelUpstreamError, false)
 	x.report()
+	r.relayTail(rd)
 }
 
 // relayTail passes on what follows the upstream's error that carries no
