@@ -21,7 +21,7 @@ func (c *codec) DecodeRequest(_ string, body []byte) (*neutral.Request, error) {
 		Body:             body,
 		Model:            w.Model,
 		Stream:           w.Stream,
-		Offered:          offered(w.Tools),
+		Offered:          offered(nil, w.Tools, true),
 		StructuredOutput: structuredFormat(w.Text),
 		HistoryUpstream:  hasPrev || info.conversation,
 		Stateful:         info.conversation,
@@ -32,25 +32,32 @@ func (c *codec) DecodeRequest(_ string, body []byte) (*neutral.Request, error) {
 		return nil, err
 	}
 	req.Choice = choice
-	texts, last, err := vouchingTexts(w.Input, req.History)
-	if err != nil {
+	if err := readInput(w.Input, req); err != nil {
 		return nil, err
 	}
-	req.Vouching, req.UserText = texts, last
 	c.body, c.info = body, info
 	return req, nil
 }
 
-// offered lists the tools toolgate judges: function tools, and custom tools,
-// which take free text and are judged by name only.
-func offered(tools []wireTool) []neutral.Offered {
-	var out []neutral.Offered
+// offered appends the tools toolgate judges to out: function tools, and
+// custom tools, which take free text and are judged by name only. A
+// namespace groups such tools (tool search loads them on demand): its
+// members are offered under their own names, which is what a call to one
+// carries (its namespace comes in a field of its own). Namespaces hold
+// tools, not other namespaces, so nested reads only the outer level's.
+// defer_loading changes when the model sees a tool's schema, not whether
+// it is offered.
+func offered(out []neutral.Offered, tools []wireTool, nested bool) []neutral.Offered {
 	for _, t := range tools {
 		switch t.Type {
 		case "function":
 			out = append(out, neutral.Offered{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		case "custom":
 			out = append(out, neutral.Offered{Name: t.Name, Description: t.Description})
+		case "namespace":
+			if nested {
+				out = offered(out, t.Tools, false)
+			}
 		}
 	}
 	return out
@@ -69,29 +76,36 @@ func structuredFormat(text json.RawMessage) bool {
 	return t.Format.Type == "json_schema" || t.Format.Type == "json_object"
 }
 
-// vouchingTexts collects the texts that vouch for provenance: what the user
-// wrote and what tools returned, never assistant or instructions text. last
-// is the last user text, for shortlist ranking. The items' calls and
-// outputs go into h.
-func vouchingTexts(input json.RawMessage, h *neutral.History) (texts []string, last string, err error) {
+// readInput reads the input items into req: the texts that vouch for
+// provenance (what the user wrote and what tools returned, never assistant
+// or instructions text), the last user text for shortlist ranking, the
+// calls and outputs of the history, and the tools the input offers. Tools
+// come in input as well as in tools: an additional_tools item adds them
+// from its place in the conversation on (tool search with deferred tools,
+// and clients that send every tool that way), and a tool_search_output
+// item carries the tools a client-run search loaded. A call to any of them
+// is a call to an offered tool.
+func readInput(input json.RawMessage, req *neutral.Request) error {
 	if jsonx.IsNull(input) {
-		return nil, "", nil
+		return nil
 	}
 	if s, ok := jsonx.Unquote(input); ok {
-		return []string{s}, s, nil
+		req.Vouching, req.UserText = []string{s}, s
+		return nil
 	}
 	var items []inputItem
 	if err := json.Unmarshal(input, &items); err != nil {
-		return nil, "", err
+		return err
 	}
+	h := req.History
 	for _, it := range items {
 		switch {
 		case (it.Type == "" || it.Type == "message") && it.Role == "user":
 			t := openaiwire.ContentText(it.Content)
-			texts = append(texts, t)
-			last = t
+			req.Vouching = append(req.Vouching, t)
+			req.UserText = t
 		case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
-			texts = append(texts, openaiwire.ContentText(it.Output))
+			req.Vouching = append(req.Vouching, openaiwire.ContentText(it.Output))
 			h.AddResult(it.CallID, openaiwire.ResultText(it.Output), false)
 		case it.Type == "function_call":
 			// arguments is a JSON string holding the argument JSON.
@@ -100,9 +114,11 @@ func vouchingTexts(input json.RawMessage, h *neutral.History) (texts []string, l
 		case it.Type == "custom_tool_call":
 			text, _ := jsonx.Unquote(it.Input)
 			h.AddCall(it.CallID, it.Name, []byte(text))
+		case it.Type == "additional_tools" || it.Type == "tool_search_output":
+			req.Offered = offered(req.Offered, it.Tools, true)
 		}
 	}
-	return texts, last, nil
+	return nil
 }
 
 // parseToolChoice reduces tool_choice to what narrows the tools. Choices of

@@ -51,6 +51,45 @@ func TestDecodeRequestTools(t *testing.T) {
 	}
 }
 
+// Every place a request offers a tool is read: top-level functions with
+// defer_loading, a namespace's members (top level and in input), an
+// additional_tools input item (tool search, and clients that send every
+// tool that way) and the tools a client-run tool search loaded. The
+// tool_search tool itself, hosted tools and MCP servers are not function
+// tools; a namespace inside a namespace is not a form the API takes.
+func TestDecodeRequestDeferredTools(t *testing.T) {
+	_, req := mustDecode(t, `{"model":"gpt-5.6","tools":[
+		{"type":"function","name":"get_weather","defer_loading":true,"parameters":{"type":"object"}},
+		{"type":"namespace","name":"crm","description":"CRM tools.","tools":[
+			{"type":"function","name":"list_open_orders","defer_loading":true,"parameters":{"type":"object","required":["customer_id"]}},
+			{"type":"custom","name":"crm_query"},
+			{"type":"namespace","name":"inner","tools":[{"type":"function","name":"not_a_form_the_api_takes"}]}]},
+		{"type":"tool_search"},{"type":"mcp","server_label":"x","defer_loading":true}],
+	"input":[
+		{"type":"additional_tools","role":"developer","tools":[
+			{"type":"function","name":"lookup_refund_policy","defer_loading":true,"parameters":{"type":"object","properties":{"category":{"type":"string"}}}},
+			{"type":"namespace","name":"orders","tools":[{"type":"function","name":"get_order_status","parameters":{"type":"object"}}]},
+			{"type":"web_search"}]},
+		{"type":"message","role":"user","content":[{"type":"input_text","text":"refunds?"}]},
+		{"type":"tool_search_call","call_id":"ts_1","execution":"client","status":"completed","arguments":{"paths":["billing"]}},
+		{"type":"tool_search_output","call_id":"ts_1","execution":"client","status":"completed","tools":[
+			{"type":"function","name":"issue_refund","parameters":{"type":"object","required":["order_id"]}}]}]}`)
+	var names []string
+	for _, o := range req.Offered {
+		names = append(names, o.Name)
+	}
+	want := "get_weather,list_open_orders,crm_query,lookup_refund_policy,get_order_status,issue_refund"
+	if strings.Join(names, ",") != want {
+		t.Fatalf("offered %v, want %s", names, want)
+	}
+	if p := string(req.Offered[3].Parameters); p != `{"type":"object","properties":{"category":{"type":"string"}}}` {
+		t.Errorf("lookup_refund_policy's schema %s", p)
+	}
+	if strings.TrimSpace(req.UserText) != "refunds?" {
+		t.Errorf("user text %q", req.UserText)
+	}
+}
+
 func TestDecodeRequestToolChoice(t *testing.T) {
 	cases := []struct {
 		choice string

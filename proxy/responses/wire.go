@@ -31,6 +31,8 @@ type wireTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// Tools are a namespace's members.
+	Tools []wireTool `json:"tools"`
 }
 
 // inputItem is what toolgate reads of one input item. Only user messages and
@@ -46,6 +48,9 @@ type inputItem struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Input     json.RawMessage `json:"input"`
+	// Tools are what an additional_tools or tool_search_output item
+	// offers.
+	Tools []wireTool `json:"tools"`
 }
 
 // wireItem is what toolgate reads of one output item.
