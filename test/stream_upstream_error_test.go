@@ -208,3 +208,22 @@ func TestGeminiArrayStreamUpstreamError(t *testing.T) {
 		})
 	}
 }
+
+// A Gemini error written into an alt=sse stream without data: framing, as
+// the API writes some server errors, is the upstream's error too: it goes
+// on as sent, and the Go SDK raises it with the upstream's code.
+func TestGeminiUnframedErrorInSSEReachesSDK(t *testing.T) {
+	text := `data: {"candidates": [{"content": {"parts": [{"text": "Let me"}],"role": "model"},"index": 0}],"modelVersion": "gemini-2.5-flash"}` + "\r\n\r\n"
+	call := `data: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "get_current_weather","args": {"location": "Boston, MA"}}}],"role": "model"},"index": 0}],"modelVersion": "gemini-2.5-flash"}` + "\r\n\r\n"
+	bare := `{"error": {"code": 500,"message": "An internal error has occurred.","status": "INTERNAL"}}` + "\r\n\r\n"
+	u := newFaultQueue(t, fuSSE([]string{text, call, bare}, 0))
+	g := fuGate(t, u, "", "")
+	r := gemCall(t, g.URL, nil, true)
+	if r.APIErr == nil || r.APIErr.Code != 500 || r.APIErr.Status != "INTERNAL" {
+		t.Fatalf("err %v, want the upstream's 500", r.Err)
+	}
+	if got := string(r.Raw); got != text+bare {
+		t.Errorf("client read\n%q\nwant\n%q", got, text+bare)
+	}
+	expectUpstreamErrorOutcome(t, g.App, "gemini")
+}

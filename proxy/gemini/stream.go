@@ -100,6 +100,9 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if s.blank == nil && s.arr == nil {
 		s.blank = blankEvent(ev.Raw)
 	}
+	if s.arr == nil && len(ev.Data) == 0 && !ev.Comment && unframedError(ev.Raw) {
+		return neutral.Step{UpstreamError: true}, nil
+	}
 	if ev.Comment || len(ev.Data) == 0 {
 		return neutral.Step{Hold: s.holding()}, nil
 	}
@@ -128,6 +131,23 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		s.opened = true
 	}
 	return neutral.Step{Hold: s.holding(), Opening: !s.content}, nil
+}
+
+// unframedError reports an SSE event that is no SSE at all but Google's
+// error envelope written as it is, or as a one-element array: the API
+// writes a server error into an alt=sse stream so, without data: framing
+// (the GenAI SDKs read such a line as the error it is).
+func unframedError(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		elems, err := jsonx.ParseArray(raw)
+		if err != nil || len(elems) != 1 {
+			return false
+		}
+		raw = elems[0]
+	}
+	obj, err := jsonx.ParseObject(raw)
+	return err == nil && obj.Has("error") && !obj.Has("candidates") && !foldedKey(raw)
 }
 
 // chunk reads one GenerateContentResponse.

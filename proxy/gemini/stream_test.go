@@ -287,6 +287,31 @@ func TestStreamUpstreamError(t *testing.T) {
 	}
 }
 
+// Google's error envelope written into an SSE stream without data:
+// framing, whole or as a one-element array, pretty-printed or not, is the
+// upstream's error; other bytes without framing are not.
+func TestStreamUnframedUpstreamError(t *testing.T) {
+	text := "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}],\"role\":\"model\"}}]}\n\n"
+	for in, want := range map[string]bool{
+		`{"error": {"code": 500,"message": "An internal error has occurred.","status": "INTERNAL"}}`:                                       true,
+		"[{\n  \"error\": {\n    \"code\": 429,\n    \"message\": \"Quota exceeded.\",\n    \"status\": \"RESOURCE_EXHAUSTED\"\n  }\n}\n]": true,
+		`{"error": {"code": 500}, "candidates": []}`:                                                                                       false,
+		`[{"error": {"code": 500}}, {"error": {"code": 500}}]`:                                                                             false,
+		`{"Error": {"code": 500}}`: false,
+		`retry: 10`:                false,
+	} {
+		f := feedAll(t, false, strings.NewReader(text+in+"\n\n"))
+		if f.err != nil || len(f.events) != 2 {
+			t.Fatalf("%q: %v, %d events", in, f.err, len(f.events))
+		}
+		ev := f.events[1]
+		step, err := newCodec().NewStream().Feed(&ev)
+		if err != nil || step.UpstreamError != want {
+			t.Errorf("%q: step %+v, %v", in, step, err)
+		}
+	}
+}
+
 func TestStreamIncompleteAndBad(t *testing.T) {
 	// An SSE stream cut before any finishReason is not complete.
 	f := feedAll(t, false, strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}]}\n\n"))
