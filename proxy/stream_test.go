@@ -896,4 +896,17 @@ func TestChatStreamUpstreamErrorPassedOn(t *testing.T) {
 			}
 		})
 	}
+	// Shadow mode holds nothing, so the stream goes out as the upstream
+	// sent it, call fragments and error alike.
+	t.Run("shadow", func(t *testing.T) {
+		before := bytes.Join(single[:4], nil)
+		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			writeChopped(w, append(bytes.Clone(before), errEv+doneEvent...))
+		})
+		gate := startGate(t, gateConfig(up.srv.URL, "", "mode: shadow\n"), 0)
+		status, _, got := fetch(t, gate.URL, streamRequest(t))
+		if want := string(before) + errEv + doneEvent; status != http.StatusOK || string(got) != want {
+			t.Fatalf("status %d, client read\n%q\nwant\n%q", status, got, want)
+		}
+	})
 }
