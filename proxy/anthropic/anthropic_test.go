@@ -127,6 +127,29 @@ func TestParseRequestToolsAndChoice(t *testing.T) {
 	}
 }
 
+// Tool search: a deferred tool (defer_loading) is an offered tool like any
+// other; the search tools themselves are server tools, and the tools a
+// search returns are referenced by name from tools, so nothing else offers
+// one.
+func TestParseRequestDeferredTools(t *testing.T) {
+	body := `{"model":"claude-sonnet-4-5","max_tokens":10,
+	 "tools":[
+	  {"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex"},
+	  {"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"},
+	  {"name":"lookup_refund_policy","description":"d","input_schema":{"type":"object","properties":{"category":{"type":"string"}}},"defer_loading":true},
+	  {"name":"get_weather","input_schema":{"type":"object"}}
+	 ],
+	 "messages":[{"role":"user","content":"refunds?"}]}`
+	_, req := mustDecode(t, body)
+	var names []string
+	for _, o := range req.Offered {
+		names = append(names, o.Name)
+	}
+	if strings.Join(names, ",") != "lookup_refund_policy,get_weather" {
+		t.Fatalf("offered %v", names)
+	}
+}
+
 func TestParseRequestStructuredOutput(t *testing.T) {
 	for body, want := range map[string]bool{
 		`{"messages":[]}`: false,
