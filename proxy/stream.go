@@ -356,8 +356,8 @@ const maxTail = 64 << 10
 // Opening events held in front of the error go out first, as they came.
 // Events held since a call began were not judged and never go out; the
 // error then follows what the client was sent. Nothing judged comes after
-// an error: of what follows it, only events without data (a JSON array's
-// closing bracket, a comment) are passed on.
+// an error: of what follows it, only framing (a JSON array's closing
+// bracket, blank lines, comments) is passed on.
 func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 	x := r.x
 	r.stopKeepalive()
@@ -377,15 +377,15 @@ func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 	r.relayTail(rd)
 }
 
-// relayTail passes on what follows the upstream's error that carries no
-// data, within tailWait and maxTail.
+// relayTail passes on what follows the upstream's error that carries
+// nothing but framing, within tailWait and maxTail.
 func (r *streamRun) relayTail(rd api.EventReader) {
 	t := time.AfterFunc(tailWait, func() { r.c.cancel(errDrained) })
 	defer t.Stop()
 	sent := 0
 	for sent < maxTail && rd.Next() {
 		ev := rd.Event()
-		if len(ev.Data) > 0 {
+		if len(ev.Data) > 0 || !(ev.Comment || framing(ev.Raw)) {
 			continue
 		}
 		sent += len(ev.Raw)
@@ -393,6 +393,21 @@ func (r *streamRun) relayTail(rd api.EventReader) {
 			return
 		}
 	}
+}
+
+// framing reports bytes that are only line breaks, spaces and a JSON
+// array's closing bracket: what may follow an error without saying
+// anything. Lines of unknown SSE fields do not go on; a client might read
+// them as something.
+func framing(raw []byte) bool {
+	for _, b := range raw {
+		switch b {
+		case ' ', '\t', '\r', '\n', ']':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // deliver writes what the verdict says of a complete stream. It is false

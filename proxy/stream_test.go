@@ -896,6 +896,18 @@ func TestChatStreamUpstreamErrorPassedOn(t *testing.T) {
 			}
 		})
 	}
+	// Nothing that says something follows the error: a chunk after it, or
+	// a line of an unknown field, is not passed on; a comment is.
+	t.Run("what follows the error", func(t *testing.T) {
+		up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			writeChopped(w, []byte(lead+errEv+": ping\n\n"+chunk(`{"content":"after"}`, "")+"id: 7\n\n"+doneEvent))
+		})
+		gate := startGate(t, gateConfig(up.srv.URL, "", ""), 0)
+		_, _, got := fetch(t, gate.URL, streamRequest(t))
+		if want := lead + errEv + doneEvent + ": ping\n\n"; string(got) != want {
+			t.Fatalf("client read\n%q\nwant\n%q", got, want)
+		}
+	})
 	// Shadow mode holds nothing, so the stream goes out as the upstream
 	// sent it, call fragments and error alike.
 	t.Run("shadow", func(t *testing.T) {
