@@ -115,7 +115,13 @@ func readInput(input json.RawMessage, req *neutral.Request) error {
 			text, _ := jsonx.Unquote(it.Input)
 			h.AddCall(it.CallID, it.Name, []byte(text))
 		case it.Type == "additional_tools" || it.Type == "tool_search_output":
-			req.Offered = offered(req.Offered, it.Tools, true)
+			var tools []wireTool
+			if !jsonx.IsNull(it.Tools) {
+				if err := json.Unmarshal(it.Tools, &tools); err != nil {
+					return err
+				}
+			}
+			req.Offered = offered(req.Offered, tools, true)
 		}
 	}
 	return nil

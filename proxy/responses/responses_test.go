@@ -72,6 +72,7 @@ func TestDecodeRequestDeferredTools(t *testing.T) {
 			{"type":"web_search"}]},
 		{"type":"message","role":"user","content":[{"type":"input_text","text":"refunds?"}]},
 		{"type":"tool_search_call","call_id":"ts_1","execution":"client","status":"completed","arguments":{"paths":["billing"]}},
+		{"type":"mcp_list_tools","id":"mcpl_1","server_label":"x","tools":"not the shape of offered tools"},
 		{"type":"tool_search_output","call_id":"ts_1","execution":"client","status":"completed","tools":[
 			{"type":"function","name":"issue_refund","parameters":{"type":"object","required":["order_id"]}}]}]}`)
 	var names []string

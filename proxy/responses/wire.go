@@ -49,8 +49,9 @@ type inputItem struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Input     json.RawMessage `json:"input"`
 	// Tools are what an additional_tools or tool_search_output item
-	// offers.
-	Tools []wireTool `json:"tools"`
+	// offers; read only for those, since other items (mcp_list_tools) have
+	// a tools field of their own.
+	Tools json.RawMessage `json:"tools"`
 }
 
 // wireItem is what toolgate reads of one output item.
