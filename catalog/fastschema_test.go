@@ -1,0 +1,207 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// The fast path must give jsonschema v6's verdict wherever it answers.
+// These tests compile each schema once, as the catalog does, and judge
+// every instance both ways: by the fast path alone, and by the library
+// alone. A fast "valid" where the library finds the value invalid (or the
+// reverse) is a bug in the fast path. When the fast path has no answer
+// (verdictUnknown) the library decides, so only the count is kept.
+
+// differential compares the two paths on one value and says what the fast
+// path answered. The findings of validateWith (which the checks use) must
+// be the library's: the same instance pointers and keywords.
+func differential(t testing.TB, sch *jsonschema.Schema, fast *fastSchema, v any, what string) verdict {
+	t.Helper()
+	want := ValidateSchema(sch, v)
+	got := fast.check(v)
+	switch {
+	case got == verdictValid && want != nil:
+		t.Fatalf("%s: fast path says valid, jsonschema v6 says %v", what, want)
+	case got == verdictInvalid && want == nil:
+		t.Fatalf("%s: fast path says invalid, jsonschema v6 says valid", what)
+	}
+	err := validateWith(sch, fast, v)
+	if (err == nil) != (want == nil) {
+		t.Fatalf("%s: validateWith says %v, jsonschema v6 says %v", what, err, want)
+	}
+	if a, b := findingKeys(err), findingKeys(want); !slices.Equal(a, b) {
+		t.Fatalf("%s: findings %q, jsonschema v6 gives %q", what, a, b)
+	}
+	return got
+}
+
+// findingKeys lists the leaves of a validation error as pointer and
+// keyword, sorted: the library walks objects in map order.
+func findingKeys(err error) []string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		if err != nil {
+			return []string{err.Error()}
+		}
+		return nil
+	}
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		for _, c := range e.Causes {
+			walk(c)
+		}
+		if len(e.Causes) == 0 {
+			out = append(out, "/"+strings.Join(e.InstanceLocation, "/")+" "+strings.Join(e.ErrorKind.KeywordPath(), "/"))
+		}
+	}
+	walk(ve)
+	slices.Sort(out)
+	return out
+}
+
+type suiteGroup struct {
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Tests       []struct {
+		Description string          `json:"description"`
+		Data        json.RawMessage `json:"data"`
+	} `json:"tests"`
+}
+
+// suiteGroups reads every file of the copied JSON Schema Test Suite.
+func suiteGroups(t testing.TB) map[string][]suiteGroup {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "json-schema-test-suite", "draft2020-12", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no suite files: %v", err)
+	}
+	out := map[string][]suiteGroup{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var groups []suiteGroup
+		if err := json.Unmarshal(data, &groups); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[filepath.Base(f)] = groups
+	}
+	return out
+}
+
+func decodeInstance(t testing.TB, raw []byte) any {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// suiteCounts tallies what the fast path took of the suite.
+type suiteCounts struct {
+	schemas, compiled, taken   int
+	tests, onFast, unknown     int
+	validOnFast, invalidOnFast int
+}
+
+// TestFastPathSuite runs the whole JSON Schema Test Suite (draft 2020-12)
+// through both paths, under both settings of catalog.formats.
+func TestFastPathSuite(t *testing.T) {
+	groups := suiteGroups(t)
+	for _, formats := range []string{FormatsAssert, FormatsAnnotate} {
+		t.Run(formats, func(t *testing.T) {
+			var c suiteCounts
+			for _, name := range sortedKeys(groups) {
+				for gi, g := range groups[name] {
+					c.schemas++
+					sch, err := compileSchema("https://toolgate.invalid/suite.json", g.Schema, schemaOptions{formats: formats})
+					if err != nil {
+						continue
+					}
+					c.compiled++
+					fast := newFastSchema(sch)
+					if fast == nil {
+						continue
+					}
+					c.taken++
+					for ti, tc := range g.Tests {
+						what := fmt.Sprintf("%s #%d %q, test #%d %q", name, gi, g.Description, ti, tc.Description)
+						c.count(differential(t, sch, fast, decodeInstance(t, tc.Data), what))
+					}
+				}
+			}
+			t.Logf("suite, formats %s: %d schemas, %d compile, fast path takes %d; %d of its tests judged by the fast path (%d valid, %d invalid), %d left to the library",
+				formats, c.schemas, c.compiled, c.taken, c.onFast, c.validOnFast, c.invalidOnFast, c.unknown)
+			// The differential check means nothing if the fast path takes
+			// nothing: most of the suite is the common keywords.
+			if c.taken*2 < c.compiled || c.validOnFast == 0 || c.invalidOnFast == 0 {
+				t.Fatalf("the fast path takes %d of %d compiled schemas (%d valid, %d invalid verdicts)", c.taken, c.compiled, c.validOnFast, c.invalidOnFast)
+			}
+		})
+	}
+}
+
+func (c *suiteCounts) count(v verdict) {
+	c.tests++
+	switch v {
+	case verdictValid:
+		c.onFast++
+		c.validOnFast++
+	case verdictInvalid:
+		c.onFast++
+		c.invalidOnFast++
+	default:
+		c.unknown++
+	}
+}
+
+// TestFastPathTakes names which keywords keep a schema on the library, so
+// a change that silently widens or narrows the fast path shows here.
+func TestFastPathTakes(t *testing.T) {
+	cases := []struct {
+		schema string
+		takes  bool
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string","minLength":1}},"required":["a"],"additionalProperties":false}`, true},
+		{`{"title":"t","description":"d","default":1,"examples":[1],"$comment":"c","x-vendor":{"k":1},"type":"integer"}`, true},
+		{`{"$defs":{"n":{"type":"number","multipleOf":0.01}},"properties":{"p":{"$ref":"#/$defs/n"}}}`, true},
+		{`{"anyOf":[{"type":"string"},{"type":"null"}],"not":{"const":"x"},"allOf":[true],"oneOf":[{"enum":[1,"a"]},{"type":"string"}]}`, true},
+		{`{"prefixItems":[{"type":"integer"}],"items":false,"uniqueItems":true,"minItems":1,"maxItems":3}`, true},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"type":"string"}],"additionalItems":false}`, true},
+		{`{"type":"string","format":"date-time","pattern":"^2"}`, true},
+		{`{"properties":{"next":{"$ref":"#"}}}`, true},
+		{`{"patternProperties":{"^a":{}}}`, false},
+		{`{"if":{"type":"string"},"then":{"minLength":1}}`, false},
+		{`{"contains":{"type":"string"}}`, false},
+		{`{"unevaluatedProperties":false}`, false},
+		{`{"propertyNames":{"maxLength":3}}`, false},
+		{`{"dependentRequired":{"a":["b"]}}`, false},
+		{`{"$dynamicRef":"#x","$dynamicAnchor":"x"}`, false},
+		// The compiler is not asked to assert content keywords: they
+		// annotate, on both paths.
+		{`{"properties":{"a":{"contentEncoding":"base64","contentMediaType":"application/json"}}}`, true},
+		{`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"}`, false},
+		{`{"anyOf":[{"type":"string"},{"$ref":"#"}]}`, false},
+	}
+	for _, tc := range cases {
+		sch, err := compileSchema("https://toolgate.invalid/t.json", []byte(tc.schema), schemaOptions{formats: FormatsAssert})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.schema, err)
+		}
+		if got := newFastSchema(sch) != nil; got != tc.takes {
+			t.Errorf("%s: fast path takes it = %v, want %v", tc.schema, got, tc.takes)
+		}
+	}
+}
