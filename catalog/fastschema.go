@@ -180,7 +180,7 @@ func (n *fastNode) check(v any) verdict {
 	case kindString:
 		r = r.and(n.checkString(v.(string)))
 	case kindNumber:
-		r = r.and(n.checkNumber(v.(json.Number)))
+		r = r.and(n.checkNumber(string(v.(json.Number))))
 	}
 	if r == verdictInvalid {
 		return r
@@ -191,19 +191,13 @@ func (n *fastNode) check(v any) verdict {
 // checkAny holds the keywords that apply to every type: type, const, enum
 // and format.
 func (n *fastNode) checkAny(v any, k jsonKind) verdict {
-	r := verdictValid
 	if n.types != 0 && n.types&k == 0 {
-		if n.types&kindInteger == 0 || k != kindNumber {
-			return verdictInvalid
-		}
-		d, ok := parseDecimal(string(v.(json.Number)))
-		if !ok {
-			return verdictUnknown
-		}
-		if !d.isInt() {
-			return verdictInvalid
+		num, _ := v.(json.Number)
+		if r := typeMismatch(n.types, k, string(num)); r != verdictValid {
+			return r
 		}
 	}
+	r := verdictValid
 	if n.hasConst {
 		if r = r.and(equalVerdict(v, n.constVal)); r == verdictInvalid {
 			return r
@@ -218,6 +212,23 @@ func (n *fastNode) checkAny(v any, k jsonKind) verdict {
 		return verdictInvalid
 	}
 	return r
+}
+
+// typeMismatch decides a value whose kind is not among types: only an
+// integral number passes, where integer is allowed. num is the number's
+// text, read only when k is a number.
+func typeMismatch(types, k jsonKind, num string) verdict {
+	if types&kindInteger == 0 || k != kindNumber {
+		return verdictInvalid
+	}
+	d, ok := parseDecimal(num)
+	switch {
+	case !ok:
+		return verdictUnknown
+	case !d.isInt():
+		return verdictInvalid
+	}
+	return verdictValid
 }
 
 func (n *fastNode) checkEnum(v any, k jsonKind) verdict {
@@ -346,11 +357,12 @@ func (n *fastNode) checkString(s string) verdict {
 	return verdictValid
 }
 
-func (n *fastNode) checkNumber(num json.Number) verdict {
+// checkNumber judges a number given as its JSON text.
+func (n *fastNode) checkNumber(num string) verdict {
 	if len(n.bounds) == 0 {
 		return verdictValid
 	}
-	d, ok := parseDecimal(string(num))
+	d, ok := parseDecimal(num)
 	if !ok {
 		return verdictUnknown
 	}
@@ -428,14 +440,20 @@ func oneVerdict(subs []*fastNode, v any) verdict {
 	for _, s := range subs {
 		switch s.check(v) {
 		case verdictValid:
-			if valid++; valid > 1 {
-				return verdictInvalid
-			}
+			valid++
 		case verdictUnknown:
 			unknown = true
 		}
 	}
+	return oneOfVerdict(valid, unknown)
+}
+
+// oneOfVerdict decides oneOf from how many alternatives held and whether
+// any had no verdict.
+func oneOfVerdict(valid int, unknown bool) verdict {
 	switch {
+	case valid > 1:
+		return verdictInvalid
 	case unknown:
 		return verdictUnknown
 	case valid == 1:
@@ -468,12 +486,7 @@ func equal(a, b any) (eq, ok bool) {
 		if !isNum {
 			return false, kindOf(b) != 0
 		}
-		x, ok1 := parseDecimal(string(a))
-		y, ok2 := parseDecimal(string(bn))
-		if !ok1 || !ok2 {
-			return false, false
-		}
-		return x.cmp(&y) == 0, true
+		return equalNumbers(string(a), string(bn))
 	case nil:
 		return b == nil, kindOf(b) != 0
 	case bool:
@@ -501,4 +514,14 @@ func equalObjects(a map[string]any, b any) (eq, ok bool) {
 		}
 	}
 	return true, true
+}
+
+// equalNumbers compares two numbers given as JSON text by value.
+func equalNumbers(a, b string) (eq, ok bool) {
+	x, ok1 := parseDecimal(a)
+	y, ok2 := parseDecimal(b)
+	if !ok1 || !ok2 {
+		return false, false
+	}
+	return x.cmp(&y) == 0, true
 }

@@ -42,12 +42,12 @@ func FuzzFastSchema(f *testing.F) {
 	f.Fuzz(func(t *testing.T, schema, instance, gen []byte) {
 		g := &genSource{b: gen}
 		generated := []byte(genRootSchema(g))
-		values := []any{}
+		var values []instanceCase
 		if v, ok := decodeJSON(instance); ok {
-			values = append(values, v)
+			values = append(values, instanceCase{v, instance})
 		}
 		for range 4 {
-			values = append(values, genValue(g, 0))
+			values = append(values, instanceCase{v: genValue(g, 0)})
 		}
 		for _, formats := range []string{FormatsAssert, FormatsAnnotate} {
 			fuzzOne(t, schema, values, formats)
@@ -56,8 +56,14 @@ func FuzzFastSchema(f *testing.F) {
 	})
 }
 
+// instanceCase is an instance decoded, and as text when it came as text.
+type instanceCase struct {
+	v    any
+	text []byte
+}
+
 // fuzzOne judges each value against schema, when the fast path takes it.
-func fuzzOne(t *testing.T, schema []byte, values []any, formats string) {
+func fuzzOne(t *testing.T, schema []byte, values []instanceCase, formats string) {
 	if len(schema) > 1<<14 {
 		return
 	}
@@ -69,8 +75,8 @@ func fuzzOne(t *testing.T, schema []byte, values []any, formats string) {
 	if fast == nil {
 		return
 	}
-	for _, v := range values {
-		differential(t, sch, fast, v, "schema "+string(schema)+", formats "+formats+", instance "+jsonText(v))
+	for _, c := range values {
+		differential(t, sch, fast, c.v, c.text, "schema "+string(schema)+", formats "+formats+", instance "+jsonText(c.v))
 	}
 }
 
@@ -352,7 +358,7 @@ func TestGeneratedSchemasReachFastPath(t *testing.T) {
 		}
 		taken++
 		for range 4 {
-			seen[differential(t, sch, fast, genValue(g, 0), "generated")]++
+			seen[differential(t, sch, fast, genValue(g, 0), nil, "generated")]++
 		}
 	}
 	t.Logf("500 generated schemas: %d compile, the fast path takes %d; verdicts valid %d, invalid %d, unknown %d",

@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
 // The fast path must give jsonschema v6's verdict wherever it answers.
@@ -21,18 +24,27 @@ import (
 // reverse) is a bug in the fast path. When the fast path has no answer
 // (verdictUnknown) the library decides, so only the count is kept.
 
-// differential compares the two paths on one value and says what the fast
-// path answered. The findings of validateWith (which the checks use) must
-// be the library's: the same instance pointers and keywords.
-func differential(t testing.TB, sch *jsonschema.Schema, fast *fastSchema, v any, what string) verdict {
+// differential compares the paths on one value, given decoded (v) and as
+// JSON text (text, or nil to write v as JSON), and says what the fast path
+// answered on the decoded value. The fast path is judged three ways: over
+// the decoded value, over the text's tape, and through Tool.ArgsValid as
+// validate.Check calls it. The findings of validateWith (which the checks
+// use) must be the library's: the same instance pointers and keywords.
+func differential(t testing.TB, sch *jsonschema.Schema, fast *fastSchema, v any, text []byte, what string) verdict {
 	t.Helper()
 	want := ValidateSchema(sch, v)
 	got := fast.check(v)
-	switch {
-	case got == verdictValid && want != nil:
-		t.Fatalf("%s: fast path says valid, jsonschema v6 says %v", what, want)
-	case got == verdictInvalid && want == nil:
-		t.Fatalf("%s: fast path says invalid, jsonschema v6 says valid", what)
+	sameVerdict(t, got, want, what+" (decoded)")
+	if text == nil {
+		var err error
+		if text, err = json.Marshal(v); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	sameVerdict(t, tapeVerdict(t, fast, text), want, what+" (tape)")
+	tool := &Tool{Schema: sch, fast: fast}
+	if ok, err := tool.ArgsValid(text); ok && want != nil || err != nil {
+		t.Fatalf("%s: ArgsValid says %v (%v), jsonschema v6 says %v", what, ok, err, want)
 	}
 	err := validateWith(sch, fast, v)
 	if (err == nil) != (want == nil) {
@@ -42,6 +54,28 @@ func differential(t testing.TB, sch *jsonschema.Schema, fast *fastSchema, v any,
 		t.Fatalf("%s: findings %q, jsonschema v6 gives %q", what, a, b)
 	}
 	return got
+}
+
+func sameVerdict(t testing.TB, got verdict, want error, what string) {
+	t.Helper()
+	switch {
+	case got == verdictValid && want != nil:
+		t.Fatalf("%s: fast path says valid, jsonschema v6 says %v", what, want)
+	case got == verdictInvalid && want == nil:
+		t.Fatalf("%s: fast path says invalid, jsonschema v6 says valid", what)
+	}
+}
+
+// tapeVerdict runs the fast path over text's tape, whatever its root.
+// Text that is not UTF-8 (which ArgsValid refuses) or nests deeper than a
+// tape reads has no verdict.
+func tapeVerdict(t testing.TB, fast *fastSchema, text []byte) verdict {
+	t.Helper()
+	nodes, ok := jsonx.AppendTape(nil, text)
+	if !ok || !utf8.Valid(text) {
+		return verdictUnknown
+	}
+	return fast.root.checkTape(&tape{text: string(text), nodes: nodes}, 0)
 }
 
 // findingKeys lists the leaves of a validation error as pointer and
@@ -138,7 +172,7 @@ func TestFastPathSuite(t *testing.T) {
 					c.taken++
 					for ti, tc := range g.Tests {
 						what := fmt.Sprintf("%s #%d %q, test #%d %q", name, gi, g.Description, ti, tc.Description)
-						c.count(differential(t, sch, fast, decodeInstance(t, tc.Data), what))
+						c.count(differential(t, sch, fast, decodeInstance(t, tc.Data), tc.Data, what))
 					}
 				}
 			}
