@@ -1,33 +1,56 @@
 package catalog
 
-import "testing"
+import (
+	"testing"
+)
 
-// BenchmarkFixtureValidation validates the load workload's two calls (the
-// fixture answer's arguments, decoded) against their tools' schemas, the
-// way Tool.ValidateArgs does: by the fast path, and by jsonschema v6 alone
-// for comparison. Decoding the arguments is not included.
+// BenchmarkFixtureValidation validates the load workload's two calls
+// against their tools' schemas (testdata/bench-fixture), the validation
+// alone, three ways:
+//   - text: Tool.ArgsValid on the argument text, as validate.Check judges
+//     a call to a tool without provenance or rules (the fixture's);
+//   - decoded: Tool.ValidateArgs's fast path on the decoded arguments, as
+//     for a tool whose rules need them decoded anyway;
+//   - library: jsonschema v6 alone on the decoded arguments, as before the
+//     fast path.
 func BenchmarkFixtureValidation(b *testing.B) {
 	schemas, args := benchFixtureCalls(b)
-	fast := make([]*fastSchema, len(schemas))
+	raw := benchFixtureArgs(b)
+	tools := make([]*Tool, len(schemas))
 	for i, sch := range schemas {
-		if fast[i] = newFastSchema(sch); fast[i] == nil {
+		tools[i] = &Tool{Schema: sch, fast: newFastSchema(sch)}
+		if tools[i].fast == nil {
 			b.Fatalf("the fast path does not take schema %d", i)
 		}
 	}
-	for _, name := range []string{"fast_path", "library"} {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				for i, sch := range schemas {
-					f := fast[i]
-					if name == "library" {
-						f = nil
-					}
-					if err := validateWith(sch, f, args[i]); err != nil {
-						b.Fatal(err)
-					}
+	b.Run("text", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for i, t := range tools {
+				if ok, err := t.ArgsValid(raw[i]); !ok || err != nil {
+					b.Fatal(ok, err)
 				}
 			}
-		})
-	}
+		}
+	})
+	b.Run("decoded", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for i, t := range tools {
+				if err := t.ValidateArgs(args[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("library", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for i, sch := range schemas {
+				if err := ValidateSchema(sch, args[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }
