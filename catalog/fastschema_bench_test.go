@@ -25,6 +25,7 @@ func BenchmarkFixtureValidation(b *testing.B) {
 	}
 	b.Run("text", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			for i, t := range tools {
 				if ok, err := t.ArgsValid(raw[i]); !ok || err != nil {
@@ -35,6 +36,7 @@ func BenchmarkFixtureValidation(b *testing.B) {
 	})
 	b.Run("decoded", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			for i, t := range tools {
 				if err := t.ValidateArgs(args[i]); err != nil {
@@ -45,6 +47,7 @@ func BenchmarkFixtureValidation(b *testing.B) {
 	})
 	b.Run("library", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			for i, sch := range schemas {
 				if err := ValidateSchema(sch, args[i]); err != nil {

@@ -88,6 +88,7 @@ func BenchmarkFixturePatterns(b *testing.B) {
 			setFastPath(b, fast)
 			schemas, args := benchFixtureCalls(b)
 			b.ReportAllocs()
+			start := processCPU()
 			for b.Loop() {
 				for i, sch := range schemas {
 					if err := ValidateSchema(sch, args[i]); err != nil {
@@ -95,6 +96,7 @@ func BenchmarkFixturePatterns(b *testing.B) {
 					}
 				}
 			}
+			reportCPU(b, start)
 		})
 	}
 }
