@@ -21,12 +21,19 @@ type decimal struct {
 	point int
 }
 
-// maxExponent bounds the exponents read. Beyond it the schema library's
-// own arithmetic on the number is what judges it, however long it takes.
-const maxExponent = 1 << 20
+// maxExponent bounds the exponents read. The schema library reads a
+// number with big.Rat.SetString, which refuses a non-zero number whose
+// exponent, less the digits after the point, is beyond ±1e6 (the library
+// then finds it no integer, equal to nothing, and cannot compare it). Such
+// numbers get no verdict here, so the library's answer stands.
+const (
+	maxExponent    = 1 << 20
+	maxRatExponent = 1_000_000
+)
 
 // parseDecimal reads s, which must be an RFC 8259 number; ok is false for
-// anything else and for exponents beyond maxExponent.
+// anything else, for exponents beyond maxExponent and for the numbers
+// big.Rat does not read (see maxRatExponent).
 func parseDecimal(s string) (d decimal, ok bool) {
 	i := 0
 	if i < len(s) && s[i] == '-' {
@@ -63,6 +70,9 @@ func parseDecimal(s string) (d decimal, ok bool) {
 		return d, false
 	}
 	d.normalize(exp)
+	if e := exp - len(d.frac); !d.isZero() && (e > maxRatExponent || e < -maxRatExponent) {
+		return d, false
+	}
 	return d, true
 }
 

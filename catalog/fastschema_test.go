@@ -246,3 +246,44 @@ func TestFastPathTakes(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathNumbersBigRatRefuses: a number big.Rat does not read (an
+// exponent beyond ±1e6) gets no verdict from the fast path, whose digits
+// could compare it, since the library's answer is another: not an
+// integer, equal to nothing.
+func TestFastPathNumbersBigRatRefuses(t *testing.T) {
+	for _, c := range []struct{ schema, num string }{
+		{`{"type":"integer"}`, "1e1000001"},
+		{`{"type":"integer"}`, "-25e-1000002"},
+		{`{"enum":[1,"a"]}`, "1e1000001"},
+		{`{"const":1}`, "10e1000001"},
+		{`{"minimum":0}`, "1e1000001"},
+		{`{"multipleOf":2}`, "4e-1000001"},
+	} {
+		sch, err := compileSchema("https://toolgate.invalid/t.json", []byte(c.schema), schemaOptions{formats: FormatsAssert})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast := newFastSchema(sch)
+		if fast == nil {
+			t.Fatalf("%s: the fast path does not take it", c.schema)
+		}
+		if got := fast.check(json.Number(c.num)); got != verdictUnknown {
+			t.Errorf("%s, %s: fast path verdict %d, want none", c.schema, c.num, got)
+		}
+		if got := tapeVerdict(t, fast, []byte(c.num)); got != verdictUnknown {
+			t.Errorf("%s, %s: fast path verdict on the text %d, want none", c.schema, c.num, got)
+		}
+	}
+	// A schema holding such a number stays on the library.
+	sch, err := compileSchema("https://toolgate.invalid/t.json", []byte(`{"enum":[1e1000001]}`), schemaOptions{formats: FormatsAssert})
+	if err != nil || newFastSchema(sch) != nil {
+		t.Errorf("a schema whose enum holds 1e1000001: err %v, fast path taken %v", err, newFastSchema(sch) != nil)
+	}
+	// Zero reads whatever its exponent, and is an integer.
+	sch, err = compileSchema("https://toolgate.invalid/t.json", []byte(`{"type":"integer"}`), schemaOptions{formats: FormatsAssert})
+	if err != nil {
+		t.Fatal(err)
+	}
+	differential(t, sch, newFastSchema(sch), json.Number("0e1000001"), nil, "zero")
+}

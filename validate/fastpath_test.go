@@ -83,3 +83,21 @@ func TestCheckFastPathPatternTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckNumberBeyondRat: a number jsonschema v6 cannot read (an exponent
+// beyond ±1e6) under a numeric keyword made the library panic; the call
+// now gets one blocking schema finding, from Check and from CheckJSON.
+func TestCheckNumberBeyondRat(t *testing.T) {
+	const schema = `{"type":"object","properties":{"n":{"type":"number","minimum":0}}}`
+	const args = `{"n":1e1000001}`
+	for way, eff := range loadWays(t, schema, "") {
+		v := validate.Check(fnCall("t", args), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
+		if v.Valid() || len(v.Findings) != 1 || v.Findings[0].Code != validate.SchemaViolation {
+			t.Errorf("%s: verdict %+v, want one blocking schema finding", way, v)
+		}
+		tool, _, _ := eff.Lookup("t")
+		if fs := validate.CheckJSON(tool.Schema, []byte(args), "structuredContent"); len(fs) != 1 || fs[0].Code != validate.SchemaViolation {
+			t.Errorf("%s: CheckJSON findings %+v, want one schema finding", way, fs)
+		}
+	}
+}
