@@ -32,7 +32,8 @@ const maxPooledNodes = 1 << 12
 // only when the text is valid UTF-8 holding one JSON object that the tool's
 // schema accepts, exactly when decoding it and ValidateArgs would find no
 // fault. False means no verdict: decode the arguments and validate them.
-// A pattern that runs out of time is returned as a *PatternError.
+// A pattern that runs out of time is returned as a *PatternError, which
+// the caller reports rather than meeting it again on the full path.
 func (t *Tool) ArgsValid(raw []byte) (ok bool, err error) {
 	if t.fast == nil || !utf8.Valid(raw) {
 		return false, nil
@@ -50,12 +51,13 @@ func (t *Tool) ArgsValid(raw []byte) (ok bool, err error) {
 		return false, nil
 	}
 	defer func() {
+		// A pattern over its budget is reported; any other failure is
+		// left to the full path, which reports it as ValidateSchema does.
 		if r := recover(); r != nil {
-			pe, isPattern := r.(*PatternError)
-			if !isPattern {
-				panic(r)
+			ok, err = false, nil
+			if pe, isPattern := r.(*PatternError); isPattern {
+				err = pe
 			}
-			ok, err = false, pe
 		}
 	}()
 	tp := &tape{text: string(raw), nodes: nodes}
