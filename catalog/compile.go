@@ -175,7 +175,7 @@ func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource
 			ps.add(where(".parameters"), "tool %q (%s): schema does not compile: %v", tc.Name, tc.Origin, err)
 			ok = false
 		}
-		t.Schema = sch
+		t.Schema, t.fast = sch, newFastSchema(sch)
 	}
 	for i, rc := range tc.Rules {
 		r, err := NewRule(rc.Expr, rc.Message)

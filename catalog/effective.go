@@ -103,7 +103,7 @@ func (s *Snapshot) requestTool(t *Tool, o Offered) *Tool {
 		cache = requestSchemaCache(FormatsAssert)
 	}
 	e := cache.entry(params)
-	t.Schema, t.SchemaError = e.sch, e.err
+	t.Schema, t.SchemaError, t.fast = e.sch, e.err, e.fast
 	if e.err != nil {
 		t.uncompiled = e
 	}

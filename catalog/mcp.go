@@ -71,15 +71,17 @@ func (s *Snapshot) MCPSet(server string, listed []MCPTool) *MCPSet {
 		}
 		t := &Tool{Name: lt.Name, Description: lt.Description, Parameters: compactJSON(lt.InputSchema), Policy: PolicyExecute}
 		own := &MCPSchema{}
+		var fast *fastSchema
 		if t.Parameters != nil {
-			own.Schema, own.Err = s.schemaCache().get(t.Parameters)
+			e := s.schemaCache().entry(t.Parameters)
+			own.Schema, own.Err, fast = e.sch, e.err, e.fast
 		}
-		t.Schema, t.SchemaError = own.Schema, own.Err
+		t.Schema, t.SchemaError, t.fast = own.Schema, own.Err, fast
 		if cfg != nil {
 			t.Description = firstNonEmpty(cfg.Description, lt.Description)
 			t.Policy, t.Provenance, t.Rules = cfg.Policy, cfg.Provenance, cfg.Rules
 			if cfg.Schema != nil {
-				t.Schema, t.SchemaError, t.Parameters = cfg.Schema, nil, cfg.Parameters
+				t.Schema, t.SchemaError, t.Parameters, t.fast = cfg.Schema, nil, cfg.Parameters, cfg.fast
 				if own.Schema != nil || own.Err != nil {
 					set.Input[lt.Name] = own
 				}

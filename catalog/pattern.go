@@ -103,27 +103,45 @@ func (p *ecmaPattern) String() string { return p.src }
 // ValidateArgs validates decoded arguments against the tool's schema. A
 // pattern that could not be evaluated in time is reported as a
 // *PatternError rather than as a verdict on the value.
+//
+// A schema with a fast path is judged by it first; only a value it does
+// not find valid goes to the library, which gives the findings.
 func (t *Tool) ValidateArgs(args any) error {
 	if t.Schema == nil {
 		return nil
 	}
-	return ValidateSchema(t.Schema, args)
+	return validateWith(t.Schema, t.fast, args)
 }
 
 // ValidateSchema validates v against a schema compiled by this package.
 // Every such validation must go through here (or Tool.ValidateArgs): a
 // pattern over its budget panics inside the schema library, and this is
-// where that becomes a *PatternError.
-func ValidateSchema(sch *jsonschema.Schema, v any) (err error) {
+// where that becomes a *PatternError; any other panic of the library
+// becomes ErrUnjudgeable.
+func ValidateSchema(sch *jsonschema.Schema, v any) error {
+	return validateWith(sch, nil, v)
+}
+
+// ErrUnjudgeable reports a value the schema library failed on instead of
+// judging it. The one known case is a number big.Rat does not read (an
+// exponent beyond ±1e6) under a numeric keyword: the library dereferences
+// the nil it gets back. A value nobody could judge must not pass.
+var ErrUnjudgeable = errors.New("the arguments hold a value the schema validator cannot judge, such as a number with an exponent beyond ±1000000")
+
+// validateWith judges v by fast when it has an answer, else by sch.
+func validateWith(sch *jsonschema.Schema, fast *fastSchema, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			pe, ok := r.(*PatternError)
-			if !ok {
-				panic(r)
+			if pe, ok := r.(*PatternError); ok {
+				err = pe
+				return
 			}
-			err = pe
+			err = ErrUnjudgeable
 		}
 	}()
+	if fast != nil && fast.check(v) == verdictValid {
+		return nil
+	}
 	return sch.Validate(v)
 }
 

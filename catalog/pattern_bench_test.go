@@ -15,6 +15,44 @@ import (
 // bench fixture), compiled and decoded ready to validate.
 func benchFixtureCalls(b *testing.B) (schemas []*jsonschema.Schema, args []any) {
 	b.Helper()
+	for _, c := range benchFixtureAnswer(b) {
+		text, err := os.ReadFile(filepath.Join("testdata", "bench-fixture", "schema-"+c.name+".json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sch, err := compileSchema("https://toolgate.invalid/"+c.name+".json", text, schemaOptions{formats: FormatsAssert})
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.args))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sch.Validate(v); err != nil {
+			b.Fatalf("the fixture call must pass: %v", err)
+		}
+		schemas, args = append(schemas, sch), append(args, v)
+	}
+	return schemas, args
+}
+
+// benchFixtureArgs are the argument texts of the workload's two calls.
+func benchFixtureArgs(b *testing.B) [][]byte {
+	var out [][]byte
+	for _, c := range benchFixtureAnswer(b) {
+		out = append(out, c.args)
+	}
+	return out
+}
+
+type fixtureCall struct {
+	name string
+	args []byte
+}
+
+// benchFixtureAnswer reads the tool calls of the workload's answer.
+func benchFixtureAnswer(b *testing.B) []fixtureCall {
+	b.Helper()
 	var answer struct {
 		Choices []struct {
 			Message struct {
@@ -34,25 +72,11 @@ func benchFixtureCalls(b *testing.B) (schemas []*jsonschema.Schema, args []any) 
 	if err := json.Unmarshal(data, &answer); err != nil {
 		b.Fatal(err)
 	}
+	var out []fixtureCall
 	for _, c := range answer.Choices[0].Message.ToolCalls {
-		text, err := os.ReadFile(filepath.Join("testdata", "bench-fixture", "schema-"+c.Function.Name+".json"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		sch, err := compileSchema("https://toolgate.invalid/"+c.Function.Name+".json", text, schemaOptions{formats: FormatsAssert})
-		if err != nil {
-			b.Fatal(err)
-		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(c.Function.Arguments)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := sch.Validate(v); err != nil {
-			b.Fatalf("the fixture call must pass: %v", err)
-		}
-		schemas, args = append(schemas, sch), append(args, v)
+		out = append(out, fixtureCall{c.Function.Name, []byte(c.Function.Arguments)})
 	}
-	return schemas, args
+	return out
 }
 
 // BenchmarkFixturePatterns validates the workload's two calls with the
@@ -64,6 +88,7 @@ func BenchmarkFixturePatterns(b *testing.B) {
 			setFastPath(b, fast)
 			schemas, args := benchFixtureCalls(b)
 			b.ReportAllocs()
+			start := processCPU()
 			for b.Loop() {
 				for i, sch := range schemas {
 					if err := ValidateSchema(sch, args[i]); err != nil {
@@ -71,6 +96,7 @@ func BenchmarkFixturePatterns(b *testing.B) {
 					}
 				}
 			}
+			reportCPU(b, start)
 		})
 	}
 }

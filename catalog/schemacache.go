@@ -54,6 +54,7 @@ type schemaCache struct {
 type schemaEntry struct {
 	once sync.Once
 	sch  *jsonschema.Schema
+	fast *fastSchema
 	err  error
 	// hash names a schema that did not compile, in logs.
 	hash string
@@ -123,6 +124,7 @@ func (c *schemaCache) entry(text []byte) *schemaEntry {
 
 func (e *schemaEntry) compile(text []byte, opt schemaOptions) {
 	e.sch, e.err = compileRequestSchema(text, opt)
+	e.fast = newFastSchema(e.sch)
 	if e.err != nil {
 		sum := sha256.Sum256(text)
 		e.hash = hex.EncodeToString(sum[:])[:12]

@@ -32,6 +32,10 @@ type Tool struct {
 	// SchemaError is set when a request tool's schema did not compile.
 	SchemaError error
 
+	// fast is Schema's fast path, nil when the schema uses a keyword it
+	// leaves to the library (see fastschema.go).
+	fast *fastSchema
+
 	// uncompiled is the shared cache entry of a schema that did not compile.
 	uncompiled *schemaEntry
 }

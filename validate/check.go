@@ -189,6 +189,9 @@ func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
 		v.Findings = append(v.Findings, Finding{Code: MalformedArguments, Message: msg, Detail: msg})
 		return v
 	}
+	if fastArgs(&v, tool, c.Args) {
+		return v
+	}
 	args, f := decodeArgs(c.Args)
 	if f != nil {
 		v.Findings = append(v.Findings, *f)
@@ -215,6 +218,30 @@ func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
 		v.Findings = checkRules(v.Findings, tool, args, calls, i, cx)
 	}
 	return v
+}
+
+// fastArgs judges the arguments of a call to a tool that reads nothing of
+// them but its schema (no provenance pointers, no rules) on their text,
+// by the schema's fast path, and reports whether that settled the call.
+// Arguments it finds valid are never decoded; anything else is left to
+// the full path, except a pattern that ran out of time, which is reported
+// here so that one call costs at most one timeout.
+func fastArgs(v *Verdict, tool *catalog.Tool, raw []byte) bool {
+	if len(tool.Provenance) > 0 || len(tool.Rules) > 0 || len(raw) > maxArgBytes {
+		return false
+	}
+	ok, err := tool.ArgsValid(raw)
+	var pe *catalog.PatternError
+	if ok || !errors.As(err, &pe) {
+		return ok
+	}
+	args, f := decodeArgs(raw)
+	if f != nil {
+		return false
+	}
+	v.Unvalidated = PatternTimeout
+	v.Findings = append(v.Findings, patternFinding(pe, args))
+	return true
 }
 
 // decodeArgs parses argument text into the value form the schema validator

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate/catalog"
 )
 
 // CheckJSON judges a JSON object against a schema outside a tool call: an
@@ -20,7 +22,7 @@ func CheckJSON(sch *jsonschema.Schema, raw []byte, where string) []Finding {
 	if sch == nil {
 		return nil
 	}
-	err := sch.Validate(v)
+	err := catalog.ValidateSchema(sch, v)
 	if err == nil {
 		return nil
 	}
