@@ -209,7 +209,11 @@ func (s *Service) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	d, status, msg := readDecision(w, r)
 	if status != 0 {
-		apiError(w, status, "bad_request", msg)
+		code := map[int]string{http.StatusRequestEntityTooLarge: "too_large", http.StatusUnsupportedMediaType: "unsupported_media_type"}[status]
+		if code == "" {
+			code = "bad_request"
+		}
+		apiError(w, status, code, msg)
 		return
 	}
 	rec, err := s.Decide(r.Context(), id, d)

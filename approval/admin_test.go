@@ -154,6 +154,10 @@ func TestAdminBadBodies(t *testing.T) {
 			if status != c.status || !strings.Contains(msg, c.says) {
 				t.Fatalf("= %d %q, want %d saying %q", status, msg, c.status, c.says)
 			}
+			wantCode := map[int]string{400: "bad_request", 413: "too_large", 415: "unsupported_media_type"}[c.status]
+			if errCode(out) != wantCode {
+				t.Fatalf("code %q, want %q", errCode(out), wantCode)
+			}
 		})
 	}
 	if got, _ := f.svc.Get(context.Background(), r.ID); got.State != Pending {

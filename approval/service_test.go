@@ -203,3 +203,27 @@ func fmt_(s Secret) string { return fmtSprint("%s|%v|%+v|%#v|%q|%x", s, s, s, s,
 func fmtV(v any) string    { return fmtSprint("%v|%+v|%#v", v, v, v) }
 
 var fmtSprint = fmt.Sprintf
+
+// TestRunSweepsOnItsTicker: the sweeper expires on its own, and stops
+// with its context.
+func TestRunSweepsOnItsTicker(t *testing.T) {
+	f := newFixture(t, "")
+	f.hold(t, Operator)
+	f.clock.Add(DefaultTTL)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { f.svc.Run(ctx, 5*time.Millisecond, nil); close(stopped) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(f.m.Total.WithLabelValues(ResultExpired)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper never expired the record")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not stop with its context")
+	}
+}
