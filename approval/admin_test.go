@@ -304,17 +304,22 @@ func FuzzAdminDecisionBody(f *testing.F) {
 	})
 }
 
+// FuzzParseID fuzzes the resume headers' values: X-Toolgate-Approval and
+// X-Toolgate-Approval-Secret accept exactly their one form.
 func FuzzParseID(f *testing.F) {
-	for _, s := range []string{"apr_0123456789abcdef0123456789abcdef", "apr_", "apr_0123456789ABCDEF0123456789abcdef", " apr_0123456789abcdef0123456789abcdef", "apr_0123456789abcdef0123456789abcdef\n"} {
+	for _, s := range []string{"apr_0123456789abcdef0123456789abcdef", "apr_", "apr_0123456789ABCDEF0123456789abcdef", " apr_0123456789abcdef0123456789abcdef", "apr_0123456789abcdef0123456789abcdef\n", "0123456789abcdef0123456789abcdef"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		id, err := ParseID(v)
-		if err != nil {
-			return
+		if id, err := ParseID(v); err == nil {
+			if id != v || len(v) != 36 || !strings.HasPrefix(v, "apr_") || strings.Trim(v[4:], "0123456789abcdef") != "" {
+				t.Fatalf("accepted id %q", v)
+			}
 		}
-		if id != v || len(v) != 36 || !strings.HasPrefix(v, "apr_") || strings.Trim(v[4:], "0123456789abcdef") != "" {
-			t.Fatalf("accepted %q", v)
+		if sec, err := ParseSecret(v); err == nil {
+			if len(v) != 32 || strings.Trim(v, "0123456789abcdef") != "" || !sec.matches(SecretFrom(v).hash()) {
+				t.Fatalf("accepted secret %q", v)
+			}
 		}
 	})
 }

@@ -23,6 +23,10 @@ type Notifier struct {
 	m   *Metrics
 	wg  sync.WaitGroup
 	log func(error)
+	// mu orders Notify against Close: a notification racing a shutdown
+	// is dropped, never sent on a closed queue.
+	mu     sync.RWMutex
+	closed bool
 }
 
 // NewNotifier starts a notifier for url; secret signs each body when set.
@@ -46,6 +50,12 @@ func NewNotifier(url, secret string, r webhook.Retry, m *Metrics, log func(error
 
 // Notify queues body without waiting.
 func (n *Notifier) Notify(body []byte) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.closed {
+		n.m.dropped()
+		return
+	}
 	select {
 	case n.q <- body:
 	default:
@@ -56,7 +66,14 @@ func (n *Notifier) Notify(body []byte) {
 // Close stops taking notifications, gives the queued ones a moment, then
 // abandons their retries.
 func (n *Notifier) Close() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed = true
 	close(n.q)
+	n.mu.Unlock()
 	done := make(chan struct{})
 	go func() { n.wg.Wait(); close(done) }()
 	select {

@@ -197,6 +197,12 @@ func TestNotifyFullQueueDrops(t *testing.T) {
 	notifyDrain = 20 * time.Millisecond
 	defer func() { notifyDrain = old }()
 	n.Close()
+	before := testutil.ToFloat64(m.NotifyDropped)
+	n.Notify([]byte(`{}`)) // after Close: dropped, not a panic
+	n.Close()
+	if testutil.ToFloat64(m.NotifyDropped) != before+1 {
+		t.Fatal("a notification after Close was not counted as dropped")
+	}
 }
 
 func fmt_(s Secret) string { return fmtSprint("%s|%v|%+v|%#v|%q|%x", s, s, s, s, s, s) }
