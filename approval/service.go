@@ -126,7 +126,13 @@ func (s *Service) Claim(ctx context.Context, id string, m Match) (*Record, error
 		}
 		return nil, err
 	}
-	s.emit(ResultReleased, r, "", r.ReleasedAt, "")
+	// A caller approval has no decision: the app that held the secret is
+	// who said yes.
+	by := r.DecidedBy
+	if by == "" && r.Approver == Caller {
+		by = string(Caller)
+	}
+	s.emit(ResultReleased, r, by, r.ReleasedAt, "")
 	s.refreshPending(ctx)
 	return r, nil
 }

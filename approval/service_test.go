@@ -233,3 +233,16 @@ func TestRunSweepsOnItsTicker(t *testing.T) {
 		t.Fatal("Run did not stop with its context")
 	}
 }
+
+func TestCallerReleaseIsAuditedAsTheCaller(t *testing.T) {
+	f := newFixture(t, "")
+	r, sec := f.hold(t, Caller)
+	got, err := f.svc.Claim(context.Background(), r.ID, Match{RequestDigest: "sha256:req", Route: "/v1/chat/completions", Upstream: "openai", Secret: sec})
+	if err != nil || string(got.Held) != "answer" {
+		t.Fatalf("claim = %+v, %v", got, err)
+	}
+	last := f.events[len(f.events)-1]
+	if last.Result != ResultReleased || last.By != "caller" || last.ApprovalID != r.ID {
+		t.Fatalf("release event %+v", last)
+	}
+}
