@@ -229,6 +229,16 @@ func TestAdminListAndShowRedact(t *testing.T) {
 	if l, _ := all["approvals"].([]any); len(l) != 2 {
 		t.Fatalf("all = %v", all)
 	}
+	rc, sec := f.hold(t, Caller)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, func() *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/approvals/"+rc.ID, nil)
+		r.Header.Set("Authorization", bearerOK)
+		return r
+	}())
+	if body := rec.Body.String(); rec.Code != 200 || strings.Contains(body, "secret") || strings.Contains(body, rc.Ticket(sec).Secret) || strings.Contains(body, `"held"`) {
+		t.Fatalf("a caller approval shows its secret or held answer: %d %s", rec.Code, body)
+	}
 	status, out, _ = f.do(t, http.MethodGet, "/approvals?state=bogus", bearerOK, "", nil)
 	if status != 400 || errCode(out) != "bad_state" {
 		t.Fatalf("bad state = %d %v", status, out)
