@@ -158,6 +158,7 @@ func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource
 		Name:          tc.Name,
 		Description:   tc.Description,
 		Policy:        tc.Policy,
+		Approver:      tc.Approver,
 		Substitutable: tc.Substitutable != nil && *tc.Substitutable,
 		Provenance:    tc.Provenance,
 	}
@@ -253,6 +254,8 @@ func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bo
 			ps.add("inbound_auth.tokens_env", "environment variable %s holds no tokens", name)
 		}
 	}
+	sec.ApprovalsAdminToken = optionalSecret(ps, lookupEnv, "approvals.admin_token_env", c.Approvals.AdminTokenEnv)
+	sec.ApprovalsNotifySecret = optionalSecret(ps, lookupEnv, "approvals.notify_secret_env", c.Approvals.NotifySecretEnv)
 	if name := c.Escalation.Sinks.WebhookSecretEnv; name != "" {
 		v, _ := lookupEnv(name)
 		if v = strings.TrimSpace(v); v == "" {
@@ -261,6 +264,20 @@ func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bo
 		sec.WebhookSecret = v
 	}
 	return sec
+}
+
+// optionalSecret reads the variable a *_env field names, if it names one;
+// a named variable that is unset or blank is a problem, since starting
+// without it would silently drop the protection it gives.
+func optionalSecret(ps *problems, lookupEnv func(string) (string, bool), field, name string) string {
+	if name == "" {
+		return ""
+	}
+	v, _ := lookupEnv(name)
+	if v = strings.TrimSpace(v); v == "" {
+		ps.add(field, "environment variable %s is not set or empty", name)
+	}
+	return v
 }
 
 // compileValidators resolves each validator's tools against the catalog and
@@ -320,6 +337,7 @@ func catalogHash(entries []catalogEntry) string {
 		Description   string          `json:"description"`
 		Parameters    json.RawMessage `json:"parameters"`
 		Policy        string          `json:"policy"`
+		Approver      string          `json:"approver,omitempty"`
 		Substitutable bool            `json:"substitutable"`
 		Provenance    []string        `json:"provenance"`
 		Rules         [][2]string     `json:"rules"`
@@ -334,6 +352,11 @@ func catalogHash(entries []catalogEntry) string {
 			Policy:        t.Policy,
 			Substitutable: t.Substitutable != nil && *t.Substitutable,
 			Provenance:    t.Provenance,
+		}
+		// Only the non-default approver counts, so catalogs written before
+		// approvers existed keep their versions.
+		if t.Approver == ApproverCaller {
+			c.Approver = t.Approver
 		}
 		for _, r := range t.Rules {
 			c.Rules = append(c.Rules, [2]string{r.Expr, r.Message})

@@ -36,6 +36,7 @@ type Config struct {
 	Escalation  Escalation  `yaml:"escalation"`
 	Limits      Limits      `yaml:"limits"`
 	MCPServers  []MCPServer `yaml:"mcp_servers"`
+	Approvals   Approvals   `yaml:"approvals"`
 	Log         Log         `yaml:"log"`
 	Shutdown    Shutdown    `yaml:"shutdown"`
 
@@ -155,12 +156,22 @@ const (
 	PolicyConfirm = "confirm"
 )
 
+// Who may say yes to a confirm call (SPEC §5a).
+const (
+	// ApproverOperator decides through the admin API.
+	ApproverOperator = "operator"
+	// ApproverCaller is the app, which asked its own user: presenting the
+	// approval's secret on resume is the yes.
+	ApproverCaller = "caller"
+)
+
 // ToolConfig is one tool as written in config.yaml or a tool file.
 type ToolConfig struct {
 	Name          string       `yaml:"name"`
 	Description   string       `yaml:"description"`
 	Parameters    JSONValue    `yaml:"parameters"`
 	Policy        string       `yaml:"policy"`
+	Approver      string       `yaml:"approver"`
 	Substitutable *bool        `yaml:"substitutable"`
 	Provenance    []string     `yaml:"provenance"`
 	Rules         []RuleConfig `yaml:"rules"`
@@ -228,6 +239,19 @@ type Sinks struct {
 	File             string `yaml:"file"`
 	Webhook          string `yaml:"webhook"`
 	WebhookSecretEnv string `yaml:"webhook_secret_env"`
+}
+
+// Approvals configures the hold and resume of confirm calls (SPEC §5a).
+type Approvals struct {
+	// Store is memory, file:PATH or redis://HOST:PORT/DB.
+	Store string   `yaml:"store"`
+	TTL   Duration `yaml:"ttl"`
+	// AdminTokenEnv names the variable holding the admin API's bearer
+	// token; required when admin_listen is not loopback.
+	AdminTokenEnv string `yaml:"admin_token_env"`
+	// Notify is a webhook POSTed each new pending approval.
+	Notify          string `yaml:"notify"`
+	NotifySecretEnv string `yaml:"notify_secret_env"`
 }
 
 // Limits bound what toolgate buffers.

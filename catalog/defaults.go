@@ -29,6 +29,8 @@ const (
 	DefaultMCPIdleTimeout    = 300 * time.Second
 	DefaultMCPMaxStreams     = 16
 	DefaultMCPConfirmTimeout = 120 * time.Second
+	DefaultApprovalsStore    = "memory"
+	DefaultApprovalsTTL      = 15 * time.Minute
 )
 
 // DefaultValidatorTimeout bounds one validator call: it runs on the agent's
@@ -100,16 +102,24 @@ func (c *Config) SetDefaults() {
 	if c.Limits.MaxResponseBytes == 0 {
 		c.Limits.MaxResponseBytes = DefaultMaxBodyBytes
 	}
+	setString(&c.Approvals.Store, DefaultApprovalsStore)
+	setDuration(&c.Approvals.TTL, DefaultApprovalsTTL)
+
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
 	setDuration(&c.Shutdown.Grace, DefaultShutdownGrace)
 }
 
-// setDefaults fills a tool's policy and substitutability. A confirm tool is
-// not substitutable by default: mapping an invented call onto an
-// irreversible action is exactly what an operator would not expect.
+// setDefaults fills a tool's policy, approver and substitutability. Only a
+// confirm tool gets an approver, so one written on another tool stays
+// visible to Validate. A confirm tool is not substitutable by default:
+// mapping an invented call onto an irreversible action is exactly what an
+// operator would not expect.
 func (t *ToolConfig) setDefaults() {
 	setString(&t.Policy, PolicyExecute)
+	if t.Policy == PolicyConfirm {
+		setString(&t.Approver, ApproverOperator)
+	}
 	if t.Substitutable == nil {
 		v := t.Policy != PolicyConfirm
 		t.Substitutable = &v

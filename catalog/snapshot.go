@@ -22,8 +22,11 @@ type Tool struct {
 	// not be compiled (request tools only); then arguments must only be a JSON
 	// object. Validate through ValidateArgs, never Schema.Validate: see
 	// ValidateSchema.
-	Schema        *jsonschema.Schema
-	Policy        string
+	Schema *jsonschema.Schema
+	Policy string
+	// Approver is who may say yes to a confirm call: ApproverOperator or
+	// ApproverCaller ("" for other tools).
+	Approver      string
 	Substitutable bool
 	Provenance    []string
 	Rules         []*Rule
@@ -109,6 +112,11 @@ type Secrets struct {
 	WebhookSecret string
 	// MCPKeys by mcp_servers name.
 	MCPKeys map[string]string
+	// ApprovalsAdminToken is the admin API's bearer token; empty when
+	// approvals.admin_token_env is not set.
+	ApprovalsAdminToken string
+	// ApprovalsNotifySecret signs approvals.notify deliveries.
+	ApprovalsNotifySecret string
 }
 
 // ValidatorSpec is one validator in compiled form.

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/storespec"
 )
 
 // toolName is SPEC's tool name grammar. It is wider than OpenAI's (it admits
@@ -43,6 +46,7 @@ func (c *Config) Validate() error {
 	c.validateContext(ps)
 	c.validateValidators(ps)
 	c.validateMCP(ps)
+	c.validateApprovals(ps)
 
 	oneOf(ps, "recovery.strategy", c.Recovery.Strategy, StrategyDecision, StrategyCorrection)
 	checkAttempts(ps, "recovery.max_attempts", c.Recovery.MaxAttempts)
@@ -279,6 +283,9 @@ func (t *ToolConfig) validate(ps *problems, at string) {
 		}
 	}
 	oneOf(ps, at+".policy", t.Policy, PolicyExecute, PolicyConfirm)
+	if t.Approver != "" {
+		oneOf(ps, at+".approver", t.Approver, ApproverOperator, ApproverCaller)
+	}
 	for j, p := range t.Provenance {
 		checkPointer(ps, indexPath(at+".provenance", j), p)
 	}
@@ -287,6 +294,56 @@ func (t *ToolConfig) validate(ps *problems, at string) {
 			ps.add(indexPath(at+".rules", j)+".expr", "must not be empty")
 		}
 	}
+}
+
+// maxApprovalTTL bounds approvals.ttl: every held answer stays in the
+// store that long, and a call nobody approved within a week is stale.
+const maxApprovalTTL = 7 * 24 * time.Hour
+
+func (c *Config) validateApprovals(ps *problems) {
+	a := &c.Approvals
+	if _, err := storespec.Parse(a.Store); err != nil {
+		ps.add("approvals.store", "%s", err.Error())
+	}
+	if a.TTL < Duration(time.Second) || a.TTL > Duration(maxApprovalTTL) {
+		ps.add("approvals.ttl", "must be between 1s and %s, got %s", maxApprovalTTL, a.TTL)
+	}
+	if a.Notify != "" {
+		if msg := httpURLProblem(a.Notify); msg != "" {
+			ps.add("approvals.notify", "%s", msg)
+		}
+	} else if a.NotifySecretEnv != "" {
+		ps.add("approvals.notify_secret_env", "is set but approvals.notify is empty; nothing would be signed")
+	}
+	mcpConfirm := c.Catalog.MCP.ConfirmDestructive && len(c.MCPServers) > 0
+	for i, t := range c.Catalog.Tools {
+		// An MCP server's tool may be confirm through its destructiveHint,
+		// which only the server knows.
+		if t.Approver != "" && t.Policy != PolicyConfirm && !(mcpConfirm && mcpToolName.MatchString(t.Name)) {
+			ps.add(indexPath("catalog.tools", i)+".approver", "applies only to a tool with policy: confirm; %q has policy: %s", t.Name, t.Policy)
+		}
+	}
+	host, _, err := net.SplitHostPort(c.AdminListen)
+	if err == nil && !isLoopback(host) && a.AdminTokenEnv == "" && c.approvalsInUse() {
+		ps.add("approvals.admin_token_env",
+			"required because admin_listen %q is not a loopback address and confirm tools are held for approval: anyone who can reach it could approve them",
+			c.AdminListen)
+	}
+}
+
+// approvalsInUse reports whether any call can be held for approval: a
+// confirm tool in the catalog, or MCP tools made confirm by their
+// destructiveHint.
+func (c *Config) approvalsInUse() bool {
+	if c.Catalog.MCP.ConfirmDestructive && len(c.MCPServers) > 0 {
+		return true
+	}
+	for _, t := range c.Catalog.Tools {
+		if t.Policy == PolicyConfirm {
+			return true
+		}
+	}
+	return false
 }
 
 // validateExposure refuses a proxy that would lend its upstream key to

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,6 +125,24 @@ func TestFunctionLength(t *testing.T) {
 				if n > limit {
 					t.Errorf("%s: %s is %d lines; keep functions under %d", filepath.Join(dir, filepath.Base(p)), fn.Name.Name, n, limit)
 				}
+			}
+		}
+	}
+}
+
+// TestApprovalImports keeps approvals provider-neutral and beneath the
+// pipeline that will call them: the approval package sees the neutral
+// values and leaf libraries only, and its leaves stay leaves.
+func TestApprovalImports(t *testing.T) {
+	allowed := map[string][]string{
+		"approval":           {"neutral", "internal/storespec", "internal/webhook", "internal/signature"},
+		"internal/storespec": nil,
+		"internal/webhook":   {"internal/signature"},
+	}
+	for pkg, ok := range allowed {
+		for _, im := range imports(t, pkg) {
+			if !slices.Contains(ok, im) {
+				t.Errorf("%s imports %s/%s, which its layer may not", pkg, module, im)
 			}
 		}
 	}

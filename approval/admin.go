@@ -1,0 +1,306 @@
+package approval
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// View is a record as the admin API and notifications show it: the
+// arguments redacted, the held answer and the secret's hash left out.
+type View struct {
+	ID       string   `json:"id"`
+	State    State    `json:"state"`
+	Approver Approver `json:"approver"`
+	// Tool and Arguments repeat the call when there is one.
+	Tool           string          `json:"tool,omitempty"`
+	Arguments      json.RawMessage `json:"arguments,omitempty"`
+	CallDigest     string          `json:"call_digest"`
+	Calls          []Call          `json:"calls"`
+	RequestDigest  string          `json:"request_digest"`
+	Route          string          `json:"route"`
+	Upstream       string          `json:"upstream"`
+	CatalogVersion string          `json:"catalog_version"`
+	EscalationID   string          `json:"escalation_id"`
+	Created        time.Time       `json:"created"`
+	ExpiresAt      time.Time       `json:"expires_at"`
+	DecidedBy      string          `json:"decided_by,omitempty"`
+	DecidedAt      time.Time       `json:"decided_at,omitzero"`
+	Note           string          `json:"note,omitempty"`
+	ReleasedAt     time.Time       `json:"released_at,omitzero"`
+}
+
+func (s *Service) view(r *Record) View {
+	v := View{
+		ID: r.ID, State: r.State, Approver: r.Approver, CallDigest: r.CallDigest(),
+		RequestDigest: r.RequestDigest, Route: r.Route, Upstream: r.Upstream,
+		CatalogVersion: r.CatalogVersion, EscalationID: r.EscalationID,
+		Created: r.Created, ExpiresAt: r.ExpiresAt, DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt,
+		Note: r.Note, ReleasedAt: r.ReleasedAt, Calls: make([]Call, len(r.Calls)),
+	}
+	for i, c := range r.Calls {
+		if s.c.Redact != nil {
+			c.Arguments = s.c.Redact(c.Tool, c.Arguments)
+		}
+		v.Calls[i] = c
+	}
+	if len(v.Calls) == 1 {
+		v.Tool, v.Arguments = v.Calls[0].Tool, v.Calls[0].Arguments
+	}
+	return v
+}
+
+// Admin API bounds.
+const (
+	// MaxBodyBytes caps a decision body: a decision, a name and a note.
+	MaxBodyBytes = 16 << 10
+	maxBy        = 128
+	maxNote      = 2000
+)
+
+// Handler is the admin API (SPEC §5a), to be mounted on the admin
+// listener:
+//
+//	GET  /approvals?state=pending   list
+//	GET  /approvals/{id}            one
+//	POST /approvals/{id}            {"decision":"approve"|"deny","by":"…","note":"…"}
+//
+// With a token, every request needs "Authorization: Bearer <token>": the
+// list shows arguments, and a decision releases a held call.
+func (s *Service) Handler(token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /approvals", s.list)
+	mux.HandleFunc("GET /approvals/{id}", s.show)
+	mux.HandleFunc("POST /approvals/{id}", s.decide)
+	if token == "" {
+		return mux
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate approvals"`)
+			apiError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the value of approvals.admin_token_env)")
+			return
+		}
+		// Comparing digests keeps the time independent of the length too.
+		sum := sha256.Sum256([]byte(got))
+		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			apiError(w, http.StatusForbidden, "forbidden", "the bearer token is not the approvals admin token")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+type apiErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func apiError(w http.ResponseWriter, status int, code, msg string) {
+	var b apiErrorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"the answer could not be encoded"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// storeError answers a store's error: a refusal with its status, an
+// unreachable store with a retryable 503.
+func storeError(w http.ResponseWriter, err error) {
+	if rf, ok := AsRefusal(err); ok {
+		msg := map[Code]string{
+			CodeUnknown: "no such approval (never held here, or removed after it expired)",
+			CodeExpired: "the approval expired before it was decided",
+			CodeDecided: "the approval was already decided; it is " + string(rf.State),
+		}[rf.Code]
+		apiError(w, rf.Status(), string(rf.Code), msg)
+		return
+	}
+	if errors.Is(err, ErrUnavailable) {
+		w.Header().Set("Retry-After", "1")
+		apiError(w, http.StatusServiceUnavailable, "store_unavailable", "the approval store cannot be reached; try again")
+		return
+	}
+	apiError(w, http.StatusInternalServerError, "internal", "the approval could not be read")
+}
+
+func (s *Service) list(w http.ResponseWriter, r *http.Request) {
+	var st State
+	if q := r.URL.Query().Get("state"); q != "" {
+		var ok bool
+		if st, ok = ParseState(q); !ok {
+			apiError(w, http.StatusBadRequest, "bad_state", fmt.Sprintf("state %q is not one of pending, approved, denied, expired, released", q))
+			return
+		}
+	}
+	recs, err := s.c.Store.List(r.Context(), st)
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	out := struct {
+		Approvals []View `json:"approvals"`
+	}{Approvals: make([]View, 0, len(recs))}
+	for _, rec := range recs {
+		out.Approvals = append(out.Approvals, s.view(rec))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pathID reads the {id} segment, answering 400 for what cannot be an id.
+func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id, err := ParseID(r.PathValue("id"))
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_id", err.Error())
+		return "", false
+	}
+	return id, true
+}
+
+func (s *Service) show(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	rec, err := s.c.Store.Get(r.Context(), id)
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(rec))
+}
+
+func (s *Service) decide(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	d, status, msg := readDecision(w, r)
+	if status != 0 {
+		code := map[int]string{http.StatusRequestEntityTooLarge: "too_large", http.StatusUnsupportedMediaType: "unsupported_media_type"}[status]
+		if code == "" {
+			code = "bad_request"
+		}
+		apiError(w, status, code, msg)
+		return
+	}
+	rec, err := s.Decide(r.Context(), id, d)
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(rec))
+}
+
+// DecisionBody is the POST body.
+type DecisionBody struct {
+	Decision string `json:"decision"`
+	By       string `json:"by"`
+	Note     string `json:"note"`
+}
+
+const bodyHint = `send {"decision":"approve"|"deny","by":"<who>","note":"<optional>"}`
+
+// readDecision reads and checks a POST body; a non-zero status says what
+// is wrong with it.
+func readDecision(w http.ResponseWriter, r *http.Request) (Decision, int, string) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return Decision{}, http.StatusUnsupportedMediaType, "Content-Type must be application/json"
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return Decision{}, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes; %s", MaxBodyBytes, bodyHint)
+		}
+		return Decision{}, http.StatusBadRequest, "the body could not be read"
+	}
+	return ParseDecision(body)
+}
+
+// ParseDecision checks a decision body: one JSON object with a known
+// decision, a printable "by" and an optional note, nothing else.
+func ParseDecision(body []byte) (Decision, int, string) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return Decision{}, http.StatusBadRequest, "the body is empty; " + bodyHint
+	}
+	var b DecisionBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return Decision{}, http.StatusBadRequest, "the body is not a decision object (" + err.Error() + "); " + bodyHint
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Decision{}, http.StatusBadRequest, "the body has more than one JSON value; " + bodyHint
+	}
+	var d Decision
+	switch b.Decision {
+	case "approve":
+		d.Approve = true
+	case "deny":
+	default:
+		return Decision{}, http.StatusBadRequest, fmt.Sprintf(`decision %q is not "approve" or "deny"`, b.Decision)
+	}
+	if msg := textProblem("by", b.By, maxBy, false); msg != "" {
+		return Decision{}, http.StatusBadRequest, msg
+	}
+	if msg := textProblem("note", b.Note, maxNote, true); msg != "" {
+		return Decision{}, http.StatusBadRequest, msg
+	}
+	d.By, d.Note = strings.TrimSpace(b.By), b.Note
+	return d, 0, ""
+}
+
+// textProblem checks a free-text field that ends up in logs and sinks:
+// valid UTF-8, bounded, and no control characters that could forge a log
+// line (a note may have line breaks and tabs).
+func textProblem(field, v string, limit int, multiline bool) string {
+	switch {
+	case !multiline && strings.TrimSpace(v) == "":
+		return fmt.Sprintf("%q is required: who decides (a name or an id)", field)
+	case !utf8.ValidString(v):
+		return fmt.Sprintf("%q is not valid UTF-8", field)
+	case utf8.RuneCountInString(v) > limit:
+		return fmt.Sprintf("%q is longer than %d characters", field, limit)
+	}
+	for _, c := range v {
+		if unicode.IsControl(c) && !(multiline && (c == '\n' || c == '\t')) {
+			return fmt.Sprintf("%q contains a control character", field)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,142 @@
+package approval
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// Memory is the default store: one replica's, lost on restart.
+type Memory struct {
+	o  Options
+	mu sync.Mutex
+	m  map[string]*Record
+}
+
+// NewMemory returns an empty memory store.
+func NewMemory(o Options) *Memory {
+	return &Memory{o: o.withDefaults(), m: map[string]*Record{}}
+}
+
+// Put implements Store.
+func (s *Memory) Put(_ context.Context, r *Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[r.ID] = clone(r, true)
+	return nil
+}
+
+// Get implements Store.
+func (s *Memory) Get(_ context.Context, id string) (*Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[id]
+	if !ok {
+		return nil, refuse(CodeUnknown, "")
+	}
+	return clone(r, true).at(s.o.Now()), nil
+}
+
+// List implements Store.
+func (s *Memory) List(_ context.Context, st State) ([]*Record, error) {
+	now := s.o.Now()
+	s.mu.Lock()
+	var out []*Record
+	for _, r := range s.m {
+		if c := clone(r, false).at(now); st == "" || c.State == st {
+			out = append(out, c)
+		}
+	}
+	s.mu.Unlock()
+	sortRecords(out)
+	return out, nil
+}
+
+// sortRecords orders records oldest first, ties by id.
+func sortRecords(rs []*Record) {
+	slices.SortFunc(rs, func(a, b *Record) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		if a.ID < b.ID {
+			return -1
+		}
+		return 1
+	})
+}
+
+// Decide implements Store.
+func (s *Memory) Decide(_ context.Context, id string, d Decision) (*Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[id]
+	if !ok {
+		return nil, refuse(CodeUnknown, "")
+	}
+	// The rules run on a copy: a refusal must leave the record as it was.
+	c := clone(r, true)
+	if err := decide(c, d, s.o.Now()); err != nil {
+		return nil, err
+	}
+	s.m[id] = c
+	return clone(c, false), nil
+}
+
+// Claim implements Store.
+func (s *Memory) Claim(_ context.Context, id string, m Match) (*Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[id]
+	if !ok {
+		return nil, refuse(CodeUnknown, "")
+	}
+	now := s.o.Now()
+	c := clone(r, true)
+	if err := check(c, m, now); err != nil {
+		return nil, err
+	}
+	release(c, now)
+	out := clone(c, true)
+	c.Held = nil
+	s.m[id] = c
+	return out, nil
+}
+
+// Sweep implements Store.
+func (s *Memory) Sweep(context.Context) ([]*Record, error) {
+	now := s.o.Now()
+	s.mu.Lock()
+	var expired []*Record
+	for id, r := range s.m {
+		if r.live(now) {
+			continue
+		}
+		if r.State == Pending || r.State == Approved {
+			r.at(now)
+			expired = append(expired, clone(r, false))
+		}
+		if now.After(r.ExpiresAt.Add(s.o.Linger)) {
+			delete(s.m, id)
+		}
+	}
+	s.mu.Unlock()
+	sortRecords(expired)
+	return expired, nil
+}
+
+// Pending implements Store.
+func (s *Memory) Pending(context.Context) (int, error) {
+	now := s.o.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.m {
+		if r.State == Pending && r.live(now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Close implements Store.
+func (s *Memory) Close() error { return nil }

@@ -1,0 +1,86 @@
+package approval
+
+import (
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/webhook"
+)
+
+// notifyQueue bounds the notifications waiting to go out.
+const notifyQueue = 256
+
+// notifyDrain is how long Close lets queued notifications go out.
+var notifyDrain = 5 * time.Second
+
+// Notifier POSTs each new pending approval to approvals.notify, signed
+// like the webhook sink and retried with backoff, from its own goroutine:
+// a slow or dead receiver delays only later notifications, and a full
+// queue drops one and counts it, never holding up a request.
+type Notifier struct {
+	p   *webhook.Poster
+	q   chan []byte
+	m   *Metrics
+	wg  sync.WaitGroup
+	log func(error)
+	// mu orders Notify against Close: a notification racing a shutdown
+	// is dropped, never sent on a closed queue.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// NewNotifier starts a notifier for url; secret signs each body when set.
+// log hears of each notification given up (nil: nobody).
+func NewNotifier(url, secret string, r webhook.Retry, m *Metrics, log func(error)) *Notifier {
+	n := &Notifier{p: webhook.New(url, secret, r), q: make(chan []byte, notifyQueue), m: m, log: log}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		for body := range n.q {
+			if err := n.p.Deliver(body); err != nil {
+				n.m.failed()
+				if n.log != nil {
+					n.log(err)
+				}
+			}
+		}
+	}()
+	return n
+}
+
+// Notify queues body without waiting.
+func (n *Notifier) Notify(body []byte) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.closed {
+		n.m.dropped()
+		return
+	}
+	select {
+	case n.q <- body:
+	default:
+		n.m.dropped()
+	}
+}
+
+// Close stops taking notifications, gives the queued ones a moment, then
+// abandons their retries.
+func (n *Notifier) Close() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed = true
+	close(n.q)
+	n.mu.Unlock()
+	done := make(chan struct{})
+	go func() { n.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(notifyDrain):
+		n.p.Close()
+		<-done
+	}
+	n.p.Close()
+}

@@ -1,0 +1,166 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// DefaultTTL is approvals.ttl's default.
+const DefaultTTL = 15 * time.Minute
+
+// Event is one state change, for the audit trail (a sink record): which
+// approval, for which escalation and call, who, when.
+type Event struct {
+	Result       string    `json:"result"`
+	ApprovalID   string    `json:"approval_id"`
+	EscalationID string    `json:"escalation_id,omitempty"`
+	CallDigest   string    `json:"call_digest,omitempty"`
+	By           string    `json:"by,omitempty"`
+	At           time.Time `json:"at"`
+	// Code is a refused resume's §5a code.
+	Code Code `json:"code,omitempty"`
+}
+
+// Config wires a Service.
+type Config struct {
+	Store Store
+	// TTL is how long a pending or approved call may wait (DefaultTTL).
+	TTL     time.Duration
+	Metrics *Metrics
+	// Notifier, when set, hears of each new pending operator approval.
+	Notifier *Notifier
+	// Audit, when set, receives every event. It must not block.
+	Audit func(Event)
+	// Redact blanks what escalation.redact names in a call's arguments
+	// before the admin API or a notification shows them. Nil shows them
+	// as they are.
+	Redact func(tool string, args json.RawMessage) json.RawMessage
+	Now    func() time.Time
+}
+
+// Service is approvals as the rest of toolgate uses them: the store's
+// operations with their metrics, audit events and notifications.
+type Service struct{ c Config }
+
+// New returns a Service on c.Store.
+func New(c Config) *Service {
+	if c.TTL <= 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return &Service{c: c}
+}
+
+// Store is the service's store.
+func (s *Service) Store() Store { return s.c.Store }
+
+func (s *Service) emit(result string, r *Record, by string, at time.Time, code Code) {
+	s.c.Metrics.count(result)
+	if s.c.Audit != nil {
+		s.c.Audit(Event{Result: result, ApprovalID: r.ID, EscalationID: r.EscalationID,
+			CallDigest: r.CallDigest(), By: by, At: at.UTC(), Code: code})
+	}
+}
+
+// refreshPending sets the gauge from the store, which counts what every
+// replica sharing it holds.
+func (s *Service) refreshPending(ctx context.Context) {
+	if n, err := s.c.Store.Pending(ctx); err == nil {
+		s.c.Metrics.pending(n)
+	}
+}
+
+// Request holds an answer: it stores a pending record and returns it with
+// the secret a caller approval hands out (zero otherwise).
+func (s *Service) Request(ctx context.Context, spec Spec) (*Record, Secret, error) {
+	r, sec := NewRecord(spec, s.c.Now(), s.c.TTL)
+	if err := s.c.Store.Put(ctx, r); err != nil {
+		return nil, Secret{}, err
+	}
+	s.emit(ResultRequested, r, "", r.Created, "")
+	s.refreshPending(ctx)
+	if s.c.Notifier != nil && r.Approver == Operator {
+		if body, err := json.Marshal(notification{Type: "approval.pending", Approval: s.view(r)}); err == nil {
+			s.c.Notifier.Notify(body)
+		}
+	}
+	return r, sec, nil
+}
+
+type notification struct {
+	Type     string `json:"type"`
+	Approval View   `json:"approval"`
+}
+
+// Get returns a record as it reads now.
+func (s *Service) Get(ctx context.Context, id string) (*Record, error) {
+	return s.c.Store.Get(ctx, id)
+}
+
+// Decide records a person's decision.
+func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, error) {
+	r, err := s.c.Store.Decide(ctx, id, d)
+	if err != nil {
+		return nil, err
+	}
+	result := ResultDenied
+	if r.State == Approved {
+		result = ResultApproved
+	}
+	s.emit(result, r, d.By, r.DecidedAt, "")
+	s.refreshPending(ctx)
+	return r, nil
+}
+
+// Claim releases an approval once (see Store.Claim). A refusal is counted
+// and audited; an unreachable store is neither, since nothing happened.
+func (s *Service) Claim(ctx context.Context, id string, m Match) (*Record, error) {
+	r, err := s.c.Store.Claim(ctx, id, m)
+	if err != nil {
+		if rf, ok := AsRefusal(err); ok {
+			s.emit(ResultRefused, &Record{ID: id}, "", s.c.Now(), rf.Code)
+		}
+		return nil, err
+	}
+	// A caller approval has no decision: the app that held the secret is
+	// who said yes.
+	by := r.DecidedBy
+	if by == "" && r.Approver == Caller {
+		by = string(Caller)
+	}
+	s.emit(ResultReleased, r, by, r.ReleasedAt, "")
+	s.refreshPending(ctx)
+	return r, nil
+}
+
+// Sweep expires what is past its ttl, counting each expiry once across
+// replicas, and refreshes the pending gauge.
+func (s *Service) Sweep(ctx context.Context) error {
+	expired, err := s.c.Store.Sweep(ctx)
+	for _, r := range expired {
+		s.emit(ResultExpired, r, "", r.ExpiresAt, "")
+	}
+	s.refreshPending(ctx)
+	return err
+}
+
+// Run sweeps every interval until ctx ends. errs hears of sweeps that
+// failed (nil: nobody).
+func (s *Service) Run(ctx context.Context, every time.Duration, errs func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Sweep(ctx); err != nil && errs != nil && !errors.Is(err, context.Canceled) {
+				errs(err)
+			}
+		}
+	}
+}

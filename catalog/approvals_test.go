@@ -1,0 +1,108 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const confirmTool = "catalog: {tools: [{name: issue_refund, policy: confirm}]}\n"
+
+func TestApprovalsDefaults(t *testing.T) {
+	c, err := Parse([]byte(minimalYAML+"catalog: {tools: [{name: a, policy: confirm}, {name: b}, {name: c, policy: confirm, approver: caller}]}\n"), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Approvals.Store != "memory" || c.Approvals.TTL.D() != 15*time.Minute {
+		t.Errorf("approvals = %+v", c.Approvals)
+	}
+	got := []string{c.Catalog.Tools[0].Approver, c.Catalog.Tools[1].Approver, c.Catalog.Tools[2].Approver}
+	if strings.Join(got, ",") != "operator,,caller" {
+		t.Errorf("approvers = %q: a confirm tool defaults to operator, others have none", got)
+	}
+}
+
+func TestApprovalsRejects(t *testing.T) {
+	for name, c := range map[string]struct{ yaml, want string }{
+		"unknown store":         {minimalYAML + "approvals: {store: postgres://x}\n", `approvals.store: line 2: "postgres://x" is not one of memory, file:PATH, redis://HOST:PORT/DB`},
+		"file without path":     {minimalYAML + "approvals: {store: 'file:'}\n", "approvals.store"},
+		"redis credentials":     {minimalYAML + "approvals: {store: 'redis://u:p@h:6379/0'}\n", "credentials"},
+		"redis bad db":          {minimalYAML + "approvals: {store: 'redis://h:6379/x'}\n", "database number"},
+		"ttl too short":         {minimalYAML + "approvals: {ttl: 500ms}\n", "approvals.ttl: line 2: must be between 1s and 168h0m0s, got 500ms"},
+		"ttl too long":          {minimalYAML + "approvals: {ttl: 200h}\n", "approvals.ttl"},
+		"notify not a URL":      {minimalYAML + "approvals: {notify: 'hooks.example/x'}\n", "approvals.notify"},
+		"notify secret alone":   {minimalYAML + "approvals: {notify_secret_env: S}\n", "approvals.notify_secret_env: line 2: is set but approvals.notify is empty"},
+		"unknown approver":      {minimalYAML + "catalog: {tools: [{name: a, policy: confirm, approver: user}]}\n", `catalog.tools[0].approver: line 2: "user" is not one of operator, caller`},
+		"approver on execute":   {minimalYAML + "catalog: {tools: [{name: a, approver: caller}]}\n", `catalog.tools[0].approver: line 2: applies only to a tool with policy: confirm; "a" has policy: execute`},
+		"unknown approvals key": {minimalYAML + "approvals: {stor: memory}\n", "approvals.stor"},
+		"exposed admin without token": {"admin_listen: 0.0.0.0:9091\n" + minimalYAML + confirmTool,
+			`approvals.admin_token_env: required because admin_listen "0.0.0.0:9091" is not a loopback address`},
+		"exposed admin, MCP confirm_destructive": {"admin_listen: 10.0.0.5:9091\n" + minimalYAML +
+			"mcp_servers: [{name: o, url: 'http://127.0.0.1:9400/mcp', path_prefix: /mcp/o}]\ncatalog: {mcp: {confirm_destructive: true}}\n",
+			"approvals.admin_token_env: required"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml), "config.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestApprovalsAccepts(t *testing.T) {
+	for name, y := range map[string]string{
+		"file store":                        minimalYAML + "approvals: {store: 'file:/var/lib/toolgate/approvals.db', ttl: 1h}\n",
+		"redis store":                       minimalYAML + "approvals: {store: 'redis://cache:6379/2'}\n",
+		"notify signed":                     minimalYAML + "approvals: {notify: 'https://hooks.example/approvals', notify_secret_env: S}\n",
+		"caller approver":                   minimalYAML + "catalog: {tools: [{name: a, policy: confirm, approver: caller}]}\n",
+		"exposed admin with token":          "admin_listen: 0.0.0.0:9091\n" + minimalYAML + confirmTool + "approvals: {admin_token_env: ADMIN}\n",
+		"exposed admin, nothing to approve": "admin_listen: 0.0.0.0:9091\n" + minimalYAML,
+		"loopback admin without token":      "admin_listen: 127.0.0.1:9091\n" + minimalYAML + confirmTool,
+		"approver on an MCP tool made confirm by its hint": minimalYAML +
+			"mcp_servers: [{name: o, url: 'http://127.0.0.1:9400/mcp', path_prefix: /mcp/o}]\ncatalog: {mcp: {confirm_destructive: true}, tools: [{name: o/delete, approver: caller}]}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Parse([]byte(y), "config.yaml"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestApprovalsSecretsAndApprover(t *testing.T) {
+	y := minimalYAML + "catalog: {tools: [{name: a, policy: confirm, approver: caller}, {name: b, policy: confirm}]}\n" +
+		"approvals: {admin_token_env: ADMIN, notify: 'https://hooks.example/a', notify_secret_env: NOTE}\n"
+	s, err := compileYAML(t, y, nil, map[string]string{"ADMIN": " adm1n\n", "NOTE": "n0te"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Secrets.ApprovalsAdminToken != "adm1n" || s.Secrets.ApprovalsNotifySecret != "n0te" {
+		t.Errorf("secrets = %q, %q", s.Secrets.ApprovalsAdminToken, s.Secrets.ApprovalsNotifySecret)
+	}
+	if a, b := s.Tools["a"], s.Tools["b"]; a == nil || b == nil || a.Approver != ApproverCaller || b.Approver != ApproverOperator {
+		t.Errorf("compiled approvers: %+v %+v", a, b)
+	}
+	_, err = compileYAML(t, y, nil, map[string]string{"NOTE": "n0te"})
+	if err == nil || !strings.Contains(err.Error(), "approvals.admin_token_env") || !strings.Contains(err.Error(), "environment variable ADMIN is not set or empty") {
+		t.Fatalf("unset admin token: %v", err)
+	}
+	_, err = compileYAML(t, y, nil, map[string]string{"ADMIN": "a", "NOTE": "  "})
+	if err == nil || !strings.Contains(err.Error(), "approvals.notify_secret_env") || !strings.Contains(err.Error(), "environment variable NOTE is not set or empty") {
+		t.Fatalf("blank notify secret: %v", err)
+	}
+}
+
+// TestApproverAndVersion: a caller approver changes the catalog version
+// (it changes who may release a call); the default one does not, so
+// catalogs written before approvers keep their versions.
+func TestApproverAndVersion(t *testing.T) {
+	base := minimalYAML + "catalog: {tools: [{name: a, policy: confirm}]}\n"
+	v0 := mustCompileYAML(t, base).Version
+	if v := mustCompileYAML(t, minimalYAML+"catalog: {tools: [{name: a, policy: confirm, approver: operator}]}\n").Version; v != v0 {
+		t.Errorf("an explicit default approver changed the version: %s vs %s", v, v0)
+	}
+	if v := mustCompileYAML(t, minimalYAML+"catalog: {tools: [{name: a, policy: confirm, approver: caller}]}\n").Version; v == v0 {
+		t.Error("a caller approver kept the version")
+	}
+}
