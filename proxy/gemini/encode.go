@@ -38,12 +38,12 @@ func (*codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte,
 		}
 		c = append(jsonx.Object(nil), c...)
 		if act.Kind == neutral.Respond {
-			c = c.Set("content", textContent(c.Get("content"), nil, act.Text)).Set("finishReason", []byte(`"STOP"`))
+			c = c.Set("content", textContent(c.Get("content"), nil, act.Text)).Set(spelling(c, "finishReason"), []byte(`"STOP"`))
 			if escObj == nil {
 				escObj = escalationObject(act)
 			}
 		} else if anyChanged(act) {
-			content, _, err := spliceCalls(c.Get("content"), act, 0)
+			content, _, err := spliceCalls(c.Get("content"), act, 0, false)
 			if err != nil {
 				return nil, err
 			}
@@ -94,9 +94,10 @@ func textContent(orig []byte, kept [][]byte, text string) []byte {
 }
 
 // spliceCalls replaces the changed calls among a content object's parts;
-// first is the position of its first call in the whole turn. It returns
-// the content and how many calls it holds.
-func spliceCalls(content []byte, act *neutral.Action, first int) ([]byte, int, error) {
+// first is the position of its first call in the whole turn, and open
+// whether its first part continues a call whose arguments are streamed.
+// It returns the content and how many calls begin in it.
+func spliceCalls(content []byte, act *neutral.Action, first int, open bool) ([]byte, int, error) {
 	c, err := jsonx.ParseObject(content)
 	if err != nil {
 		return nil, 0, err
@@ -112,18 +113,26 @@ func spliceCalls(content []byte, act *neutral.Action, first int) ([]byte, int, e
 		if err != nil {
 			return nil, 0, err
 		}
-		fcRaw := p.Get("functionCall")
+		key := spelling(p, "functionCall")
+		fcRaw := p.Get(key)
 		if fcRaw == nil {
-			continue
-		}
-		j := first + n
-		n++
-		if !act.ChangedAt(j) {
 			continue
 		}
 		fc, err := jsonx.ParseObject(fcRaw)
 		if err != nil {
 			return nil, 0, fmt.Errorf("gemini: functionCall: %w", err)
+		}
+		begins, streamed := callPart(fc, &open)
+		j := first + n - 1
+		if begins {
+			j++
+			n++
+		}
+		if !act.ChangedAt(j) {
+			continue
+		}
+		if streamed {
+			return nil, 0, errStreamedRepair
 		}
 		nc := act.Calls[j]
 		args, err := objectJSON(nc.Args)
@@ -131,7 +140,7 @@ func spliceCalls(content []byte, act *neutral.Action, first int) ([]byte, int, e
 			return nil, 0, err
 		}
 		fc = append(jsonx.Object(nil), fc...).Set("name", jsonx.String(nc.Name)).Set("args", args)
-		parts[i] = append(jsonx.Object(nil), p...).Set("functionCall", fc.Bytes()).Bytes()
+		parts[i] = append(jsonx.Object(nil), p...).Set(key, fc.Bytes()).Bytes()
 	}
 	c = append(jsonx.Object(nil), c...).Set("parts", jsonx.AppendArray(nil, parts))
 	return c.Bytes(), n, nil

@@ -129,7 +129,7 @@ func toolChoice(tc *wireToolConf) neutral.ToolChoice {
 		return neutral.ToolChoice{Kind: neutral.ChoiceAuto}
 	}
 	fc := tc.FunctionCallingConfig
-	switch strings.ToUpper(fc.Mode) {
+	switch enumName(fc.Mode, modes) {
 	case "NONE":
 		return neutral.ToolChoice{Kind: neutral.ChoiceNone}
 	case "ANY":
@@ -142,6 +142,27 @@ func toolChoice(tc *wireToolConf) neutral.ToolChoice {
 		return neutral.ToolChoice{Kind: neutral.ChoiceAllowed, Names: fc.AllowedFunctionNames}
 	}
 	return neutral.ToolChoice{Kind: neutral.ChoiceAuto}
+}
+
+// modes are functionCallingConfig.mode's names by number.
+var modes = []string{"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"}
+
+// enumName reads a proto enum as proto JSON writes it: its name (in the
+// letter case it is sent in, as Google's parser takes it) or its number,
+// which names[n] is the name of. A number beyond names is kept as its
+// digits.
+func enumName(raw []byte, names []string) string {
+	if s, ok := jsonx.Unquote(raw); ok {
+		return strings.ToUpper(s)
+	}
+	n, ok := jsonx.Int(raw)
+	if !ok {
+		return ""
+	}
+	if n >= 0 && n < int64(len(names)) {
+		return names[n]
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // userText splits a user turn into the text the user wrote and the
