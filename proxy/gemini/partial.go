@@ -174,7 +174,12 @@ func partialValue(pa jsonx.Object) (kind byte, value []byte, err error) {
 		if !ok {
 			return 0, nil, partialErr("stringValue is not a string")
 		}
+		// An empty string adds nothing to a value begun, and is the
+		// empty string where none was.
 		kind, value, n = 's', []byte(s), n+1
+		if s == "" {
+			value = nil
+		}
 	}
 	if v := get(pa, "numberValue"); v != nil {
 		if _, ok := jsonx.Int(v); !ok && !isNumber(v) {

@@ -1,0 +1,257 @@
+package test
+
+// The recorded exchanges of proxy/gemini/testdata/recorded (real answers of
+// the Gemini API and Vertex AI, see the README there) replayed through the
+// real server: each recorded request is sent as recorded, the upstream
+// answers with the recorded bytes and status, and the client must read
+// them unchanged when every call is valid. Copies of real answers edited
+// to carry a bad call must never reach the client.
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
+)
+
+// recordedDir holds the recordings.
+var recordedDir = filepath.Join("..", "proxy", "gemini", "testdata", "recorded")
+
+func recorded(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(recordedDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// partialArgsRequest is the request of the streamed-arguments recording,
+// which was recorded without its request: the source's test declares
+// getWeather(location: string) and asks Vertex AI to stream arguments.
+const partialArgsRequest = `{"contents":[{"role":"user","parts":[{"text":"What is the weather in Boston and San Francisco?"}]}],` +
+	`"tools":[{"functionDeclarations":[{"name":"getWeather","parameters":{"type":"OBJECT","properties":{"location":{"type":"STRING"}},"required":["location"]}}]}],` +
+	`"toolConfig":{"functionCallingConfig":{"mode":"AUTO","streamFunctionCallArguments":true}}}`
+
+// recordedUpstream answers every request with one recorded body and
+// status, as the API sent it, and keeps the bodies it was sent.
+type recordedUpstream struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+	paths  []string
+}
+
+func newRecordedUpstream(t *testing.T, status int, body []byte, sse bool) *recordedUpstream {
+	t.Helper()
+	u := &recordedUpstream{}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		u.bodies = append(u.bodies, b)
+		u.paths = append(u.paths, r.URL.RequestURI())
+		u.mu.Unlock()
+		ct := "application/json; charset=UTF-8"
+		if sse {
+			ct = "text/event-stream"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(status)
+		// Written in pieces, as a stream arrives.
+		for len(body) > 0 {
+			n := min(len(body), 97)
+			_, _ = w.Write(body[:n])
+			w.(http.Flusher).Flush()
+			body = body[n:]
+		}
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *recordedUpstream) sent() [][]byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.bodies)
+}
+
+// recordedGate is toolgate in front of u, with the Vertex AI paths the
+// recordings use mapped to the Gemini codec.
+func recordedGate(t *testing.T, u *recordedUpstream) *gate {
+	t.Helper()
+	cfg := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: gemini\n    url: " + u.srv.URL + "\n" +
+		"    api_paths:\n" +
+		"      \"/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent\": gemini\n" +
+		"      \"/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:streamGenerateContent\": gemini\n" +
+		"      \"/v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent\": gemini\n"
+	return startGate(t, cfg)
+}
+
+// recording is one recorded exchange and where its client sent it.
+type recording struct {
+	file, request, path string
+	status              int
+}
+
+const vertexBase = "/v1/projects/p/locations/us-east5/publishers/google/models/"
+
+var recordings = []recording{
+	{"sse_call_gemini-2.0-flash.sse", "", "/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse", 200},
+	{"sse_parallel_one_event_gemini-2.5-flash.sse", "", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", 200},
+	{"sse_parallel_split_events_gemini-3.1-pro.sse", "", "/v1beta/models/gemini-3-pro-preview:streamGenerateContent?alt=sse", 200},
+	{"sse_thought_then_call_gemini-2.5-flash.sse", "", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", 200},
+	{"sse_vertex_parallel_gemini-2.5-flash.sse", "", vertexBase + "gemini-2.5-flash:streamGenerateContent?alt=sse", 200},
+	{"sse_max_tokens_gemini-2.5-flash.sse", "", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", 200},
+	{"sse_vertex_partial_args_gemini-3.1-pro.sse", partialArgsRequest, vertexBase + "gemini-3.1-pro-preview:streamGenerateContent?alt=sse", 200},
+	{"array_thought_then_call_gemini-2.5-flash.json", "", "/v1beta/models/gemini-2.5-flash:streamGenerateContent", 200},
+	{"array_single_element_unsigned_call_gemini-2.5-flash.json", "", "/v1beta/models/gemini-2.5-flash:streamGenerateContent", 200},
+	{"array_call_with_id_gemini-3.6-flash.json", "", "/v1beta/models/gemini-flash-latest:streamGenerateContent", 200},
+	{"generate_parallel_gemini-3.1-pro.json", "", "/v1beta/models/gemini-3-pro-preview:generateContent", 200},
+	{"generate_thought_and_call_gemini-2.5-flash.json", "", "/v1beta/models/gemini-2.5-flash:generateContent", 200},
+	{"generate_call_int_enums_gemini-2.0-flash.json", "", "/v1beta/models/gemini-2.0-flash:generateContent?$alt=json;enum-encoding=int", 200},
+	{"generate_vertex_parallel_gemini-2.5-flash.json", "", vertexBase + "gemini-2.5-flash:generateContent", 200},
+	{"generate_snake_case_declaration_gemini-2.5-flash.json", "", "/v1beta/models/gemini-2.5-flash:generateContent", 200},
+	{"error_403_permission_denied.json", "", "/v1beta/models/gemini-2.0-flash:generateContent", 403},
+}
+
+// requestOf is the recorded request of r, or the one written for it.
+func (r recording) body(t *testing.T) []byte {
+	if r.request != "" {
+		return []byte(r.request)
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(r.file, ".sse"), ".json")
+	return recorded(t, base+".request.json")
+}
+
+// replay sends r's request through a gate whose upstream answers with
+// answer, and returns what the client read and what the upstream was sent.
+func (r recording) replay(t *testing.T, answer []byte) (fuResult, [][]byte) {
+	t.Helper()
+	up := newRecordedUpstream(t, r.status, answer, strings.HasSuffix(r.file, ".sse"))
+	g := recordedGate(t, up)
+	res := gemPost(t, g.URL, r.path, r.body(t), "x-goog-api-key", "k")
+	return res, up.sent()
+}
+
+// Every valid recording reaches the client byte for byte, with its
+// status, and every recorded request reaches the upstream as recorded.
+func TestGeminiRecordingsReplayByteIdentical(t *testing.T) {
+	for _, r := range recordings {
+		t.Run(r.file, func(t *testing.T) {
+			answer := recorded(t, r.file)
+			res, sent := r.replay(t, answer)
+			if res.Err != nil || res.Status != r.status || string(res.Body) != string(answer) {
+				t.Fatalf("status %d (want %d) err %v, outcome %q, body\n%s", res.Status, r.status, res.Err, res.Header.Get("X-Toolgate-Outcome"), res.Body)
+			}
+			if len(sent) != 1 || string(sent[0]) != string(r.body(t)) {
+				t.Fatalf("the upstream was sent %d requests, the first\n%s", len(sent), sent)
+			}
+			if r.status == 200 && !strings.Contains(r.path, "stream") && res.Header.Get("X-Toolgate-Outcome") != "pass" {
+				t.Errorf("outcome %q", res.Header.Get("X-Toolgate-Outcome"))
+			}
+		})
+	}
+}
+
+// releasedCalls are the functionCall objects (and the fragments of
+// streamed ones) a client reads in body: a plain answer, an SSE stream or
+// a JSON-array stream. Error envelopes carry none.
+func releasedCalls(body []byte) []string {
+	var docs [][]byte
+	trimmed := bytes.TrimSpace(body)
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		var elems []json.RawMessage
+		_ = json.Unmarshal(trimmed, &elems)
+		for _, e := range elems {
+			docs = append(docs, e)
+		}
+	case len(trimmed) > 0 && trimmed[0] == '{':
+		docs = append(docs, trimmed)
+	default:
+		for _, line := range strings.Split(string(body), "\n") {
+			if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data: "); ok {
+				docs = append(docs, []byte(d))
+			}
+		}
+	}
+	var out []string
+	for _, d := range docs {
+		var a struct {
+			Candidates []struct {
+				Content struct {
+					Parts []map[string]json.RawMessage `json:"parts"`
+				} `json:"content"`
+			} `json:"candidates"`
+		}
+		_ = json.Unmarshal(d, &a)
+		for _, c := range a.Candidates {
+			for _, p := range c.Content.Parts {
+				if fc := p["functionCall"]; fc != nil {
+					out = append(out, string(fc))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// edited is a copy of a real answer with one edit that makes a call bad.
+type edited struct {
+	name     string
+	rec      recording
+	old, new string
+	// code is the finding the bad call must be judged with; needle is
+	// what shows the bad call in a functionCall.
+	code, needle string
+}
+
+var editedRecordings = []edited{
+	{"int enums, argument of the wrong type", recordings[12], `"location": "New York"`, `"location": 123`, "schema_violation", `123`},
+	{"snake_case declaration, argument of the wrong type", recordings[14], `"value": 1}`, `"value": "one"}`, "schema_violation", `"one"`},
+	{"plain parallel, undeclared name", recordings[10], `"name": "multiply"`, `"name": "divide"`, "unknown_tool", `"divide"`},
+	{"Gemini 3 split stream, second call of the wrong type", recordings[2], `"args": {"b": 3,"a": 2}`, `"args": {"b": "three","a": 2}`, "schema_violation", `"three"`},
+	{"Gemini 3 split stream, second call undeclared", recordings[2], `"name": "multiply"`, `"name": "divide"`, "unknown_tool", `"divide"`},
+	{"partialArgs stream, argument of the wrong type", recordings[6], `"stringValue":"San Francisco","willContinue":true`, `"numberValue":94103`, "schema_violation", `94103`},
+	{"partialArgs stream, second call undeclared", recordings[6], `{"functionCall":{"name":"getWeather","willContinue":true}}`, `{"functionCall":{"name":"getTime","willContinue":true}}`, "unknown_tool", `"getTime"`},
+	{"JSON array, nested argument of the wrong type", recordings[9], `"age": 30`, `"age": "thirty"`, "schema_violation", `"thirty"`},
+}
+
+// Copies of real answers edited to carry one bad call are never released:
+// the bad call is judged (and, as the upstream answers every re-query
+// with the same copy, escalated), whatever shape carried it.
+func TestGeminiEditedRecordingsNeverReleased(t *testing.T) {
+	for _, e := range editedRecordings {
+		t.Run(e.name, func(t *testing.T) {
+			answer := recorded(t, e.rec.file)
+			if bytes.Count(answer, []byte(e.old)) != 1 {
+				t.Fatalf("%q is not in %s exactly once", e.old, e.rec.file)
+			}
+			bad := bytes.Replace(answer, []byte(e.old), []byte(e.new), 1)
+			up := newRecordedUpstream(t, 200, bad, strings.HasSuffix(e.rec.file, ".sse"))
+			sink := &recordingSink{}
+			cfg := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: gemini\n    url: " + up.srv.URL + "\n" +
+				"    api_paths:\n      \"/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:streamGenerateContent\": gemini\n"
+			g, _ := startGateWith(t, cfg, app.Options{Sink: sink})
+			res := gemPost(t, g.URL, e.rec.path, e.rec.body(t), "x-goog-api-key", "k")
+			for _, fc := range releasedCalls(res.Body) {
+				if strings.Contains(fc, e.needle) {
+					t.Fatalf("the bad call reached the client: %s\n%s", fc, res.Body)
+				}
+			}
+			recs := sink.records()
+			if len(recs) != 1 || !slices.Contains(recs[0].Escalation.Codes, e.code) {
+				t.Fatalf("status %d, escalations %d, want one with %s; body\n%s", res.Status, len(recs), e.code, res.Body)
+			}
+		})
+	}
+}
