@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
@@ -253,5 +255,80 @@ func TestGeminiEditedRecordingsNeverReleased(t *testing.T) {
 				t.Fatalf("status %d, escalations %d, want one with %s; body\n%s", res.Status, len(recs), e.code, res.Body)
 			}
 		})
+	}
+}
+
+// The recorded UNEXPECTED_TOOL_CALL candidate still carries the undeclared
+// call: it is judged (unknown_tool) like any other call, never passed,
+// and not counted as unvalidated.
+func TestGeminiUnexpectedToolCallIsJudged(t *testing.T) {
+	answer := recorded(t, "generate_vertex_unexpected_tool_call_gemini-3-flash.json")
+	up := newRecordedUpstream(t, 200, answer, false)
+	sink := &recordingSink{}
+	cfg := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: gemini\n    url: " + up.srv.URL + "\n" +
+		"    api_paths:\n      \"/v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent\": gemini\n"
+	g, _ := startGateWith(t, cfg, app.Options{Sink: sink})
+	path := "/v1beta1/projects/p/locations/global/publishers/google/models/gemini-3-flash-preview:generateContent"
+	res := gemPost(t, g.URL, path, recorded(t, "generate_vertex_unexpected_tool_call_gemini-3-flash.request.json"))
+	if calls := releasedCalls(res.Body); len(calls) != 0 || res.Header.Get("X-Toolgate-Outcome") == "pass" {
+		t.Fatalf("status %d outcome %q, calls released %v", res.Status, res.Header.Get("X-Toolgate-Outcome"), calls)
+	}
+	recs := sink.records()
+	if len(recs) != 1 || !slices.Contains(recs[0].Escalation.Codes, "unknown_tool") {
+		t.Fatalf("escalations %d, want one with unknown_tool", len(recs))
+	}
+	if n := testutil.ToFloat64(g.App.Metrics.Unvalidated.WithLabelValues("gemini_unexpected_tool_call")); n != 0 {
+		t.Errorf("a judged call counted as unvalidated %v times", n)
+	}
+}
+
+// A MALFORMED_FUNCTION_CALL finish written as its number (the legacy Go
+// SDK asks for enum-encoding=int) is noted like the named one.
+func TestGeminiIntegerFinishReasonNoted(t *testing.T) {
+	answer := []byte(`{"candidates":[{"content":{"role":"model"},"finishReason":10}],"usageMetadata":{"promptTokenCount":27,"totalTokenCount":27},"modelVersion":"gemini-2.0-flash"}`)
+	up := newRecordedUpstream(t, 200, answer, false)
+	g := recordedGate(t, up)
+	r := recordings[12]
+	res := gemPost(t, g.URL, r.path, r.body(t), "x-goog-api-key", "k")
+	if res.Status != 200 || string(res.Body) != string(answer) {
+		t.Fatalf("status %d body %s", res.Status, res.Body)
+	}
+	if n := testutil.ToFloat64(g.App.Metrics.Unvalidated.WithLabelValues("gemini_malformed_function_call")); n != 1 {
+		t.Errorf("unvalidated{gemini_malformed_function_call} = %v", n)
+	}
+}
+
+// Requests written in proto field names throughout (function_declarations,
+// function_calling_config, allowed_function_names, the mode as its
+// number) offer the same tools: the recorded valid call passes unchanged,
+// and the same call with a bad argument does not.
+func TestGeminiSnakeCaseRequestEverywhere(t *testing.T) {
+	r := recordings[14]
+	body := string(r.body(t))
+	for old, repl := range map[string]string{
+		`"functionDeclarations"`: `"function_declarations"`,
+		`"toolConfig"`:           `"tool_config"`, `"functionCallingConfig"`: `"function_calling_config"`,
+		`"allowedFunctionNames"`: `"allowed_function_names"`, `"mode": "ANY"`: `"mode": 2`,
+		`"systemInstruction"`:    `"system_instruction"`,
+	} {
+		if !strings.Contains(body, old) {
+			t.Fatalf("%s is not in the recorded request", old)
+		}
+		body = strings.Replace(body, old, repl, 1)
+	}
+	answer := recorded(t, r.file)
+	for _, c := range []struct {
+		answer []byte
+		pass   bool
+	}{{answer, true}, {bytes.Replace(answer, []byte(`"value": 1}`), []byte(`"value": "one"}`), 1), false}} {
+		up := newRecordedUpstream(t, 200, c.answer, false)
+		g := recordedGate(t, up)
+		res := gemPost(t, g.URL, r.path, []byte(body), "x-goog-api-key", "k")
+		if got := res.Header.Get("X-Toolgate-Outcome") == "pass" && string(res.Body) == string(c.answer); got != c.pass {
+			t.Errorf("pass %v, want %v: status %d outcome %q", got, c.pass, res.Status, res.Header.Get("X-Toolgate-Outcome"))
+		}
+		if sent := up.sent(); len(sent) == 0 || string(sent[0]) != body {
+			t.Errorf("the request was not forwarded as sent")
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -141,7 +143,42 @@ func TestDeclaration(t *testing.T) {
 	}
 }
 
+// recordedSchemas are the OpenAPI-style parameters of the recorded
+// requests in proxy/gemini/testdata/recorded.
+func recordedSchemas(f *testing.F) [][]byte {
+	names, err := filepath.Glob(filepath.Join("..", "..", "proxy", "gemini", "testdata", "recorded", "*.request.json"))
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no recorded requests: %v", err)
+	}
+	var out [][]byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var req struct {
+			Tools []struct {
+				Decls []struct {
+					Parameters json.RawMessage `json:"parameters"`
+				} `json:"functionDeclarations"`
+			} `json:"tools"`
+		}
+		_ = json.Unmarshal(b, &req)
+		for _, tool := range req.Tools {
+			for _, d := range tool.Decls {
+				if d.Parameters != nil {
+					out = append(out, d.Parameters)
+				}
+			}
+		}
+	}
+	return out
+}
+
 func FuzzToJSONSchema(f *testing.F) {
+	for _, s := range recordedSchemas(f) {
+		f.Add([]byte(s))
+	}
 	f.Add([]byte(`{"type":"OBJECT","properties":{"a":{"type":"STRING","nullable":true,"enum":["x"]}},"minItems":"2"}`))
 	f.Add([]byte(`{"anyOf":[{"type":"INTEGER"}],"nullable":true,"example":{"a":[1]}}`))
 	f.Add([]byte(`{"type":6,"properties":{"location":{"type":1,"enum":[1,"2"]}},"min_items":"1","any_of":[{"type":3}]}`))

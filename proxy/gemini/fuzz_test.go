@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -32,11 +34,31 @@ func (r *splitReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func addStreamSeeds(f *testing.F) {
-	for _, name := range []string{"function_call_stream.sse", "function_call_stream_thought_signature.sse"} {
-		f.Add(readSample(f, name), []byte{3, 1, 4, 1, 5}, false)
+// recordedFiles are the recordings of testdata/recorded whose names start
+// with prefix.
+func recordedFiles(f *testing.F, prefix string) [][]byte {
+	names, err := filepath.Glob(filepath.Join("testdata", "recorded", prefix+"*"))
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no recordings %s*: %v", prefix, err)
 	}
-	f.Add(readSample(f, "function_call_stream_array.json"), []byte{9, 2, 6}, true)
+	var out [][]byte
+	for _, n := range names {
+		if strings.HasSuffix(n, ".request.json") {
+			continue
+		}
+		out = append(out, readSample(f, strings.TrimPrefix(n, "testdata/")))
+	}
+	return out
+}
+
+// addStreamSeeds seeds with every recorded stream of both framings.
+func addStreamSeeds(f *testing.F) {
+	for _, b := range recordedFiles(f, "sse_") {
+		f.Add(b, []byte{3, 1, 4, 1, 5}, false)
+	}
+	for _, b := range recordedFiles(f, "array_") {
+		f.Add(b, []byte{9, 2, 6}, true)
+	}
 	f.Add([]byte(`[{"a":"]}\"["}`+"\n,\r\n{}]\n"), []byte{0, 0, 1}, true)
 	f.Add([]byte(`data: {"candidates":[{"index":1,"content":{"parts":[{"text":"a"},{"functionCall":{"name":"f","args":{}}}]},"finishReason":"STOP"}]}`+"\n\n"), []byte{7}, false)
 }
@@ -113,8 +135,10 @@ func FuzzStream(f *testing.F) {
 // FuzzDecodeAnswer: any answer that is read gives calls with an id and
 // arguments, and encodes with every call replaced.
 func FuzzDecodeAnswer(f *testing.F) {
-	f.Add(readSample(f, "function_call.json"))
-	f.Add(readSample(f, "parallel_function_calls_thought_signature.json"))
+	for _, b := range recordedFiles(f, "generate_") {
+		f.Add(b)
+	}
+	f.Add(readSample(f, "recorded/error_403_permission_denied.json"))
 	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"f","args":[1]}}]},"finishReason":"MAX_TOKENS"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		cd := newCodec()
@@ -141,6 +165,28 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 		if !json.Valid(out) {
 			t.Fatalf("rendered invalid JSON %q", out)
+		}
+	})
+}
+
+// FuzzDecodeRequest: any request is read without a panic, and every tool
+// it offers has a schema that is JSON. Seeded with every recorded request
+// (camelCase, snake_case, integer enums).
+func FuzzDecodeRequest(f *testing.F) {
+	names, _ := filepath.Glob(filepath.Join("testdata", "recorded", "*.request.json"))
+	for _, n := range names {
+		f.Add(readSample(f, strings.TrimPrefix(n, "testdata/")))
+	}
+	f.Add([]byte(`{"tools":[{"function_declarations":[{"name":"f","parameters":{"type":6,"any_of":[{"type":1}]}}]}],"tool_config":{"function_calling_config":{"mode":2}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := newCodec().DecodeRequest("/v1beta/models/m:generateContent", body)
+		if err != nil {
+			return
+		}
+		for _, o := range req.Offered {
+			if len(o.Parameters) > 0 && !json.Valid(o.Parameters) {
+				t.Fatalf("%s offered with schema %s", o.Name, o.Parameters)
+			}
 		}
 	})
 }
