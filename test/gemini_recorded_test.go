@@ -309,7 +309,7 @@ func TestGeminiSnakeCaseRequestEverywhere(t *testing.T) {
 		`"functionDeclarations"`: `"function_declarations"`,
 		`"toolConfig"`:           `"tool_config"`, `"functionCallingConfig"`: `"function_calling_config"`,
 		`"allowedFunctionNames"`: `"allowed_function_names"`, `"mode": "ANY"`: `"mode": 2`,
-		`"systemInstruction"`:    `"system_instruction"`,
+		`"systemInstruction"`: `"system_instruction"`,
 	} {
 		if !strings.Contains(body, old) {
 			t.Fatalf("%s is not in the recorded request", old)
