@@ -9,7 +9,9 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,8 +21,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/genai"
 
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
@@ -330,5 +334,118 @@ func TestGeminiSnakeCaseRequestEverywhere(t *testing.T) {
 		if sent := up.sent(); len(sent) == 0 || string(sent[0]) != body {
 			t.Errorf("the request was not forwarded as sent")
 		}
+	}
+}
+
+// recordedSDKRequest is a recorded request as Go SDK arguments: its
+// contents, tools, tool config and system instruction.
+func recordedSDKRequest(t *testing.T, body []byte) ([]*genai.Content, *genai.GenerateContentConfig) {
+	t.Helper()
+	var req struct {
+		Contents          []*genai.Content  `json:"contents"`
+		Tools             []*genai.Tool     `json:"tools"`
+		ToolConfig        *genai.ToolConfig `json:"toolConfig"`
+		SystemInstruction *genai.Content    `json:"systemInstruction"`
+		GenerationConfig  *struct {
+			ThinkingConfig *genai.ThinkingConfig `json:"thinkingConfig"`
+		} `json:"generationConfig"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &genai.GenerateContentConfig{Tools: req.Tools, ToolConfig: req.ToolConfig, SystemInstruction: req.SystemInstruction}
+	if req.GenerationConfig != nil {
+		cfg.ThinkingConfig = req.GenerationConfig.ThinkingConfig
+	}
+	return req.Contents, cfg
+}
+
+// goSDKResult is what the Go SDK hands its caller.
+type goSDKResult struct {
+	chunks []*genai.GenerateContentResponse
+	err    error
+}
+
+// calls lists every function call of every chunk as id, name and args.
+func (r goSDKResult) calls() []string {
+	var out []string
+	for _, c := range r.chunks {
+		for _, fc := range c.FunctionCalls() {
+			b, _ := json.Marshal(fc.Args)
+			out = append(out, fc.ID+" "+fc.Name+" "+string(b))
+		}
+	}
+	return out
+}
+
+// askGoSDK sends a recorded request through the Go SDK to a gate whose
+// upstream answers with answer.
+func askGoSDK(t *testing.T, r recording, answer []byte) goSDKResult {
+	t.Helper()
+	up := newRecordedUpstream(t, r.status, answer, strings.HasSuffix(r.file, ".sse"))
+	g := recordedGate(t, up)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := genai.NewClient(ctx, &genai.ClientConfig{
+		APIKey: "k", Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: g.URL, APIVersion: "v1beta"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contents, cfg := recordedSDKRequest(t, r.body(t))
+	model := strings.TrimPrefix(r.path[:strings.IndexByte(r.path, ':')], "/v1beta/models/")
+	var res goSDKResult
+	if strings.Contains(r.path, "stream") {
+		for chunk, err := range client.Models.GenerateContentStream(ctx, model, contents, cfg) {
+			if err != nil {
+				res.err = err
+				break
+			}
+			res.chunks = append(res.chunks, chunk)
+		}
+	} else {
+		resp, err := client.Models.GenerateContent(ctx, model, contents, cfg)
+		res.err = err
+		if resp != nil {
+			res.chunks = append(res.chunks, resp)
+		}
+	}
+	return res
+}
+
+// The Go SDK reads the recorded shapes through toolgate as the API sent
+// them: Gemini 3's split events with call ids and a signature, a plain
+// answer's parallel calls, thought summaries; an edited bad call in the split
+// stream reaches it as an escalation, never as a call.
+func TestGeminiRecordedThroughGoSDK(t *testing.T) {
+	split := recordings[2]
+	res := askGoSDK(t, split, recorded(t, split.file))
+	if res.err != nil || len(res.chunks) != 3 || strings.Join(res.calls(), "; ") != `8hd01vsf add {"a":2,"b":3}; k0srpqrc multiply {"a":2,"b":3}` {
+		t.Fatalf("split stream: %v, %d chunks, calls %v", res.err, len(res.chunks), res.calls())
+	}
+	if sig := res.chunks[0].Candidates[0].Content.Parts[0].ThoughtSignature; len(sig) == 0 || res.chunks[2].Candidates[0].FinishReason != genai.FinishReasonStop {
+		t.Errorf("signature %d bytes, last finish %q", len(sig), res.chunks[2].Candidates[0].FinishReason)
+	}
+
+	plain := recordings[10]
+	res = askGoSDK(t, plain, recorded(t, plain.file))
+	// (The Go SDK does not hand over finishMessage; the replay test shows
+	// it reaches the client.)
+	if res.err != nil || len(res.calls()) != 2 || len(res.chunks[0].Candidates[0].Content.Parts[0].ThoughtSignature) == 0 {
+		t.Fatalf("plain parallel: %v, calls %v", res.err, res.calls())
+	}
+
+	thought := recordings[3]
+	res = askGoSDK(t, thought, recorded(t, thought.file))
+	if res.err != nil || len(res.chunks) != 2 || !res.chunks[0].Candidates[0].Content.Parts[0].Thought || len(res.calls()) != 1 {
+		t.Fatalf("thought then call: %v, %d chunks, calls %v", res.err, len(res.chunks), res.calls())
+	}
+
+	edited := bytes.Replace(recorded(t, split.file), []byte(`"name": "multiply"`), []byte(`"name": "divide"`), 1)
+	res = askGoSDK(t, split, edited)
+	var ae genai.APIError
+	if !errors.As(res.err, &ae) || ae.Code != 422 || len(res.calls()) != 0 {
+		t.Fatalf("edited split stream: err %v, calls %v", res.err, res.calls())
 	}
 }
