@@ -449,3 +449,75 @@ func TestGeminiRecordedThroughGoSDK(t *testing.T) {
 		t.Fatalf("edited split stream: err %v, calls %v", res.err, res.calls())
 	}
 }
+
+// nodeRecordedResult is one line of test/node-gemini/recorded.mjs.
+type nodeRecordedResult struct {
+	Case     string   `json:"case"`
+	Chunks   int      `json:"chunks"`
+	Calls    []string `json:"calls"`
+	Thoughts int      `json:"thoughts"`
+	Signed   bool     `json:"signed"`
+	Finish   []string `json:"finish"`
+	Error    *struct {
+		Status int `json:"status"`
+	} `json:"error"`
+}
+
+// @google/genai reads the recorded shapes through toolgate as the API
+// sent them (split events, call ids, signatures, thought summaries; the
+// SDK does not hand over finishMessage, which the replay test shows
+// reaching the client), and an edited bad call as an ApiError, never as a
+// call.
+func TestGeminiRecordedThroughNodeSDK(t *testing.T) {
+	node := needNodeIn(t, "node-gemini", "@google/genai")
+	split := recordings[2]
+	cases := []struct {
+		name   string
+		rec    recording
+		answer []byte
+		check  func(r nodeRecordedResult) bool
+	}{
+		{"split", split, recorded(t, split.file), func(r nodeRecordedResult) bool {
+			return r.Chunks == 3 && strings.Join(r.Calls, "; ") == `8hd01vsf add {"a":2,"b":3}; k0srpqrc multiply {"b":3,"a":2}` &&
+				r.Signed && strings.Join(r.Finish, ",") == "STOP" && r.Error == nil
+		}},
+		{"plain", recordings[10], recorded(t, recordings[10].file), func(r nodeRecordedResult) bool {
+			return len(r.Calls) == 2 && r.Signed && strings.Join(r.Finish, ",") == "STOP" && r.Error == nil
+		}},
+		{"thought", recordings[3], recorded(t, recordings[3].file), func(r nodeRecordedResult) bool {
+			return r.Chunks == 2 && r.Thoughts == 1 && len(r.Calls) == 1 && r.Signed && r.Error == nil
+		}},
+		{"edited", split, bytes.Replace(recorded(t, split.file), []byte(`"name": "multiply"`), []byte(`"name": "divide"`), 1), func(r nodeRecordedResult) bool {
+			return r.Error != nil && r.Error.Status == 422 && len(r.Calls) == 0
+		}},
+	}
+	env := map[string]any{}
+	checks := map[string]func(nodeRecordedResult) bool{}
+	for _, c := range cases {
+		up := newRecordedUpstream(t, 200, c.answer, strings.HasSuffix(c.rec.file, ".sse"))
+		g := recordedGate(t, up)
+		var req any
+		if err := json.Unmarshal(c.rec.body(t), &req); err != nil {
+			t.Fatal(err)
+		}
+		model := strings.TrimPrefix(c.rec.path[:strings.IndexByte(c.rec.path, ':')], "/v1beta/models/")
+		env[c.name] = map[string]any{"base": g.URL, "model": model, "stream": strings.Contains(c.rec.path, "stream"), "request": req}
+		checks[c.name] = c.check
+	}
+	b, _ := json.Marshal(env)
+	stdout := runNodeIn(t, node, "node-gemini", "recorded.mjs", 60*time.Second, "TOOLGATE_RECORDED="+string(b))
+	seen := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(stdout), []byte("\n")) {
+		var r nodeRecordedResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("line %s: %v", line, err)
+		}
+		seen++
+		if check := checks[r.Case]; check == nil || !check(r) {
+			t.Errorf("%s: %+v", r.Case, r)
+		}
+	}
+	if seen != len(cases) {
+		t.Errorf("%d results for %d cases:\n%s", seen, len(cases), stdout)
+	}
+}
