@@ -3,12 +3,16 @@
 // it means, so that one validator judges Gemini tools like every other.
 //
 // The Gemini form differs from JSON Schema in a few keywords only: type
-// names are upper case (OBJECT, STRING…), `nullable` says that null is
-// also accepted, `example` holds one example, integer limits may be
-// written as strings (proto JSON's int64), and `propertyOrdering` only
-// orders generation. Everything else (properties, items, anyOf, enum,
-// required, minimum, pattern, format…) means what it means in JSON Schema
-// and is copied as written, numbers byte for byte.
+// names are upper case (OBJECT, STRING…) or, as proto JSON may write an
+// enum, numbers (6 is OBJECT); `nullable` says that null is also
+// accepted; `example` holds one example; limits may be written as strings
+// (proto JSON's int64 and double); `enum` is a list of strings, so a value
+// may be written as a string or as what it spells; `propertyOrdering` only
+// orders generation; keywords may be written under their proto names
+// (`any_of`, `min_items`…); and Vertex AI adds `defs`, `ref` and
+// `additionalProperties`. Everything else (properties, items, required,
+// pattern, format…) means what it means in JSON Schema and is copied as
+// written, numbers byte for byte.
 package geminischema
 
 import (
@@ -84,6 +88,13 @@ func translate(raw []byte, depth int) ([]byte, error) {
 	out := make(jsonx.Object, 0, len(in))
 	nullable := false
 	for _, f := range in {
+		if name, v, ok, err := reference(f, depth); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			out = out.Set(name, v)
+			continue
+		}
 		v, keep, err := field(f, depth, &nullable)
 		if err != nil {
 			return nil, err
@@ -221,6 +232,13 @@ func field(f jsonx.Field, depth int, nullable *bool) (v []byte, keep bool, err e
 	case f.Key == "properties":
 		v, err := translateMap(f.Value, depth)
 		return v, true, err
+	case f.Key == "additionalProperties":
+		// Vertex AI's form: a boolean, or a schema in this same form.
+		if jsonx.IsNull(f.Value) || string(f.Value) == "true" || string(f.Value) == "false" {
+			return f.Value, !jsonx.IsNull(f.Value), nil
+		}
+		v, err := translate(f.Value, depth+1)
+		return v, true, err
 	case countKeys[f.Key]:
 		v, err := count(f.Key, f.Value)
 		return v, v != nil, err
@@ -229,6 +247,27 @@ func field(f jsonx.Field, depth int, nullable *bool) (v []byte, keep bool, err e
 		return v, v != nil, err
 	}
 	return f.Value, true, nil
+}
+
+// reference translates Vertex AI's references: "defs" holds named schemas
+// in this form and "ref" names one as "#/defs/Name"; in JSON Schema they
+// are $defs and $ref "#/$defs/Name". ok is false for other keywords.
+func reference(f jsonx.Field, depth int) (name string, v []byte, ok bool, err error) {
+	switch f.Key {
+	case "defs":
+		v, err := translateMap(f.Value, depth)
+		return "$defs", v, true, err
+	case "ref":
+		r, isString := jsonx.Unquote(f.Value)
+		if !isString {
+			return "", nil, false, schemaErr("ref must be a string")
+		}
+		if rest, found := strings.CutPrefix(r, "#/defs/"); found {
+			r = "#/$defs/" + rest
+		}
+		return "$ref", jsonx.String(r), true, nil
+	}
+	return "", nil, false, nil
 }
 
 // translateList translates an array of schemas.

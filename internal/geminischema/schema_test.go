@@ -80,6 +80,9 @@ func TestToJSONSchemaPerKeyword(t *testing.T) {
 		{"snake_case object limits", `{"type":"OBJECT","min_properties":1,"max_properties":"1"}`, `{"type":"object","minProperties":1,"maxProperties":1}`, []string{`{"a":1}`}, []string{`{}`}},
 		{"integer enum", `{"type":"INTEGER","enum":["1","2"]}`, `{"type":"integer","enum":["1","2",1,2]}`, []string{`1`, `2`}, []string{`3`, `"1"`}},
 		{"enum of numbers on a string", `{"type":"STRING","enum":[1,true]}`, `{"type":"string","enum":[1,true,"1","true"]}`, []string{`"1"`, `"true"`}, []string{`1`, `"2"`}},
+		{"Vertex defs and ref", `{"type":"OBJECT","properties":{"pet":{"ref":"#/defs/Pet"}},"defs":{"Pet":{"type":"OBJECT","properties":{"name":{"type":"STRING"}},"required":["name"]}}}`, `{"type":"object","properties":{"pet":{"$ref":"#/$defs/Pet"}},"$defs":{"Pet":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}}`, []string{`{"pet":{"name":"Rex"}}`}, []string{`{"pet":{}}`, `{"pet":{"name":1}}`}},
+		{"Vertex additionalProperties", `{"type":"OBJECT","additionalProperties":{"type":"INTEGER"},"properties":{"a":{"type":"STRING"}}}`, `{"type":"object","additionalProperties":{"type":"integer"},"properties":{"a":{"type":"string"}}}`, []string{`{"a":"x","b":1}`}, []string{`{"b":"x"}`}},
+		{"additionalProperties false", `{"type":"OBJECT","additional_properties":false}`, `{"type":"object","additionalProperties":false}`, []string{`{}`}, []string{`{"b":1}`}},
 		{"bounds as strings", `{"type":"NUMBER","minimum":"0.5","maximum":"1e2"}`, `{"type":"number","minimum":0.5,"maximum":1e2}`, []string{`0.5`}, []string{`0.4`, `101`}},
 	}
 	for _, c := range cases {
@@ -118,7 +121,7 @@ func TestToJSONSchemaNested(t *testing.T) {
 
 func TestToJSONSchemaRefuses(t *testing.T) {
 	for _, in := range []string{
-		`[]`, `"OBJECT"`, `{"type":"MAP"}`, `{"type":8}`, `{"type":-1}`, `{"type":true}`, `{"minItems":1,"min_items":1}`, `{"minimum":"x"}`, `{"nullable":"yes"}`, `{"minItems":-1}`,
+		`[]`, `"OBJECT"`, `{"type":"MAP"}`, `{"type":8}`, `{"type":-1}`, `{"type":true}`, `{"minItems":1,"min_items":1}`, `{"minimum":"x"}`, `{"ref":1}`, `{"defs":[]}`, `{"additionalProperties":"x"}`, `{"nullable":"yes"}`, `{"minItems":-1}`,
 		`{"minLength":"x"}`, `{"items":[{"type":"STRING"}]}`, `{"anyOf":{}}`, `{"properties":[]}`,
 		`{"properties":{"a":"STRING"}}`, strings.Repeat(`{"items":`, 70) + `{}` + strings.Repeat(`}`, 70),
 	} {

@@ -215,3 +215,24 @@ func TestPartialArgsShapes(t *testing.T) {
 		}
 	}
 }
+
+// The abstain exit joins declarations written as function_declarations
+// under that spelling, so the request never holds both.
+func TestInjectToolSnakeCase(t *testing.T) {
+	cd := newCodec()
+	if _, err := cd.DecodeRequest("", readSample(t, "recorded/generate_snake_case_declaration_gemini-2.5-flash.request.json")); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(string(cd.body), `"functionDeclarations"`, `"function_declarations"`, 1)
+	if _, err := cd.DecodeRequest("", []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cd.InjectTool(abstainTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := newCodec().DecodeRequest("", out)
+	if err != nil || len(req.Offered) != 2 || req.Offered[1].Name != abstainTool.Name || strings.Contains(string(out), `"functionDeclarations"`) {
+		t.Fatalf("%v %s", err, out)
+	}
+}
