@@ -46,9 +46,9 @@ type assembler struct {
 }
 
 // add reads one part. It returns the part to judge in its place: the part
-// itself, nil while a streamed call is still open (or for a fragment that
-// continues it), and the whole call, as one part with args, once its last
-// fragment arrived.
+// itself (any part that is not a call, even between fragments), nil for a
+// fragment while its call is still open, and the whole call, as one part
+// with args, once its last fragment arrived.
 func (a *assembler) add(raw []byte) ([]byte, error) {
 	p, err := jsonx.ParseObject(raw)
 	if err != nil {
@@ -56,9 +56,8 @@ func (a *assembler) add(raw []byte) ([]byte, error) {
 	}
 	fcRaw := get(p, "functionCall")
 	if fcRaw == nil {
-		if a.open != nil {
-			return nil, partialErr("a part interrupts a streamed call")
-		}
+		// Text or a thought between fragments is its own part; the call
+		// goes on with the next functionCall part.
 		return raw, nil
 	}
 	fc, err := jsonx.ParseObject(fcRaw)

@@ -105,9 +105,9 @@ func route(path string) (model string, stream bool) {
 
 // offeredTools reads the function declarations. A declaration's schema is
 // parametersJsonSchema as is, or parameters translated to JSON Schema; a
-// declaration without either takes no arguments. A schema that cannot be
-// translated is offered as written: it then fails to compile, and calls of
-// that function are findings instead of passing unjudged.
+// declaration without either takes no arguments. Every form the API
+// accepts translates; a schema that cannot be translated (one the API
+// would refuse) is offered as written, and then fails to compile.
 func offeredTools(tools []wireTool) []neutral.Offered {
 	var out []neutral.Offered
 	for _, t := range tools {
@@ -147,10 +147,9 @@ func toolChoice(tc *wireToolConf) neutral.ToolChoice {
 // modes are functionCallingConfig.mode's names by number.
 var modes = []string{"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"}
 
-// enumName reads a proto enum as proto JSON writes it: its name (in the
-// letter case it is sent in, as Google's parser takes it) or its number,
-// which names[n] is the name of. A number beyond names is kept as its
-// digits.
+// enumName reads a proto enum as proto JSON writes it: its name (read in
+// any letter case, as toolgate always read the mode) or its number, which
+// names[n] is the name of. A number beyond names is kept as its digits.
 func enumName(raw []byte, names []string) string {
 	if s, ok := jsonx.Unquote(raw); ok {
 		return strings.ToUpper(s)

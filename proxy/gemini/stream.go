@@ -207,8 +207,6 @@ func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
 			if err := s.call(cs, n, raw); err != nil {
 				return err
 			}
-		} else if cs.asm.open != nil {
-			return errStream("a part interrupts a streamed call")
 		}
 		if t, ok := jsonx.Unquote(p.Get("text")); !ok || t != "" || len(p) > 1 {
 			s.content = true
