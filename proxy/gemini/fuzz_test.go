@@ -3,6 +3,7 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"path/filepath"
 	"strings"
@@ -100,9 +101,10 @@ func FuzzArrayReader(f *testing.F) {
 	})
 }
 
-// FuzzStream feeds either framing, split anywhere: it never panics, and
-// a complete stream encodes (every candidate escalated) without error, in
-// the array framing as one valid JSON array.
+// FuzzStream feeds either framing, split anywhere: it never panics, a
+// complete stream kept as it is encodes to its held bytes, and one whose
+// every candidate is escalated encodes without error, in the array
+// framing as one valid JSON array.
 func FuzzStream(f *testing.F) {
 	addStreamSeeds(f)
 	f.Fuzz(func(t *testing.T, body, cuts []byte, array bool) {
@@ -113,6 +115,10 @@ func FuzzStream(f *testing.F) {
 		turns := fd.st.Turns()
 		if fd.holdAt < 0 {
 			return
+		}
+		keep := make([]neutral.Action, len(turns))
+		if out, err := fd.st.Encode(fd.held(), keep); err != nil || !bytes.Equal(out, joinRaw(fd.events[fd.holdAt:])) {
+			t.Fatalf("kept stream re-encoded (%v):\n%q\nheld\n%q", err, out, joinRaw(fd.events[fd.holdAt:]))
 		}
 		actions := make([]neutral.Action, len(turns))
 		for i := range turns {
@@ -140,6 +146,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 	}
 	f.Add(readSample(f, "recorded/error_403_permission_denied.json"))
 	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"f","args":[1]}}]},"finishReason":"MAX_TOKENS"}]}`))
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","willContinue":true}},{"functionCall":{"partialArgs":[{"jsonPath":"$.a[0]['b']","stringValue":"x","willContinue":true}],"willContinue":true}},{"functionCall":{}}]},"finish_reason":9}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		cd := newCodec()
 		resp, err := cd.DecodeAnswer(body)
@@ -160,6 +167,14 @@ func FuzzDecodeAnswer(f *testing.F) {
 			actions[i] = act
 		}
 		out, err := cd.EncodeAnswer(resp, actions)
+		if errors.Is(err, errStreamedRepair) {
+			// A call built from fragments is refused, never rewritten;
+			// answering with text instead still renders.
+			for i := range actions {
+				actions[i] = neutral.Action{Kind: neutral.Respond, Text: "x"}
+			}
+			out, err = cd.EncodeAnswer(resp, actions)
+		}
 		if err != nil {
 			t.Fatalf("render of a readable answer: %v", err)
 		}
