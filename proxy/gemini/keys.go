@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 
@@ -94,6 +95,10 @@ func twoSpellings(o jsonx.Object) bool {
 // name. Only this object's own keys are renamed: what its members hold is
 // decoded by their own types.
 func unmarshalEitherSpelling(data []byte, v any) error {
+	if bytes.IndexByte(data, '_') < 0 {
+		// No key here or below can be a proto name.
+		return json.Unmarshal(data, v)
+	}
 	o, err := jsonx.ParseObject(data)
 	if err != nil {
 		return err
