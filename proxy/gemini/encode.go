@@ -96,7 +96,9 @@ func textContent(orig []byte, kept [][]byte, text string) []byte {
 // spliceCalls replaces the changed calls among a content object's parts;
 // first is the position of its first call in the whole turn, and open
 // whether its first part continues a call whose arguments are streamed.
-// It returns the content and how many calls begin in it.
+// A changed streamed call is written whole in its first fragment, and its
+// other fragments are dropped, so a client assembling fragments reads the
+// repaired call. It returns the content and how many calls begin in it.
 func spliceCalls(content []byte, act *neutral.Action, first int, open bool) ([]byte, int, error) {
 	c, err := jsonx.ParseObject(content)
 	if err != nil {
@@ -106,9 +108,9 @@ func spliceCalls(content []byte, act *neutral.Action, first int, open bool) ([]b
 	if err != nil {
 		return nil, 0, err
 	}
-	parts = append([][]byte(nil), parts...)
+	out := make([][]byte, 0, len(parts))
 	n := 0
-	for i, raw := range parts {
+	for _, raw := range parts {
 		p, err := jsonx.ParseObject(raw)
 		if err != nil {
 			return nil, 0, err
@@ -116,34 +118,50 @@ func spliceCalls(content []byte, act *neutral.Action, first int, open bool) ([]b
 		key := spelling(p, "functionCall")
 		fcRaw := p.Get(key)
 		if fcRaw == nil {
+			out = append(out, raw)
 			continue
 		}
 		fc, err := jsonx.ParseObject(fcRaw)
 		if err != nil {
 			return nil, 0, fmt.Errorf("gemini: functionCall: %w", err)
 		}
-		begins, streamed := callPart(fc, &open)
+		begins, _ := callPart(fc, &open)
 		j := first + n - 1
 		if begins {
 			j++
 			n++
 		}
-		if !act.ChangedAt(j) {
+		switch {
+		case !act.ChangedAt(j):
+			out = append(out, raw)
+		case begins:
+			whole, err := repairedCall(fc, act.Calls[j])
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, append(jsonx.Object(nil), p...).Set(key, whole).Bytes())
+		}
+	}
+	c = append(jsonx.Object(nil), c...).Set("parts", jsonx.AppendArray(nil, out))
+	return c.Bytes(), n, nil
+}
+
+// repairedCall is a functionCall object rewritten to nc: its other fields
+// (the id) kept, the fragments' fields dropped.
+func repairedCall(fc jsonx.Object, nc neutral.ToolCall) ([]byte, error) {
+	args, err := objectJSON(nc.Args)
+	if err != nil {
+		return nil, err
+	}
+	out := make(jsonx.Object, 0, len(fc)+2)
+	for _, f := range fc {
+		switch camelOf(f.Key) {
+		case "willContinue", "partialArgs":
 			continue
 		}
-		if streamed {
-			return nil, 0, errStreamedRepair
-		}
-		nc := act.Calls[j]
-		args, err := objectJSON(nc.Args)
-		if err != nil {
-			return nil, 0, err
-		}
-		fc = append(jsonx.Object(nil), fc...).Set("name", jsonx.String(nc.Name)).Set("args", args)
-		parts[i] = append(jsonx.Object(nil), p...).Set(key, fc.Bytes()).Bytes()
+		out = append(out, f)
 	}
-	c = append(jsonx.Object(nil), c...).Set("parts", jsonx.AppendArray(nil, parts))
-	return c.Bytes(), n, nil
+	return out.Set("name", jsonx.String(nc.Name)).Set("args", args).Bytes(), nil
 }
 
 // CallJSON implements api.Codec: a functionCall part.

@@ -3,7 +3,6 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"path/filepath"
 	"strings"
@@ -120,12 +119,41 @@ func FuzzStream(f *testing.F) {
 		if out, err := fd.st.Encode(fd.held(), keep); err != nil || !bytes.Equal(out, joinRaw(fd.events[fd.holdAt:])) {
 			t.Fatalf("kept stream re-encoded (%v):\n%q\nheld\n%q", err, out, joinRaw(fd.events[fd.holdAt:]))
 		}
+		// Every call replaced: the rendered stream reads as those calls,
+		// streamed ones written whole.
+		repl := make([]neutral.Action, len(turns))
+		for i, tn := range turns {
+			repl[i] = neutral.Action{Kind: neutral.Replace}
+			for _, c := range tn.Calls {
+				c.Args = []byte(`{"x":1}`)
+				repl[i].Calls = append(repl[i].Calls, c)
+				repl[i].Changed = append(repl[i].Changed, true)
+			}
+		}
+		out, err := fd.st.Encode(fd.held(), repl)
+		if err != nil {
+			t.Fatalf("render with every call replaced: %v", err)
+		}
+		again := feedAll(t, array, bytes.NewReader(append(joinRaw(fd.events[:fd.holdAt]), out...)))
+		if again.err != nil || !again.done {
+			t.Fatalf("rendered stream unreadable (%v, done %v): %q", again.err, again.done, out)
+		}
+		for i, tn := range again.st.Turns() {
+			if i >= len(turns) || len(tn.Calls) != len(turns[i].Calls) {
+				t.Fatalf("rendered %q reads as other calls", out)
+			}
+			for _, c := range tn.Calls {
+				if string(c.Args) != `{"x":1}` {
+					t.Fatalf("rendered %q: call %s %s", out, c.Name, c.Args)
+				}
+			}
+		}
 		actions := make([]neutral.Action, len(turns))
 		for i := range turns {
 			esc := &neutral.Escalated{ID: "esc_f", Body: []byte(`{"id":"esc_f"}`), Text: "x"}
 			actions[i] = neutral.Action{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}
 		}
-		out, err := fd.st.Encode(fd.held(), actions)
+		out, err = fd.st.Encode(fd.held(), actions)
 		if err != nil {
 			t.Fatalf("render: %v", err)
 		}
@@ -167,19 +195,27 @@ func FuzzDecodeAnswer(f *testing.F) {
 			actions[i] = act
 		}
 		out, err := cd.EncodeAnswer(resp, actions)
-		if errors.Is(err, errStreamedRepair) {
-			// A call built from fragments is refused, never rewritten;
-			// answering with text instead still renders.
-			for i := range actions {
-				actions[i] = neutral.Action{Kind: neutral.Respond, Text: "x"}
-			}
-			out, err = cd.EncodeAnswer(resp, actions)
-		}
 		if err != nil {
 			t.Fatalf("render of a readable answer: %v", err)
 		}
 		if !json.Valid(out) {
 			t.Fatalf("rendered invalid JSON %q", out)
+		}
+		// What was rendered reads as the replaced calls, streamed ones
+		// written whole.
+		again, err := newCodec().DecodeAnswer(out)
+		if err != nil {
+			t.Fatalf("rendered answer unreadable (%v): %s", err, out)
+		}
+		for i, tn := range again.Choices {
+			if i >= len(resp.Choices) || len(tn.Calls) != len(resp.Choices[i].Calls) {
+				t.Fatalf("rendered %s reads as other calls", out)
+			}
+			for _, c := range tn.Calls {
+				if string(c.Args) != `{"x":1}` {
+					t.Fatalf("rendered %s: call %s %s", out, c.Name, c.Args)
+				}
+			}
 		}
 	})
 }

@@ -432,8 +432,3 @@ func callPart(fc jsonx.Object, open *bool) (begins, streamed bool) {
 	*open = more
 	return begins, streamed
 }
-
-// errStreamedRepair reports a repaired call whose arguments were streamed:
-// its fragments cannot be rewritten into another call, so the answer is
-// not released with the original call.
-var errStreamedRepair = errors.New("gemini: a call whose arguments were streamed cannot be rewritten")

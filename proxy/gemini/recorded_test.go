@@ -168,12 +168,44 @@ func TestPartialArgsAssembled(t *testing.T) {
 			t.Errorf("re-query content %s", content)
 		}
 	}
-	// A repair cannot be written into fragments: it fails rather than
-	// release the original call.
+}
+
+// A repaired streamed call is written whole where it began and its other
+// fragments are dropped, in a stream and in a plain answer; the other
+// call's fragments and the signature stay as sent.
+func TestPartialArgsRepaired(t *testing.T) {
+	f := feedAll(t, false, bytes.NewReader(readSample(t, "recorded/sse_vertex_partial_args_gemini-3.1-pro.sse")))
 	c := f.st.Turns()[0].Calls
 	fixed := neutral.ToolCall{ID: c[1].ID, Name: "getWeather", Args: []byte(`{"location":"SF"}`)}
-	if _, err := f.st.Encode(f.held(), []neutral.Action{{Kind: neutral.Replace, Calls: []neutral.ToolCall{c[0], fixed}, Changed: []bool{false, true}}}); !errors.Is(err, errStreamedRepair) {
-		t.Errorf("repair of a streamed call: %v", err)
+	acts := []neutral.Action{{Kind: neutral.Replace, Calls: []neutral.ToolCall{c[0], fixed}, Changed: []bool{false, true}}}
+	out, err := f.st.Encode(f.held(), acts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := feedAll(t, false, bytes.NewReader(append(joinRaw(f.events[:f.holdAt]), out...)))
+	got := again.st.Turns()[0].Calls
+	if again.err != nil || !again.done || len(got) != 2 || string(got[0].Args) != `{"location":"Boston"}` || string(got[1].Args) != `{"location":"SF"}` {
+		t.Fatalf("rendered (%v):\n%s", again.err, out)
+	}
+	if strings.Contains(string(out), "San Francisco") || !bytes.Contains(out, []byte(`"stringValue":"Boston"`)) || !bytes.Contains(out, []byte(`"thoughtSignature":"CiMBjz1rX25K`)) {
+		t.Errorf("rendered %s", out)
+	}
+
+	plain := `{"candidates":[{"content":{"role":"model","parts":[` + string(bytes.Join(partialArgsParts(t), []byte(","))) + `]},"finishReason":"STOP"}]}`
+	cd := newCodec()
+	resp, err := cd.DecodeAnswer([]byte(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed.ID = resp.Choices[0].Calls[1].ID
+	acts[0].Calls = []neutral.ToolCall{resp.Choices[0].Calls[0], fixed}
+	body, err := cd.EncodeAnswer(resp, acts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, err := decodeAnswer(body)
+	if err != nil || len(re.Choices[0].Calls) != 2 || string(re.Choices[0].Calls[1].Args) != `{"location":"SF"}` || strings.Contains(string(body), "San Francisco") {
+		t.Fatalf("rendered (%v) %s", err, body)
 	}
 }
 

@@ -172,6 +172,11 @@ func (r *renderer) candidate(raw []byte, cc chunkCand, n int) (out []byte, drop 
 		if err != nil {
 			return nil, false, nil, err
 		}
+		if parts, _ := contentParts(content); len(parts) == 0 && !has(c, "finishReason") {
+			// It held only fragments of a repaired call, now written whole
+			// where the call began.
+			return nil, true, nil, nil
+		}
 		return c.Set("content", content).Bytes(), false, nil, nil
 	}
 	var before [][]byte
