@@ -268,3 +268,18 @@ func TestInjectToolSnakeCase(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 }
+
+// An answer replaced by text drops every fragment of the streamed calls:
+// the last held chunk carries the text, and no functionCall remains.
+func TestPartialArgsRespond(t *testing.T) {
+	f := feedAll(t, false, bytes.NewReader(readSample(t, "recorded/sse_vertex_partial_args_gemini-3.1-pro.sse")))
+	esc := &neutral.Escalated{ID: "esc_p", Body: []byte(`{"id":"esc_p"}`), Text: "A person decides. [toolgate:esc_p]"}
+	out, err := f.st.Encode(f.held(), respond(esc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := feedAll(t, false, bytes.NewReader(append(joinRaw(f.events[:f.holdAt]), out...)))
+	if again.err != nil || !again.done || bytes.Contains(out, []byte("functionCall")) || again.st.Turns()[0].Text != esc.Text {
+		t.Fatalf("rendered (%v):\n%s", again.err, out)
+	}
+}
