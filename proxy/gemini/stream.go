@@ -51,9 +51,10 @@ type chunkCand struct {
 }
 
 // stream follows one streamed answer, SSE or JSON array. Gemini sends each
-// functionCall whole in one chunk, so a call is judged as it arrives
-// complete; from the chunk that carries the first call on, everything is
-// held.
+// functionCall whole in one chunk, except Vertex AI's streamed arguments,
+// whose fragments are assembled (partial.go); a call is checked once
+// whole, and from the chunk that carries the first call part on,
+// everything is held.
 type stream struct {
 	arr    *ArrayReader
 	vertex bool
