@@ -521,3 +521,38 @@ func TestGeminiRecordedThroughNodeSDK(t *testing.T) {
 		t.Errorf("%d results for %d cases:\n%s", seen, len(cases), stdout)
 	}
 }
+
+// A bad call among Vertex's streamed arguments, corrected by a re-query,
+// reaches the client whole in place of its fragments, while the other
+// call's fragments stay as sent.
+func TestGeminiStreamedArgumentsCorrected(t *testing.T) {
+	r := recordings[6]
+	bad := bytes.Replace(recorded(t, r.file), []byte(`"stringValue":"San Francisco","willContinue":true`), []byte(`"numberValue":94103`), 1)
+	fixed := `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"getWeather","args":{"location":"San Francisco"}}}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":40,"candidatesTokenCount":8,"totalTokenCount":48,"trafficType":"ON_DEMAND"},"modelVersion":"gemini-3.1-pro-preview"}`
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(bad)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		_, _ = io.WriteString(w, fixed)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nrecovery:\n  strategy: correction\nupstreams:\n  - name: gemini\n    url: " + srv.URL + "\n" +
+		"    api_paths:\n      \"/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:streamGenerateContent\": gemini\n"
+	g := startGate(t, cfg)
+	res := gemPost(t, g.URL, r.path, r.body(t), "x-goog-api-key", "k")
+	calls := strings.Join(releasedCalls(res.Body), "\n")
+	if res.Status != 200 || strings.Contains(calls, "94103") || !strings.Contains(calls, `{"name":"getWeather","args":{"location":"San Francisco"}}`) ||
+		!strings.Contains(calls, `"stringValue":"Boston"`) {
+		t.Fatalf("status %d, calls released:\n%s\nbody\n%s", res.Status, calls, res.Body)
+	}
+}
