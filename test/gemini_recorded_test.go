@@ -442,6 +442,20 @@ func TestGeminiRecordedThroughGoSDK(t *testing.T) {
 		t.Fatalf("thought then call: %v, %d chunks, calls %v", res.err, len(res.chunks), res.calls())
 	}
 
+	// Vertex's streamed arguments, asked on the Gemini API route this SDK
+	// client uses (which refuses to send the Vertex-only option itself):
+	// the SDK gets every fragment as sent.
+	partial := recordings[6]
+	partial.path = "/v1beta/models/gemini-3.1-pro-preview:streamGenerateContent?alt=sse"
+	partial.request = strings.Replace(partialArgsRequest, `,"streamFunctionCallArguments":true`, "", 1)
+	res = askGoSDK(t, partial, recorded(t, partial.file))
+	if res.err != nil || len(res.chunks) != 8 {
+		t.Fatalf("streamed arguments: %v, %d chunks", res.err, len(res.chunks))
+	}
+	if fc := res.chunks[1].Candidates[0].Content.Parts[0].FunctionCall; fc == nil || len(fc.PartialArgs) != 1 || fc.PartialArgs[0].StringValue != "Boston" {
+		t.Errorf("fragment %+v", fc)
+	}
+
 	edited := bytes.Replace(recorded(t, split.file), []byte(`"name": "multiply"`), []byte(`"name": "divide"`), 1)
 	res = askGoSDK(t, split, edited)
 	var ae genai.APIError
