@@ -444,9 +444,20 @@ func gemModes(t *testing.T, f func(t *testing.T, stream bool)) {
 }
 
 // gemAnswer is a GenerateContentResponse with one candidate of the given
-// parts.
+// parts, shaped like the recorded gemini-2.5-flash answers: a chunk that
+// does not end the candidate has no finishReason, and one that ends it
+// with calls carries the finishMessage the API sends with them.
 func gemAnswer(finish string, parts ...string) string {
-	return `{"candidates":[{"content":{"parts":[` + strings.Join(parts, ",") + `],"role":"model"},"finishReason":"` + finish + `","index":0}],` +
+	end := ""
+	if finish != "" {
+		end = `,"finishReason":"` + finish + `","index":0`
+		if strings.Contains(strings.Join(parts, ""), `"functionCall"`) {
+			end += `,"finishMessage":"Model generated function call(s)."`
+		}
+	} else {
+		end = `,"index":0`
+	}
+	return `{"candidates":[{"content":{"parts":[` + strings.Join(parts, ",") + `],"role":"model"}` + end + `}],` +
 		`"usageMetadata":{"promptTokenCount":120,"candidatesTokenCount":20,"totalTokenCount":180,"thoughtsTokenCount":40},"modelVersion":"gemini-2.5-flash","responseId":"resp_1"}`
 }
 

@@ -3,15 +3,20 @@
 // it means, so that one validator judges Gemini tools like every other.
 //
 // The Gemini form differs from JSON Schema in a few keywords only: type
-// names are upper case (OBJECT, STRING…), `nullable` says that null is
-// also accepted, `example` holds one example, integer limits may be
-// written as strings (proto JSON's int64), and `propertyOrdering` only
-// orders generation. Everything else (properties, items, anyOf, enum,
-// required, minimum, pattern, format…) means what it means in JSON Schema
-// and is copied as written, numbers byte for byte.
+// names are upper case (OBJECT, STRING…) or, as proto JSON may write an
+// enum, numbers (6 is OBJECT); `nullable` says that null is also
+// accepted; `example` holds one example; limits may be written as strings
+// (proto JSON's int64 and double); `enum` is a list of strings, so a value
+// may be written as a string or as what it spells; `propertyOrdering` only
+// orders generation; keywords may be written under their proto names
+// (`any_of`, `min_items`…); and Vertex AI adds `defs`, `ref` and
+// `additionalProperties`. Everything else (properties, items, required,
+// pattern, format…) means what it means in JSON Schema and is copied as
+// written, numbers byte for byte.
 package geminischema
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -31,6 +36,23 @@ var types = map[string]string{
 	"string": "string", "number": "number", "integer": "integer",
 	"boolean": "boolean", "array": "array", "object": "object", "null": "null",
 }
+
+// typeNumbers are the Type enum's values by number, as proto JSON may
+// write an enum (the legacy Go SDK asks for enum-encoding=int and sends
+// "type": 6). Zero is TYPE_UNSPECIFIED.
+var typeNumbers = []string{"", "string", "number", "integer", "boolean", "array", "object", "null"}
+
+// snakeKeys are the keywords the API also accepts under their proto
+// names, and the JSON names they mean.
+var snakeKeys = map[string]string{
+	"any_of": "anyOf", "min_items": "minItems", "max_items": "maxItems",
+	"min_length": "minLength", "max_length": "maxLength",
+	"min_properties": "minProperties", "max_properties": "maxProperties",
+	"property_ordering": "propertyOrdering", "additional_properties": "additionalProperties",
+}
+
+// numberKeys are the bounds proto JSON may write as strings (a double).
+var numberKeys = map[string]bool{"minimum": true, "maximum": true}
 
 // countKeys are the limits proto JSON may write as strings.
 var countKeys = map[string]bool{
@@ -59,9 +81,20 @@ func translate(raw []byte, depth int) ([]byte, error) {
 	if err != nil {
 		return nil, schemaErr("a schema must be an object")
 	}
+	in, err = jsonNames(in)
+	if err != nil {
+		return nil, err
+	}
 	out := make(jsonx.Object, 0, len(in))
 	nullable := false
 	for _, f := range in {
+		if name, v, ok, err := reference(f, depth); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			out = out.Set(name, v)
+			continue
+		}
 		v, keep, err := field(f, depth, &nullable)
 		if err != nil {
 			return nil, err
@@ -75,10 +108,79 @@ func translate(raw []byte, depth int) ([]byte, error) {
 		}
 		out = out.Set(f.Key, v)
 	}
+	if e := out.Get("enum"); e != nil {
+		out = out.Set("enum", enumForms(e))
+	}
 	if nullable {
 		out = allowNull(out)
 	}
 	return out.Bytes(), nil
+}
+
+// jsonNames renames the keywords written under their proto names; a
+// keyword written both ways is refused, as the API refuses it.
+func jsonNames(in jsonx.Object) (jsonx.Object, error) {
+	var out jsonx.Object
+	for i, f := range in {
+		name, ok := snakeKeys[f.Key]
+		if !ok {
+			continue
+		}
+		if in.Has(name) {
+			return nil, schemaErr("%s is written both as %s and as %s", name, f.Key, name)
+		}
+		if out == nil {
+			out = append(jsonx.Object(nil), in...)
+		}
+		out[i].Key = name
+	}
+	if out == nil {
+		return in, nil
+	}
+	return out, nil
+}
+
+// enumForms lists each enum value in both forms it may take. The API's
+// enum is a list of strings, so a number or boolean listed in it is the
+// same value as its digits; and the model answers an INTEGER enum of
+// "1" and "2" with the number 1. JSON Schema compares values with their
+// types, so each value is listed as written and in its other form; the
+// type keyword still decides which of the two a call may use.
+func enumForms(raw []byte) []byte {
+	vals, err := jsonx.ParseArray(raw)
+	if err != nil {
+		return raw
+	}
+	out := append([][]byte(nil), vals...)
+	seen := make(map[string]bool, 2*len(vals))
+	for _, v := range vals {
+		seen[string(v)] = true
+	}
+	for _, v := range vals {
+		var alt []byte
+		if s, ok := jsonx.Unquote(v); ok {
+			if isScalarLiteral(s) {
+				alt = []byte(s)
+			}
+		} else if len(v) > 0 && v[0] != '{' && v[0] != '[' && !jsonx.IsNull(v) {
+			alt = jsonx.String(string(v))
+		}
+		if alt != nil && !seen[string(alt)] {
+			seen[string(alt)] = true
+			out = append(out, alt)
+		}
+	}
+	return jsonx.AppendArray(nil, out)
+}
+
+// isScalarLiteral reports a string that is the JSON text of a number or a
+// boolean.
+func isScalarLiteral(s string) bool {
+	if s == "true" || s == "false" {
+		return true
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil && json.Valid([]byte(s)) && s != "" && (s[0] == '-' || ('0' <= s[0] && s[0] <= '9'))
 }
 
 // field translates one keyword; keep is false for keywords JSON Schema
@@ -86,9 +188,18 @@ func translate(raw []byte, depth int) ([]byte, error) {
 func field(f jsonx.Field, depth int, nullable *bool) (v []byte, keep bool, err error) {
 	switch {
 	case f.Key == "type":
+		if n, ok := jsonx.Int(f.Value); ok {
+			if n < 0 || n >= int64(len(typeNumbers)) {
+				return nil, false, schemaErr("unknown type %d", n)
+			}
+			if n == 0 {
+				return nil, false, nil
+			}
+			return jsonx.String(typeNumbers[n]), true, nil
+		}
 		name, ok := jsonx.Unquote(f.Value)
 		if !ok {
-			return nil, false, schemaErr("type must be a string")
+			return nil, false, schemaErr("type must be a name or a number")
 		}
 		if name == "" || strings.EqualFold(name, "TYPE_UNSPECIFIED") {
 			return nil, false, nil
@@ -121,11 +232,42 @@ func field(f jsonx.Field, depth int, nullable *bool) (v []byte, keep bool, err e
 	case f.Key == "properties":
 		v, err := translateMap(f.Value, depth)
 		return v, true, err
+	case f.Key == "additionalProperties":
+		// Vertex AI's form: a boolean, or a schema in this same form.
+		if jsonx.IsNull(f.Value) || string(f.Value) == "true" || string(f.Value) == "false" {
+			return f.Value, !jsonx.IsNull(f.Value), nil
+		}
+		v, err := translate(f.Value, depth+1)
+		return v, true, err
 	case countKeys[f.Key]:
 		v, err := count(f.Key, f.Value)
 		return v, v != nil, err
+	case numberKeys[f.Key]:
+		v, err := number(f.Key, f.Value)
+		return v, v != nil, err
 	}
 	return f.Value, true, nil
+}
+
+// reference translates Vertex AI's references: "defs" holds named schemas
+// in this form and "ref" names one as "#/defs/Name"; in JSON Schema they
+// are $defs and $ref "#/$defs/Name". ok is false for other keywords.
+func reference(f jsonx.Field, depth int) (name string, v []byte, ok bool, err error) {
+	switch f.Key {
+	case "defs":
+		v, err := translateMap(f.Value, depth)
+		return "$defs", v, true, err
+	case "ref":
+		r, isString := jsonx.Unquote(f.Value)
+		if !isString {
+			return "", nil, false, schemaErr("ref must be a string")
+		}
+		if rest, found := strings.CutPrefix(r, "#/defs/"); found {
+			r = "#/$defs/" + rest
+		}
+		return "$ref", jsonx.String(r), true, nil
+	}
+	return "", nil, false, nil
 }
 
 // translateList translates an array of schemas.
@@ -176,6 +318,21 @@ func count(key string, raw []byte) ([]byte, error) {
 		return raw, nil
 	}
 	return nil, schemaErr("%s must be a non-negative integer", key)
+}
+
+// number reads a bound, written as a number or, as proto JSON may write
+// a double, as a decimal string.
+func number(key string, raw []byte) ([]byte, error) {
+	if jsonx.IsNull(raw) {
+		return nil, nil
+	}
+	if s, ok := jsonx.Unquote(raw); ok {
+		raw = []byte(s)
+	}
+	if !isScalarLiteral(string(raw)) || raw[0] == 't' || raw[0] == 'f' {
+		return nil, schemaErr("%s must be a number", key)
+	}
+	return raw, nil
 }
 
 // allowNull makes a nullable schema accept null: "null" joins the type

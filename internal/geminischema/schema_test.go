@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,6 +73,17 @@ func TestToJSONSchemaPerKeyword(t *testing.T) {
 		{"description title default", `{"type":"STRING","description":"d","title":"t","default":"x"}`, `{"type":"string","description":"d","title":"t","default":"x"}`, []string{`"y"`}, nil},
 		{"example", `{"type":"INTEGER","example":7}`, `{"type":"integer","examples":[7]}`, []string{`1`}, nil},
 		{"null limit dropped", `{"type":"ARRAY","minItems":null}`, `{"type":"array"}`, []string{`[]`}, nil},
+		{"type by number", `{"type":6,"properties":{"location":{"type":1}},"required":["location"]}`, `{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}`, []string{`{"location":"New York"}`}, []string{`{"location":123}`, `{}`}},
+		{"every type number", `{"anyOf":[{"type":0},{"type":2},{"type":3},{"type":4},{"type":5},{"type":7}]}`, `{"anyOf":[{},{"type":"number"},{"type":"integer"},{"type":"boolean"},{"type":"array"},{"type":"null"}]}`, []string{`1.5`}, nil},
+		{"type mixed case", `{"type":"Object","properties":{"n":{"type":"iNtEgEr"}}}`, `{"type":"object","properties":{"n":{"type":"integer"}}}`, []string{`{"n":1}`}, []string{`{"n":"1"}`}},
+		{"snake_case keywords", `{"type":"ARRAY","min_items":"1","max_items":2,"items":{"any_of":[{"type":"STRING","min_length":2,"max_length":"3"}]},"property_ordering":["a"]}`, `{"type":"array","minItems":1,"maxItems":2,"items":{"anyOf":[{"type":"string","minLength":2,"maxLength":3}]}}`, []string{`["ab"]`}, []string{`[]`, `["a"]`, `["ab","ab","ab"]`}},
+		{"snake_case object limits", `{"type":"OBJECT","min_properties":1,"max_properties":"1"}`, `{"type":"object","minProperties":1,"maxProperties":1}`, []string{`{"a":1}`}, []string{`{}`}},
+		{"integer enum", `{"type":"INTEGER","enum":["1","2"]}`, `{"type":"integer","enum":["1","2",1,2]}`, []string{`1`, `2`}, []string{`3`, `"1"`}},
+		{"enum of numbers on a string", `{"type":"STRING","enum":[1,true]}`, `{"type":"string","enum":[1,true,"1","true"]}`, []string{`"1"`, `"true"`}, []string{`1`, `"2"`}},
+		{"Vertex defs and ref", `{"type":"OBJECT","properties":{"pet":{"ref":"#/defs/Pet"}},"defs":{"Pet":{"type":"OBJECT","properties":{"name":{"type":"STRING"}},"required":["name"]}}}`, `{"type":"object","properties":{"pet":{"$ref":"#/$defs/Pet"}},"$defs":{"Pet":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}}`, []string{`{"pet":{"name":"Rex"}}`}, []string{`{"pet":{}}`, `{"pet":{"name":1}}`}},
+		{"Vertex additionalProperties", `{"type":"OBJECT","additionalProperties":{"type":"INTEGER"},"properties":{"a":{"type":"STRING"}}}`, `{"type":"object","additionalProperties":{"type":"integer"},"properties":{"a":{"type":"string"}}}`, []string{`{"a":"x","b":1}`}, []string{`{"b":"x"}`}},
+		{"additionalProperties false", `{"type":"OBJECT","additional_properties":false}`, `{"type":"object","additionalProperties":false}`, []string{`{}`}, []string{`{"b":1}`}},
+		{"bounds as strings", `{"type":"NUMBER","minimum":"0.5","maximum":"1e2"}`, `{"type":"number","minimum":0.5,"maximum":1e2}`, []string{`0.5`}, []string{`0.4`, `101`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,7 +121,7 @@ func TestToJSONSchemaNested(t *testing.T) {
 
 func TestToJSONSchemaRefuses(t *testing.T) {
 	for _, in := range []string{
-		`[]`, `"OBJECT"`, `{"type":"MAP"}`, `{"type":1}`, `{"nullable":"yes"}`, `{"minItems":-1}`,
+		`[]`, `"OBJECT"`, `{"type":"MAP"}`, `{"type":8}`, `{"type":-1}`, `{"type":true}`, `{"minItems":1,"min_items":1}`, `{"minimum":"x"}`, `{"ref":1}`, `{"defs":[]}`, `{"additionalProperties":"x"}`, `{"nullable":"yes"}`, `{"minItems":-1}`,
 		`{"minLength":"x"}`, `{"items":[{"type":"STRING"}]}`, `{"anyOf":{}}`, `{"properties":[]}`,
 		`{"properties":{"a":"STRING"}}`, strings.Repeat(`{"items":`, 70) + `{}` + strings.Repeat(`}`, 70),
 	} {
@@ -133,9 +146,45 @@ func TestDeclaration(t *testing.T) {
 	}
 }
 
+// recordedSchemas are the OpenAPI-style parameters of the recorded
+// requests in proxy/gemini/testdata/recorded.
+func recordedSchemas(f *testing.F) [][]byte {
+	names, err := filepath.Glob(filepath.Join("..", "..", "proxy", "gemini", "testdata", "recorded", "*.request.json"))
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no recorded requests: %v", err)
+	}
+	var out [][]byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var req struct {
+			Tools []struct {
+				Decls []struct {
+					Parameters json.RawMessage `json:"parameters"`
+				} `json:"functionDeclarations"`
+			} `json:"tools"`
+		}
+		_ = json.Unmarshal(b, &req)
+		for _, tool := range req.Tools {
+			for _, d := range tool.Decls {
+				if d.Parameters != nil {
+					out = append(out, d.Parameters)
+				}
+			}
+		}
+	}
+	return out
+}
+
 func FuzzToJSONSchema(f *testing.F) {
+	for _, s := range recordedSchemas(f) {
+		f.Add([]byte(s))
+	}
 	f.Add([]byte(`{"type":"OBJECT","properties":{"a":{"type":"STRING","nullable":true,"enum":["x"]}},"minItems":"2"}`))
 	f.Add([]byte(`{"anyOf":[{"type":"INTEGER"}],"nullable":true,"example":{"a":[1]}}`))
+	f.Add([]byte(`{"type":6,"properties":{"location":{"type":1,"enum":[1,"2"]}},"min_items":"1","any_of":[{"type":3}]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := ToJSONSchema(in)
 		if err != nil {

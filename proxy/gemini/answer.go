@@ -10,6 +10,54 @@ import (
 	"github.com/toolgate/toolgate/neutral"
 )
 
+// usageOf reads usageMetadata, which may be absent.
+func usageOf(raw []byte) (neutral.Usage, error) {
+	if jsonx.IsNull(raw) {
+		return neutral.Usage{}, nil
+	}
+	var w wireUsage
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return neutral.Usage{}, err
+	}
+	return w.usage(), nil
+}
+
+// Finish reasons by number, as an answer asked for with
+// enum-encoding=int writes them (the legacy Go SDK does). The two APIs
+// number them differently.
+var (
+	finishReasons = []string{
+		"FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "OTHER",
+		"LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "MALFORMED_FUNCTION_CALL",
+		"IMAGE_SAFETY", "UNEXPECTED_TOOL_CALL",
+	}
+	vertexFinishReasons = []string{
+		"FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "OTHER",
+		"BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "MALFORMED_FUNCTION_CALL", "MODEL_ARMOR",
+		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "IMAGE_OTHER",
+		"UNEXPECTED_TOOL_CALL", "NO_IMAGE",
+	}
+)
+
+// finishReason is a candidate's finishReason by name, whether sent as its
+// name or its number; "" when absent.
+func (c *codec) finishReason(raw []byte) string { return finishName(raw, c.vertex()) }
+
+// finishName is finishReason with the numbering of Vertex AI or not.
+func finishName(raw []byte, vertex bool) string {
+	if jsonx.IsNull(raw) {
+		return ""
+	}
+	if vertex {
+		return enumName(raw, vertexFinishReasons)
+	}
+	return enumName(raw, finishReasons)
+}
+
+// vertex reports a Vertex AI path (…/publishers/google/models/…), whose
+// enums are numbered as Vertex numbers them.
+func (c *codec) vertex() bool { return strings.Contains(c.path, "/publishers/") }
+
 // usage counts what the provider bills: the prompt (which already includes
 // cachedContentTokenCount) and tool-use prompt as input, the candidates and
 // the thoughts as output.
@@ -42,7 +90,7 @@ func callsOf(parts [][]byte, first int, t *neutral.Turn, text *[]byte) error {
 		if err != nil {
 			return fmt.Errorf("%w: a part is not an object", ErrShape)
 		}
-		if fc := p.Get("functionCall"); fc != nil {
+		if fc := get(p, "functionCall"); fc != nil {
 			c, err := callOf(fc, first+len(t.Calls))
 			if err != nil {
 				return err
@@ -86,7 +134,7 @@ func callOf(raw []byte, pos int) (neutral.ToolCall, error) {
 }
 
 // DecodeAnswer implements api.Codec: one turn per candidate.
-func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
+func (c *codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 	if foldedKey(body) {
 		return nil, errFolded
 	}
@@ -94,32 +142,36 @@ func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !obj.Has("candidates") && !obj.Has("promptFeedback") && !obj.Has("usageMetadata") {
+	if !obj.Has("candidates") && !has(obj, "promptFeedback") && !has(obj, "usageMetadata") {
 		return nil, ErrShape
 	}
-	var w struct {
-		UsageMetadata *wireUsage `json:"usageMetadata"`
-		ResponseID    string     `json:"responseId"`
-	}
-	if err := json.Unmarshal(body, &w); err != nil {
+	usage, err := usageOf(get(obj, "usageMetadata"))
+	if err != nil {
 		return nil, err
 	}
-	resp := &neutral.Answer{Body: body, Usage: w.UsageMetadata.usage()}
+	responseID, _ := jsonx.Unquote(get(obj, "responseId"))
+	resp := &neutral.Answer{Body: body, Usage: usage}
 	cands, err := array(obj.Get("candidates"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: candidates", ErrShape)
 	}
 	for _, raw := range cands {
-		c, err := jsonx.ParseObject(raw)
+		cand, err := jsonx.ParseObject(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: a candidate is not an object", ErrShape)
 		}
-		finish, _ := jsonx.Unquote(c.Get("finishReason"))
-		t := &neutral.Turn{ResponseID: w.ResponseID, Usage: resp.Usage, Raw: &turn{content: c.Get("content"), finish: finish}}
-		parts, err := contentParts(c.Get("content"))
+		finish := c.finishReason(get(cand, "finishReason"))
+		t := &neutral.Turn{ResponseID: responseID, Usage: resp.Usage, Raw: &turn{content: cand.Get("content"), finish: finish}}
+		parts, err := contentParts(cand.Get("content"))
 		if err != nil {
 			return nil, err
 		}
+		whole, err := assemble(parts)
+		if err != nil {
+			return nil, err
+		}
+		t.Raw.(*turn).content = assembledContent(cand.Get("content"), parts, whole)
+		parts = whole
 		var text []byte
 		if err := callsOf(parts, 0, t, &text); err != nil {
 			return nil, err
@@ -150,11 +202,16 @@ func contentParts(raw []byte) ([][]byte, error) {
 
 // Notes implements api.Noter. A candidate the API ended because the model's
 // call was malformed, called a tool it may not call, or called too many
-// carries no call to judge and passes as the API sent it (the SDKs report
-// the finish reason, and the client decides whether to retry); the
-// operator sees the note in the request's log line and in
-// toolgate_unvalidated_total.
+// passes as the API sent it when it carries no call (the SDKs report the
+// finish reason, and the client decides whether to retry); the operator
+// sees the note in the request's log line and in
+// toolgate_unvalidated_total. When such a candidate still carries a call
+// (UNEXPECTED_TOOL_CALL keeps the undeclared one), that call is judged
+// like any other and there is nothing unvalidated to note.
 func (*codec) Notes(t *neutral.Turn) []string {
+	if len(t.Calls) > 0 {
+		return nil
+	}
 	if r, ok := t.Raw.(*turn); ok {
 		switch r.finish {
 		case "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS":

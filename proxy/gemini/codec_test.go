@@ -61,7 +61,7 @@ func TestInjectToolIsTheCodecsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(declared(t, body), ","); got != "get_current_weather,get_stock_price,none_fits" {
+	if got := strings.Join(declared(t, body), ","); got != "add,multiply,none_fits" {
 		t.Errorf("re-query declares %s", got)
 	}
 	body, err = other.ReQuery(resp, q)

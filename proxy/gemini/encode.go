@@ -38,12 +38,12 @@ func (*codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte,
 		}
 		c = append(jsonx.Object(nil), c...)
 		if act.Kind == neutral.Respond {
-			c = c.Set("content", textContent(c.Get("content"), nil, act.Text)).Set("finishReason", []byte(`"STOP"`))
+			c = c.Set("content", textContent(c.Get("content"), nil, act.Text)).Set(spelling(c, "finishReason"), []byte(`"STOP"`))
 			if escObj == nil {
 				escObj = escalationObject(act)
 			}
 		} else if anyChanged(act) {
-			content, _, err := spliceCalls(c.Get("content"), act, 0)
+			content, _, err := spliceCalls(c.Get("content"), act, 0, false)
 			if err != nil {
 				return nil, err
 			}
@@ -94,9 +94,12 @@ func textContent(orig []byte, kept [][]byte, text string) []byte {
 }
 
 // spliceCalls replaces the changed calls among a content object's parts;
-// first is the position of its first call in the whole turn. It returns
-// the content and how many calls it holds.
-func spliceCalls(content []byte, act *neutral.Action, first int) ([]byte, int, error) {
+// first is the position of its first call in the whole turn, and open
+// whether its first part continues a call whose arguments are streamed.
+// A changed streamed call is written whole in its first fragment, and its
+// other fragments are dropped, so a client assembling fragments reads the
+// repaired call. It returns the content and how many calls begin in it.
+func spliceCalls(content []byte, act *neutral.Action, first int, open bool) ([]byte, int, error) {
 	c, err := jsonx.ParseObject(content)
 	if err != nil {
 		return nil, 0, err
@@ -105,36 +108,60 @@ func spliceCalls(content []byte, act *neutral.Action, first int) ([]byte, int, e
 	if err != nil {
 		return nil, 0, err
 	}
-	parts = append([][]byte(nil), parts...)
+	out := make([][]byte, 0, len(parts))
 	n := 0
-	for i, raw := range parts {
+	for _, raw := range parts {
 		p, err := jsonx.ParseObject(raw)
 		if err != nil {
 			return nil, 0, err
 		}
-		fcRaw := p.Get("functionCall")
+		key := spelling(p, "functionCall")
+		fcRaw := p.Get(key)
 		if fcRaw == nil {
-			continue
-		}
-		j := first + n
-		n++
-		if !act.ChangedAt(j) {
+			out = append(out, raw)
 			continue
 		}
 		fc, err := jsonx.ParseObject(fcRaw)
 		if err != nil {
 			return nil, 0, fmt.Errorf("gemini: functionCall: %w", err)
 		}
-		nc := act.Calls[j]
-		args, err := objectJSON(nc.Args)
-		if err != nil {
-			return nil, 0, err
+		begins, _ := callPart(fc, &open)
+		j := first + n - 1
+		if begins {
+			j++
+			n++
 		}
-		fc = append(jsonx.Object(nil), fc...).Set("name", jsonx.String(nc.Name)).Set("args", args)
-		parts[i] = append(jsonx.Object(nil), p...).Set("functionCall", fc.Bytes()).Bytes()
+		switch {
+		case !act.ChangedAt(j):
+			out = append(out, raw)
+		case begins:
+			whole, err := repairedCall(fc, act.Calls[j])
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, append(jsonx.Object(nil), p...).Set(key, whole).Bytes())
+		}
 	}
-	c = append(jsonx.Object(nil), c...).Set("parts", jsonx.AppendArray(nil, parts))
+	c = append(jsonx.Object(nil), c...).Set("parts", jsonx.AppendArray(nil, out))
 	return c.Bytes(), n, nil
+}
+
+// repairedCall is a functionCall object rewritten to nc: its other fields
+// (the id) kept, the fragments' fields dropped.
+func repairedCall(fc jsonx.Object, nc neutral.ToolCall) ([]byte, error) {
+	args, err := objectJSON(nc.Args)
+	if err != nil {
+		return nil, err
+	}
+	out := make(jsonx.Object, 0, len(fc)+2)
+	for _, f := range fc {
+		switch camelOf(f.Key) {
+		case "willContinue", "partialArgs":
+			continue
+		}
+		out = append(out, f)
+	}
+	return out.Set("name", jsonx.String(nc.Name)).Set("args", args).Bytes(), nil
 }
 
 // CallJSON implements api.Codec: a functionCall part.

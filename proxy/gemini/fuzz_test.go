@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -32,11 +34,31 @@ func (r *splitReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func addStreamSeeds(f *testing.F) {
-	for _, name := range []string{"function_call_stream.sse", "function_call_stream_thought_signature.sse"} {
-		f.Add(readSample(f, name), []byte{3, 1, 4, 1, 5}, false)
+// recordedFiles are the recordings of testdata/recorded whose names start
+// with prefix.
+func recordedFiles(f *testing.F, prefix string) [][]byte {
+	names, err := filepath.Glob(filepath.Join("testdata", "recorded", prefix+"*"))
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no recordings %s*: %v", prefix, err)
 	}
-	f.Add(readSample(f, "function_call_stream_array.json"), []byte{9, 2, 6}, true)
+	var out [][]byte
+	for _, n := range names {
+		if strings.HasSuffix(n, ".request.json") {
+			continue
+		}
+		out = append(out, readSample(f, strings.TrimPrefix(n, "testdata/")))
+	}
+	return out
+}
+
+// addStreamSeeds seeds with every recorded stream of both framings.
+func addStreamSeeds(f *testing.F) {
+	for _, b := range recordedFiles(f, "sse_") {
+		f.Add(b, []byte{3, 1, 4, 1, 5}, false)
+	}
+	for _, b := range recordedFiles(f, "array_") {
+		f.Add(b, []byte{9, 2, 6}, true)
+	}
 	f.Add([]byte(`[{"a":"]}\"["}`+"\n,\r\n{}]\n"), []byte{0, 0, 1}, true)
 	f.Add([]byte(`data: {"candidates":[{"index":1,"content":{"parts":[{"text":"a"},{"functionCall":{"name":"f","args":{}}}]},"finishReason":"STOP"}]}`+"\n\n"), []byte{7}, false)
 }
@@ -78,9 +100,10 @@ func FuzzArrayReader(f *testing.F) {
 	})
 }
 
-// FuzzStream feeds either framing, split anywhere: it never panics, and
-// a complete stream encodes (every candidate escalated) without error, in
-// the array framing as one valid JSON array.
+// FuzzStream feeds either framing, split anywhere: it never panics, a
+// complete stream kept as it is encodes to its held bytes, and one whose
+// every candidate is escalated encodes without error, in the array
+// framing as one valid JSON array.
 func FuzzStream(f *testing.F) {
 	addStreamSeeds(f)
 	f.Fuzz(func(t *testing.T, body, cuts []byte, array bool) {
@@ -92,12 +115,45 @@ func FuzzStream(f *testing.F) {
 		if fd.holdAt < 0 {
 			return
 		}
+		keep := make([]neutral.Action, len(turns))
+		if out, err := fd.st.Encode(fd.held(), keep); err != nil || !bytes.Equal(out, joinRaw(fd.events[fd.holdAt:])) {
+			t.Fatalf("kept stream re-encoded (%v):\n%q\nheld\n%q", err, out, joinRaw(fd.events[fd.holdAt:]))
+		}
+		// Every call replaced: the rendered stream reads as those calls,
+		// streamed ones written whole.
+		repl := make([]neutral.Action, len(turns))
+		for i, tn := range turns {
+			repl[i] = neutral.Action{Kind: neutral.Replace}
+			for _, c := range tn.Calls {
+				c.Args = []byte(`{"x":1}`)
+				repl[i].Calls = append(repl[i].Calls, c)
+				repl[i].Changed = append(repl[i].Changed, true)
+			}
+		}
+		out, err := fd.st.Encode(fd.held(), repl)
+		if err != nil {
+			t.Fatalf("render with every call replaced: %v", err)
+		}
+		again := feedAll(t, array, bytes.NewReader(append(joinRaw(fd.events[:fd.holdAt]), out...)))
+		if again.err != nil || !again.done {
+			t.Fatalf("rendered stream unreadable (%v, done %v): %q", again.err, again.done, out)
+		}
+		for i, tn := range again.st.Turns() {
+			if i >= len(turns) || len(tn.Calls) != len(turns[i].Calls) {
+				t.Fatalf("rendered %q reads as other calls", out)
+			}
+			for _, c := range tn.Calls {
+				if string(c.Args) != `{"x":1}` {
+					t.Fatalf("rendered %q: call %s %s", out, c.Name, c.Args)
+				}
+			}
+		}
 		actions := make([]neutral.Action, len(turns))
 		for i := range turns {
 			esc := &neutral.Escalated{ID: "esc_f", Body: []byte(`{"id":"esc_f"}`), Text: "x"}
 			actions[i] = neutral.Action{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}
 		}
-		out, err := fd.st.Encode(fd.held(), actions)
+		out, err = fd.st.Encode(fd.held(), actions)
 		if err != nil {
 			t.Fatalf("render: %v", err)
 		}
@@ -113,9 +169,12 @@ func FuzzStream(f *testing.F) {
 // FuzzDecodeAnswer: any answer that is read gives calls with an id and
 // arguments, and encodes with every call replaced.
 func FuzzDecodeAnswer(f *testing.F) {
-	f.Add(readSample(f, "function_call.json"))
-	f.Add(readSample(f, "parallel_function_calls_thought_signature.json"))
+	for _, b := range recordedFiles(f, "generate_") {
+		f.Add(b)
+	}
+	f.Add(readSample(f, "recorded/error_403_permission_denied.json"))
 	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"f","args":[1]}}]},"finishReason":"MAX_TOKENS"}]}`))
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","willContinue":true}},{"functionCall":{"partialArgs":[{"jsonPath":"$.a[0]['b']","stringValue":"x","willContinue":true}],"willContinue":true}},{"functionCall":{}}]},"finish_reason":9}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		cd := newCodec()
 		resp, err := cd.DecodeAnswer(body)
@@ -141,6 +200,44 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 		if !json.Valid(out) {
 			t.Fatalf("rendered invalid JSON %q", out)
+		}
+		// What was rendered reads as the replaced calls, streamed ones
+		// written whole.
+		again, err := newCodec().DecodeAnswer(out)
+		if err != nil {
+			t.Fatalf("rendered answer unreadable (%v): %s", err, out)
+		}
+		for i, tn := range again.Choices {
+			if i >= len(resp.Choices) || len(tn.Calls) != len(resp.Choices[i].Calls) {
+				t.Fatalf("rendered %s reads as other calls", out)
+			}
+			for _, c := range tn.Calls {
+				if string(c.Args) != `{"x":1}` {
+					t.Fatalf("rendered %s: call %s %s", out, c.Name, c.Args)
+				}
+			}
+		}
+	})
+}
+
+// FuzzDecodeRequest: any request is read without a panic, and every tool
+// it offers has a schema that is JSON. Seeded with every recorded request
+// (camelCase, snake_case, integer enums).
+func FuzzDecodeRequest(f *testing.F) {
+	names, _ := filepath.Glob(filepath.Join("testdata", "recorded", "*.request.json"))
+	for _, n := range names {
+		f.Add(readSample(f, strings.TrimPrefix(n, "testdata/")))
+	}
+	f.Add([]byte(`{"tools":[{"function_declarations":[{"name":"f","parameters":{"type":6,"any_of":[{"type":1}]}}]}],"tool_config":{"function_calling_config":{"mode":2}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := newCodec().DecodeRequest("/v1beta/models/m:generateContent", body)
+		if err != nil {
+			return
+		}
+		for _, o := range req.Offered {
+			if len(o.Parameters) > 0 && !json.Valid(o.Parameters) {
+				t.Fatalf("%s offered with schema %s", o.Name, o.Parameters)
+			}
 		}
 	})
 }

@@ -56,18 +56,33 @@ var ErrShape = errors.New("gemini: not a Gemini API object")
 // would not, so what toolgate judged and what the agent runs could differ.
 var errFolded = errors.New("gemini: a key differs from a Gemini API key only in letter case")
 
-// keys are the Gemini keys that carry calls, text and their framing.
-var keys = jsonx.NewKeyFold(
+// keyNames are the Gemini keys that carry calls, text and their framing,
+// by their JSON names.
+var keyNames = []string{
 	"candidates", "content", "parts", "functionCall", "name", "args", "id", "text", "thought",
 	"thoughtSignature", "finishReason", "usageMetadata", "promptTokenCount", "candidatesTokenCount",
 	"thoughtsTokenCount", "toolUsePromptTokenCount", "index", "role", "error", "promptFeedback",
-	"responseId",
-)
+	"responseId", "partialArgs", "willContinue", "jsonPath", "stringValue", "numberValue",
+	"boolValue", "nullValue",
+}
+
+// keys are keyNames under both spellings.
+var keys = func() *jsonx.KeyFold {
+	names := append([]string(nil), keyNames...)
+	for _, n := range keyNames {
+		if s := snakeOf(n); s != n {
+			names = append(names, s)
+		}
+	}
+	return jsonx.NewKeyFold(names...)
+}()
 
 // FoldedKey implements api.KeyChecker: keys are checked at every level
-// toolgate reads (the response, its usage, candidates, contents, parts and
-// functionCall objects), never inside args, whose keys are the function's
-// parameters and judged by its schema.
+// toolgate reads (the response, its usage, candidates, contents, parts,
+// functionCall objects and their partial arguments), never inside args,
+// whose keys are the function's parameters and judged by its schema. An
+// object that spells one field both in camelCase and in snake_case is
+// refused the same way: clients would disagree on which one they read.
 func (*codec) FoldedKey(data []byte) bool { return foldedKey(data) }
 
 // foldedKey is FoldedKey for the answers and stream chunks the codec
@@ -78,7 +93,7 @@ func foldedKey(data []byte) bool {
 		// Not an object: the parser refuses it.
 		return false
 	}
-	if folded(obj) || folded(object(obj.Get("usageMetadata"))) {
+	if folded(obj) || folded(object(get(obj, "usageMetadata"))) {
 		return true
 	}
 	cands, _ := array(obj.Get("candidates"))
@@ -90,8 +105,7 @@ func foldedKey(data []byte) bool {
 		}
 		parts, _ := array(content.Get("parts"))
 		for _, p := range parts {
-			po := object(p)
-			if folded(po) || folded(object(po.Get("functionCall"))) {
+			if foldedPart(object(p)) {
 				return true
 			}
 		}
@@ -99,14 +113,30 @@ func foldedKey(data []byte) bool {
 	return false
 }
 
-// folded reports a key of o that folds onto a Gemini key.
+// foldedPart is foldedKey for one part.
+func foldedPart(p jsonx.Object) bool {
+	fc := object(get(p, "functionCall"))
+	if folded(p) || folded(fc) {
+		return true
+	}
+	partial, _ := array(get(fc, "partialArgs"))
+	for _, pa := range partial {
+		if folded(object(pa)) {
+			return true
+		}
+	}
+	return false
+}
+
+// folded reports a key of o that folds onto a Gemini key, or a field o
+// holds under both its names.
 func folded(o jsonx.Object) bool {
 	for _, f := range o {
 		if keys.Folds(f.Key) {
 			return true
 		}
 	}
-	return false
+	return twoSpellings(o)
 }
 
 // object is raw as an object, or none when it is not one.

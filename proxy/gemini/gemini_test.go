@@ -107,8 +107,8 @@ func TestToolChoice(t *testing.T) {
 	}
 }
 
-func TestDecodeAnswerSamples(t *testing.T) {
-	body := readSample(t, "function_call.json")
+func TestDecodeAnswerRecorded(t *testing.T) {
+	body := readSample(t, "recorded/generate_call_int_enums_gemini-2.0-flash.json")
 	resp, err := decodeAnswer(body)
 	if err != nil {
 		t.Fatal(err)
@@ -117,23 +117,23 @@ func TestDecodeAnswerSamples(t *testing.T) {
 		t.Fatalf("choices %+v", resp.Choices)
 	}
 	c := resp.Choices[0].Calls[0]
-	if c.Name != "get_current_weather" || !sameJSON(t, c.Args, []byte(`{"location":"Boston, MA"}`)) || !strings.HasPrefix(c.ID, syntheticID) {
+	if c.Name != "getWeather" || !sameJSON(t, c.Args, []byte(`{"location":"New York"}`)) || !strings.HasPrefix(c.ID, syntheticID) {
 		t.Errorf("call %+v", c)
 	}
-	if resp.Usage != (neutral.Usage{Input: 93, Output: 8}) {
-		t.Errorf("usage %+v", resp.Usage)
+	if resp.Usage != (neutral.Usage{Input: 27, Output: 5}) || resp.Choices[0].Raw.(*turn).finish != "STOP" {
+		t.Errorf("usage %+v, finishReason 1 read as %q", resp.Usage, resp.Choices[0].Raw.(*turn).finish)
 	}
 
-	body = readSample(t, "parallel_function_calls_thought_signature.json")
+	body = readSample(t, "recorded/generate_thought_and_call_gemini-2.5-flash.json")
 	resp, err = decodeAnswer(body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	turn0 := resp.Choices[0]
-	if len(turn0.Calls) != 2 || turn0.Calls[1].Name != "get_stock_price" || turn0.Text != "" {
-		t.Errorf("parallel calls %+v text %q (thought parts are not text)", turn0.Calls, turn0.Text)
+	if len(turn0.Calls) != 1 || turn0.Calls[0].Name != "weather" || turn0.Text != "" {
+		t.Errorf("calls %+v text %q (thought parts are not text)", turn0.Calls, turn0.Text)
 	}
-	if resp.Usage != (neutral.Usage{Input: 120, Output: 41 + 98}) {
+	if resp.Usage != (neutral.Usage{Input: 54, Output: 15 + 54}) {
 		t.Errorf("usage with thoughts %+v", resp.Usage)
 	}
 	obj, _ := jsonx.ParseObject(body)
@@ -141,6 +141,11 @@ func TestDecodeAnswerSamples(t *testing.T) {
 	cand, _ := jsonx.ParseObject(cands[0])
 	if raw := turn0.Raw.(*turn).content; !bytes.Equal(raw, cand.Get("content")) || !bytes.Contains(raw, []byte("thoughtSignature")) {
 		t.Errorf("the turn replays %s, not the content as received", raw)
+	}
+
+	resp, err = decodeAnswer(readSample(t, "recorded/generate_parallel_gemini-3.1-pro.json"))
+	if err != nil || len(resp.Choices[0].Calls) != 2 || resp.Choices[0].Calls[0].ID != "wxvlv0tv" || resp.Choices[0].Calls[1].ID != "75p2opbh" {
+		t.Fatalf("call ids: %+v %v", resp, err)
 	}
 }
 
@@ -191,16 +196,16 @@ func TestNotes(t *testing.T) {
 	}
 }
 
-// parallelTurn is the request sample read by a codec, and that codec's
-// reading of the parallel-call answer.
+// parallelTurn is a recorded request with two tools read by a codec, and
+// that codec's reading of the recorded answer with two parallel calls.
 func parallelTurn(t *testing.T) (*codec, *neutral.Request, *neutral.Answer) {
 	t.Helper()
 	c := newCodec()
-	req, err := c.DecodeRequest("/v1beta/models/gemini-2.5-flash:generateContent", readSample(t, "request.json"))
+	req, err := c.DecodeRequest("/v1beta/models/gemini-3-pro-preview:generateContent", readSample(t, "recorded/generate_parallel_gemini-3.1-pro.request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := c.DecodeAnswer(readSample(t, "parallel_function_calls_thought_signature.json"))
+	resp, err := c.DecodeAnswer(readSample(t, "recorded/generate_parallel_gemini-3.1-pro.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +242,7 @@ func TestReQuery(t *testing.T) {
 	if !bytes.Equal(contents[1], tn.Raw.(*turn).content) {
 		t.Errorf("model turn replayed as %s", contents[1])
 	}
-	want := `{"role":"user","parts":[{"functionResponse":{"name":"get_current_weather","response":{"error":"bad unit"}}},{"functionResponse":{"name":"get_stock_price","response":{"output":"held"}}}]}`
+	want := `{"role":"user","parts":[{"functionResponse":{"id":"wxvlv0tv","name":"add","response":{"error":"bad unit"}}},{"functionResponse":{"id":"75p2opbh","name":"multiply","response":{"output":"held"}}}]}`
 	if string(contents[2]) != want {
 		t.Errorf("responses %s\nwant      %s", contents[2], want)
 	}
@@ -304,7 +309,7 @@ func TestFollowUpRoute(t *testing.T) {
 func TestEncodeAnswerSplicesAndReplaces(t *testing.T) {
 	cd, _, resp := parallelTurn(t)
 	tn := resp.Choices[0]
-	fixed := neutral.ToolCall{ID: tn.Calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA","unit":"celsius"}`)}
+	fixed := neutral.ToolCall{ID: tn.Calls[0].ID, Name: "add", Args: []byte(`{"a":5,"b":6}`)}
 	act := neutral.Action{Kind: neutral.Replace, Calls: []neutral.ToolCall{fixed, tn.Calls[1]}, Changed: []bool{true, false}}
 	out, err := cd.EncodeAnswer(resp, []neutral.Action{act})
 	if err != nil {
@@ -317,8 +322,19 @@ func TestEncodeAnswerSplicesAndReplaces(t *testing.T) {
 	if !sameJSON(t, again.Choices[0].Calls[0].Args, fixed.Args) || !sameJSON(t, again.Choices[0].Calls[1].Args, tn.Calls[1].Args) {
 		t.Errorf("rendered %s", out)
 	}
-	if !bytes.Contains(out, []byte(`"thoughtSignature":"CpwCAdHtim9`)) || !bytes.Contains(out, []byte(`"thought": true`)) {
-		t.Errorf("signature or thought part lost: %s", out)
+	if !bytes.Contains(out, []byte(`"thoughtSignature":"Es8KCswKAb4+`)) || !bytes.Contains(out, []byte(`"id":"wxvlv0tv"`)) {
+		t.Errorf("signature or id lost: %s", out)
+	}
+	// A thought part stays where it was.
+	tc := newCodec()
+	tr, err := tc.DecodeAnswer(readSample(t, "recorded/generate_thought_and_call_gemini-2.5-flash.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wx := neutral.ToolCall{ID: tr.Choices[0].Calls[0].ID, Name: "weather", Args: []byte(`{"location":"Firenze"}`)}
+	out2, err := tc.EncodeAnswer(tr, []neutral.Action{{Kind: neutral.Replace, Calls: []neutral.ToolCall{wx}, Changed: []bool{true}}})
+	if err != nil || !bytes.Contains(out2, []byte(`"thought": true`)) || !bytes.Contains(out2, []byte(`"location":"Firenze"`)) {
+		t.Errorf("thought part lost or call not replaced (%v): %s", err, out2)
 	}
 
 	esc := &neutral.Escalated{ID: "esc_1", Body: []byte(`{"id":"esc_1"}`), Text: "needs a person [toolgate:esc_1]"}

@@ -9,7 +9,7 @@ import (
 )
 
 // InjectTool implements api.Codec: the declaration joins the last tool that
-// declares functions. Its schema is written in the form that tool's
+// declares functions (under the spelling that tool uses). Its schema is written in the form that tool's
 // declarations use, so the request never mixes the two. The new body is
 // the codec's request from then on: re-queries offer the tool too.
 func (c *codec) InjectTool(t neutral.Offered) ([]byte, error) {
@@ -28,7 +28,8 @@ func (c *codec) InjectTool(t neutral.Offered) ([]byte, error) {
 		if err != nil {
 			continue
 		}
-		decls, err := jsonx.ParseArray(tool.Get("functionDeclarations"))
+		key := spelling(tool, "functionDeclarations")
+		decls, err := jsonx.ParseArray(tool.Get(key))
 		if err != nil || len(decls) == 0 {
 			continue
 		}
@@ -43,7 +44,7 @@ func (c *codec) InjectTool(t neutral.Offered) ([]byte, error) {
 			d = append(d, jsonx.Field{Key: "parametersJsonSchema", Value: t.Parameters})
 		}
 		decls = append(append([][]byte(nil), decls...), d.Bytes())
-		tool = append(jsonx.Object(nil), tool...).Set("functionDeclarations", jsonx.AppendArray(nil, decls))
+		tool = append(jsonx.Object(nil), tool...).Set(key, jsonx.AppendArray(nil, decls))
 		tools[i] = tool.Bytes()
 		c.body = obj.Set("tools", jsonx.AppendArray(nil, tools)).Bytes()
 		return c.body, nil

@@ -105,9 +105,9 @@ func route(path string) (model string, stream bool) {
 
 // offeredTools reads the function declarations. A declaration's schema is
 // parametersJsonSchema as is, or parameters translated to JSON Schema; a
-// declaration without either takes no arguments. A schema that cannot be
-// translated is offered as written: it then fails to compile, and calls of
-// that function are findings instead of passing unjudged.
+// declaration without either takes no arguments. Every form the API
+// accepts translates; a schema that cannot be translated (one the API
+// would refuse) is offered as written, and then fails to compile.
 func offeredTools(tools []wireTool) []neutral.Offered {
 	var out []neutral.Offered
 	for _, t := range tools {
@@ -129,7 +129,7 @@ func toolChoice(tc *wireToolConf) neutral.ToolChoice {
 		return neutral.ToolChoice{Kind: neutral.ChoiceAuto}
 	}
 	fc := tc.FunctionCallingConfig
-	switch strings.ToUpper(fc.Mode) {
+	switch enumName(fc.Mode, modes) {
 	case "NONE":
 		return neutral.ToolChoice{Kind: neutral.ChoiceNone}
 	case "ANY":
@@ -142,6 +142,26 @@ func toolChoice(tc *wireToolConf) neutral.ToolChoice {
 		return neutral.ToolChoice{Kind: neutral.ChoiceAllowed, Names: fc.AllowedFunctionNames}
 	}
 	return neutral.ToolChoice{Kind: neutral.ChoiceAuto}
+}
+
+// modes are functionCallingConfig.mode's names by number.
+var modes = []string{"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"}
+
+// enumName reads a proto enum as proto JSON writes it: its name (read in
+// any letter case, as toolgate always read the mode) or its number, which
+// names[n] is the name of. A number beyond names is kept as its digits.
+func enumName(raw []byte, names []string) string {
+	if s, ok := jsonx.Unquote(raw); ok {
+		return strings.ToUpper(s)
+	}
+	n, ok := jsonx.Int(raw)
+	if !ok {
+		return ""
+	}
+	if n >= 0 && n < int64(len(names)) {
+		return names[n]
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // userText splits a user turn into the text the user wrote and the

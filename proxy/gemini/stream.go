@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +33,11 @@ type candidate struct {
 	parts  [][]byte
 	role   []byte
 	finish string
-	calls  int
+	// calls counts the calls begun, a streamed one from its first
+	// fragment.
+	calls int
+	// asm follows calls whose arguments are streamed.
+	asm assembler
 	// firstCall is the chunk in which its first call arrived, or -1.
 	firstCall int
 }
@@ -43,14 +46,18 @@ type candidate struct {
 type chunkCand struct {
 	index       int
 	callsBefore int
+	// open: the chunk's first call part continues a streamed call.
+	open bool
 }
 
 // stream follows one streamed answer, SSE or JSON array. Gemini sends each
-// functionCall whole in one chunk, so a call is judged as it arrives
-// complete; from the chunk that carries the first call on, everything is
-// held.
+// functionCall whole in one chunk, except Vertex AI's streamed arguments,
+// whose fragments are assembled (partial.go); a call is checked once
+// whole, and from the chunk that carries the first call part on,
+// everything is held.
 type stream struct {
 	arr    *ArrayReader
+	vertex bool
 	cands  []*candidate
 	chunks [][]chunkCand
 	usage  neutral.Usage
@@ -78,8 +85,8 @@ var (
 )
 
 // NewStream implements api.Codec: an SSE stream (alt=sse).
-func (*codec) NewStream() api.Stream {
-	return &stream{holdAt: -1}
+func (c *codec) NewStream() api.Stream {
+	return &stream{holdAt: -1, vertex: c.vertex()}
 }
 
 // NewFramedStream implements api.Framer: an answer to :streamGenerateContent
@@ -90,7 +97,7 @@ func (c *codec) NewFramedStream(h http.Header, body io.Reader) (api.Stream, api.
 		return nil, nil, false
 	}
 	rd := NewArrayReader(body, maxElement)
-	return &stream{arr: rd, holdAt: -1}, rd, true
+	return &stream{arr: rd, holdAt: -1, vertex: c.vertex()}, rd, true
 }
 
 func (s *stream) holding() bool { return s.holdAt >= 0 }
@@ -155,18 +162,18 @@ func (s *stream) chunk(obj jsonx.Object) error {
 	n := len(s.chunks)
 	s.prior = s.content
 	s.chunks = append(s.chunks, nil)
-	if u := obj.Get("usageMetadata"); u != nil {
-		var w wireUsage
-		if err := json.Unmarshal(u, &w); err != nil {
+	if u := get(obj, "usageMetadata"); u != nil {
+		usage, err := usageOf(u)
+		if err != nil {
 			return errStream("usageMetadata: %v", err)
 		}
 		// Each chunk's usage is the total so far.
-		s.usage = w.usage()
+		s.usage = usage
 	}
-	if id, ok := jsonx.Unquote(obj.Get("responseId")); ok {
+	if id, ok := jsonx.Unquote(get(obj, "responseId")); ok {
 		s.id = id
 	}
-	if obj.Has("promptFeedback") {
+	if has(obj, "promptFeedback") {
 		s.feedback, s.content = true, true
 	}
 	cands, err := array(obj.Get("candidates"))
@@ -198,9 +205,9 @@ func (s *stream) chunk(obj jsonx.Object) error {
 
 // candidate adds one chunk's candidate to what was read of it.
 func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
-	s.chunks[n] = append(s.chunks[n], chunkCand{index: idx, callsBefore: cs.calls})
-	if f, ok := jsonx.Unquote(c.Get("finishReason")); ok {
-		cs.finish = f
+	s.chunks[n] = append(s.chunks[n], chunkCand{index: idx, callsBefore: cs.calls, open: cs.asm.open != nil})
+	if f := get(c, "finishReason"); !jsonx.IsNull(f) {
+		cs.finish = finishName(f, s.vertex)
 		s.content = true
 	}
 	content := c.Get("content")
@@ -223,25 +230,47 @@ func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
 		if err != nil {
 			return errStream("a part is not an object")
 		}
-		if fc := p.Get("functionCall"); fc != nil {
-			if _, err := callOf(fc, cs.calls); err != nil {
+		if has(p, "functionCall") {
+			if err := s.call(cs, n, raw); err != nil {
 				return err
-			}
-			if cs.firstCall < 0 {
-				cs.firstCall = n
-			}
-			cs.calls++
-			if s.holdAt < 0 {
-				s.holdAt, s.heldFrom = n, n
-				if !s.prior {
-					s.heldFrom = 0
-				}
 			}
 		}
 		if t, ok := jsonx.Unquote(p.Get("text")); !ok || t != "" || len(p) > 1 {
 			s.content = true
 		}
 		cs.parts = append(cs.parts, bytes.Clone(raw))
+	}
+	return nil
+}
+
+// call reads one functionCall part of candidate cs in chunk n: a whole
+// call, or a fragment of one whose arguments are streamed. A call is
+// checked once whole; from the chunk of the first call part on,
+// everything is held.
+func (s *stream) call(cs *candidate, n int, raw []byte) error {
+	begins := cs.asm.open == nil
+	whole, err := cs.asm.add(raw)
+	if err != nil {
+		return err
+	}
+	if whole != nil {
+		p, _ := jsonx.ParseObject(whole)
+		if _, err := callOf(get(p, "functionCall"), cs.calls); err != nil {
+			return err
+		}
+	}
+	if !begins {
+		return nil
+	}
+	if cs.firstCall < 0 {
+		cs.firstCall = n
+	}
+	cs.calls++
+	if s.holdAt < 0 {
+		s.holdAt, s.heldFrom = n, n
+		if !s.prior {
+			s.heldFrom = 0
+		}
 	}
 	return nil
 }
@@ -262,7 +291,7 @@ func (s *stream) Complete() bool {
 		return s.feedback
 	}
 	for _, c := range s.cands {
-		if c.finish == "" {
+		if c.finish == "" || c.asm.open != nil {
 			return false
 		}
 	}
@@ -323,11 +352,16 @@ func (s *stream) Turns() []*neutral.Turn {
 		if role == nil {
 			role = []byte(`"model"`)
 		}
-		content := jsonx.Object{{Key: "parts", Value: jsonx.AppendArray(nil, c.parts)}, {Key: "role", Value: role}}.Bytes()
+		// Feed read every part already: only a call left open when the
+		// stream ended can fail here, and such a stream is not complete.
+		parts, err := assemble(c.parts)
+		if err != nil {
+			parts = c.parts
+		}
+		content := jsonx.Object{{Key: "parts", Value: jsonx.AppendArray(nil, parts)}, {Key: "role", Value: role}}.Bytes()
 		t := &neutral.Turn{ResponseID: s.id, Usage: s.usage, Raw: &turn{content: content, finish: c.finish}}
 		var text []byte
-		// Feed read every part already; an error here cannot happen.
-		_ = callsOf(c.parts, 0, t, &text)
+		_ = callsOf(parts, 0, t, &text)
 		t.Text = string(text)
 		t.Truncated = c.finish == "MAX_TOKENS" && len(t.Calls) > 0
 		out = append(out, t)

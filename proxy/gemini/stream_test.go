@@ -108,22 +108,28 @@ func joinRaw(evs []sse.Event) []byte {
 	return b
 }
 
-// The samples of both framings are read whole, end complete, and replay
-// byte for byte: the events' bytes are the stream's, and an Encode that
-// changes nothing gives the held bytes back.
-func TestStreamSamples(t *testing.T) {
+// The recorded streams of both framings are read whole, end complete, and
+// replay byte for byte: the events' bytes are the stream's, and an Encode
+// that changes nothing gives the held bytes back.
+func TestStreamRecorded(t *testing.T) {
 	for _, c := range []struct {
 		file  string
 		array bool
-		calls int
+		calls string
 		text  string
 	}{
-		{"function_call_stream.sse", false, 1, ""},
-		{"function_call_stream_thought_signature.sse", false, 2, "Let me look that up."},
-		{"function_call_stream_array.json", true, 1, "Checking the forecast."},
+		{"sse_call_gemini-2.0-flash.sse", false, "get_capital", ""},
+		{"sse_parallel_one_event_gemini-2.5-flash.sse", false, "add,multiply", ""},
+		{"sse_parallel_split_events_gemini-3.1-pro.sse", false, "add,multiply", ""},
+		{"sse_thought_then_call_gemini-2.5-flash.sse", false, "weather", ""},
+		{"sse_vertex_parallel_gemini-2.5-flash.sse", false, "add,multiply", ""},
+		{"sse_vertex_partial_args_gemini-3.1-pro.sse", false, "getWeather,getWeather", ""},
+		{"array_thought_then_call_gemini-2.5-flash.json", true, "pelican_name_generator", ""},
+		{"array_single_element_unsigned_call_gemini-2.5-flash.json", true, "pelican_name_generator", ""},
+		{"array_call_with_id_gemini-3.6-flash.json", true, "add_person", ""},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			body := readSample(t, c.file)
+			body := readSample(t, "recorded/"+c.file)
 			f := feedAll(t, c.array, iotest.OneByteReader(bytes.NewReader(body)))
 			if f.err != nil || !f.done {
 				t.Fatalf("err %v done %v", f.err, f.done)
@@ -132,12 +138,17 @@ func TestStreamSamples(t *testing.T) {
 				t.Fatal("the events do not carry the stream byte for byte")
 			}
 			turns := f.st.Turns()
-			if len(turns) != 1 || len(turns[0].Calls) != c.calls || turns[0].Text != c.text {
-				t.Fatalf("turns %+v", turns[0])
+			var names []string
+			for _, call := range turns[0].Calls {
+				names = append(names, call.Name)
 			}
+			if len(turns) != 1 || strings.Join(names, ",") != c.calls || turns[0].Text != c.text {
+				t.Fatalf("calls %v text %q", names, turns[0].Text)
+			}
+			n := len(turns[0].Calls)
 			for _, act := range []neutral.Action{
 				{Kind: neutral.Keep},
-				{Kind: neutral.Replace, Calls: turns[0].Calls, Changed: make([]bool, c.calls)},
+				{Kind: neutral.Replace, Calls: turns[0].Calls, Changed: make([]bool, n)},
 			} {
 				out, err := f.st.Encode(f.held(), []neutral.Action{act})
 				if err != nil || !bytes.Equal(joinRaw(f.events[f.holdAt:]), out) {
@@ -146,26 +157,46 @@ func TestStreamSamples(t *testing.T) {
 			}
 		})
 	}
+	// The text-only MAX_TOKENS stream flows whole.
+	f := feedAll(t, false, bytes.NewReader(readSample(t, "recorded/sse_max_tokens_gemini-2.5-flash.sse")))
+	if f.err != nil || !f.done || f.holdAt >= 0 || len(f.st.Turns()[0].Calls) != 0 {
+		t.Errorf("max tokens: err %v done %v held from %d", f.err, f.done, f.holdAt)
+	}
 }
 
-// A streamed turn replays every part as received, its signature included.
+// A streamed turn replays every part as received, its signature included,
+// and its usage is the last chunk's.
 func TestStreamTurnKeepsSignatures(t *testing.T) {
-	body := readSample(t, "function_call_stream_thought_signature.sse")
+	body := readSample(t, "recorded/sse_parallel_split_events_gemini-3.1-pro.sse")
 	f := feedAll(t, false, bytes.NewReader(body))
-	raw := f.st.Turns()[0].Raw.(*turn).content
-	want := `{"parts":[{"text": "Let me look that up."},{"functionCall": {"name": "get_current_weather","args": {"location": "Boston, MA"}},"thoughtSignature": "CiIBVKhc7oWjjYD5W6Ya0T3sU+Mq7Oij5s6bD5z1d0vP1c1xEhsKGQFUqFzuCB3ZvmdA9xR0z6Xq5q0uY1g3Fd0="},{"functionCall": {"name": "get_stock_price","args": {"ticker": "AAPL","exchange": "NASDAQ"}}}],"role":"model"}`
-	if string(raw) != want {
-		t.Errorf("replayed content\n%s\nwant\n%s", raw, want)
+	tn := f.st.Turns()[0]
+	raw := tn.Raw.(*turn).content
+	parts, err := contentParts(raw)
+	if err != nil || len(parts) != 3 {
+		t.Fatalf("replayed content %s", raw)
 	}
-	if f.st.Usage() != (neutral.Usage{Input: 120, Output: 47 + 44}) {
+	for _, p := range parts {
+		if !bytes.Contains(body, p) {
+			t.Errorf("part %s is not as received", p)
+		}
+	}
+	if !bytes.Contains(parts[0], []byte(`"thoughtSignature": "EsINCr8NAb4+`)) || tn.Calls[0].ID != "8hd01vsf" || tn.Calls[1].ID != "k0srpqrc" {
+		t.Errorf("signature or ids lost: %s %+v", parts[0], tn.Calls)
+	}
+	if f.st.Usage() != (neutral.Usage{Input: 157, Output: 32 + 438}) {
 		t.Errorf("usage %+v", f.st.Usage())
 	}
 }
 
+// textThenCallArray is a JSON-array stream in the recorded framing whose
+// second element holds text and then a call; no recording has that shape.
+const textThenCallArray = "[{\n  \"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Checking\"}],\"role\": \"model\"},\"index\": 0}]\n}\n,\r\n" +
+	"{\n  \"candidates\": [{\"content\": {\"parts\": [{\"text\": \" the forecast.\"},{\"functionCall\": {\"name\": \"get_current_weather\",\"args\": {\"location\": \"Boston, MA\"}}}],\"role\": \"model\"},\"finishReason\": \"STOP\",\"index\": 0,\"finishMessage\": \"Model generated function call(s).\"}]\n}\n]"
+
 // The text before a call in the same chunk is sent once whatever happens
 // to the call: an escalated answer keeps it and adds the replacement.
 func TestStreamTextAndCallInOneChunk(t *testing.T) {
-	body := readSample(t, "function_call_stream_array.json")
+	body := []byte(textThenCallArray)
 	f := feedAll(t, true, bytes.NewReader(body))
 	if f.holdAt != 1 {
 		t.Fatalf("held from event %d; the first chunk is text only and flows", f.holdAt)
@@ -201,20 +232,20 @@ func TestStreamTextAndCallInOneChunk(t *testing.T) {
 	}
 }
 
-// A repaired call is rewritten in its chunk; its signature stays.
+// A repaired call is rewritten in its chunk; its signature and id stay.
 func TestStreamRenderRepairedCall(t *testing.T) {
-	body := readSample(t, "function_call_stream_thought_signature.sse")
+	body := readSample(t, "recorded/sse_parallel_split_events_gemini-3.1-pro.sse")
 	f := feedAll(t, false, bytes.NewReader(body))
 	calls := f.st.Turns()[0].Calls
-	fixed := neutral.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA","unit":"celsius"}`)}
+	fixed := neutral.ToolCall{ID: calls[0].ID, Name: "add", Args: []byte(`{"a":5,"b":6}`)}
 	out, err := f.st.Encode(f.held(), []neutral.Action{{Kind: neutral.Replace, Calls: []neutral.ToolCall{fixed, calls[1]}, Changed: []bool{true, false}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f2 := feedAll(t, false, bytes.NewReader(append(joinRaw(f.events[:f.holdAt]), out...)))
 	got := f2.st.Turns()[0]
-	if !f2.done || len(got.Calls) != 2 || string(got.Calls[0].Args) != string(fixed.Args) ||
-		!bytes.Contains(out, []byte(`"thoughtSignature":"CiIBVKhc7oW`)) {
+	if !f2.done || len(got.Calls) != 2 || string(got.Calls[0].Args) != string(fixed.Args) || got.Calls[0].ID != "8hd01vsf" ||
+		!bytes.Contains(out, []byte(`"thoughtSignature":"EsINCr8NAb4+`)) {
 		t.Errorf("rendered %s", out)
 	}
 }
@@ -228,8 +259,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	}
 	// In the array framing the error closes the array, opening it first
 	// when nothing went out.
-	body := readSample(t, "function_call_stream_array.json")
-	f := feedAll(t, true, bytes.NewReader(body))
+	f := feedAll(t, true, strings.NewReader(textThenCallArray))
 	tail := f.st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "slow"}, nil)
 	var arr []map[string]any
 	if err := json.Unmarshal(append(joinRaw(f.events[:1]), tail...), &arr); err != nil || len(arr) != 2 {
@@ -402,7 +432,7 @@ func TestStreamKeepaliveMatchesLineBreaks(t *testing.T) {
 // Events toolgate writes into an SSE stream use the upstream's line
 // breaks, so the Go SDK's splitter never meets a mix.
 func TestStreamWrittenEventsMatchLineBreaks(t *testing.T) {
-	body := readSample(t, "function_call_stream_thought_signature.sse")
+	body := readSample(t, "recorded/sse_parallel_one_event_gemini-2.5-flash.sse")
 	f := feedAll(t, false, bytes.NewReader(body))
 	esc := &neutral.Escalated{ID: "esc_1", Body: []byte(`{"id":"esc_1"}`), Text: "t"}
 	out, err := f.st.Encode(f.held(), respond(esc))

@@ -168,9 +168,14 @@ func (r *renderer) candidate(raw []byte, cc chunkCand, n int) (out []byte, drop 
 		if !anyChanged(act) || jsonx.IsNull(c.Get("content")) {
 			return nil, false, nil, nil
 		}
-		content, _, err := spliceCalls(c.Get("content"), act, cc.callsBefore)
+		content, _, err := spliceCalls(c.Get("content"), act, cc.callsBefore, cc.open)
 		if err != nil {
 			return nil, false, nil, err
+		}
+		if parts, _ := contentParts(content); len(parts) == 0 && !has(c, "finishReason") {
+			// It held only fragments of a repaired call, now written whole
+			// where the call began.
+			return nil, true, nil, nil
 		}
 		return c.Set("content", content).Bytes(), false, nil, nil
 	}
@@ -182,9 +187,9 @@ func (r *renderer) candidate(raw []byte, cc chunkCand, n int) (out []byte, drop 
 		if len(before) == 0 {
 			return nil, true, nil, nil
 		}
-		return c.Set("content", textContent(c.Get("content"), before, "")).Delete("finishReason").Bytes(), false, nil, nil
+		return c.Set("content", textContent(c.Get("content"), before, "")).Delete(spelling(c, "finishReason")).Bytes(), false, nil, nil
 	}
-	c = c.Set("content", textContent(c.Get("content"), before, act.Text)).Set("finishReason", []byte(`"STOP"`))
+	c = c.Set("content", textContent(c.Get("content"), before, act.Text)).Set(spelling(c, "finishReason"), []byte(`"STOP"`))
 	return c.Bytes(), false, escalationObject(act), nil
 }
 
@@ -198,7 +203,7 @@ func textBeforeCall(content []byte) [][]byte {
 	var out [][]byte
 	for _, raw := range parts {
 		p, err := jsonx.ParseObject(raw)
-		if err != nil || p.Has("functionCall") {
+		if err != nil || has(p, "functionCall") {
 			break
 		}
 		if p.Has("text") && string(p.Get("thought")) != "true" {
