@@ -132,6 +132,10 @@ func (rt *Route) Close() {
 // ServeHTTP implements http.Handler for the three methods of Streamable
 // HTTP.
 func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rt.rebinding(w, r) {
+		rt.g.deps.Metrics.Requests.WithLabelValues(apiMCP, outcomeForbidden).Inc()
+		return
+	}
 	x := rt.newExchange(w, r)
 	switch r.Method {
 	case http.MethodPost:
@@ -156,4 +160,9 @@ const (
 	outcomeUpstreamError = "upstream_error"
 	outcomeInvalid       = "invalid"
 	outcomeLimited       = "limited"
+	// outcomeForbidden: refused for its Origin or Host (DNS rebinding).
+	outcomeForbidden = "forbidden"
+	// outcomeCancelled: the client left before its answer was complete;
+	// nothing says the server failed.
+	outcomeCancelled = "cancelled"
 )
