@@ -169,6 +169,15 @@ func (x *exchange) trackRequest(m *message) {
 		x.tracked[m.idKey()] = tracked{kind: trackList, cursor: listCursor(m.params)}
 	case "initialize":
 		x.tracked[m.idKey()] = tracked{kind: trackInit, elicit: declaresElicitation(m.params)}
+	case "tasks/result":
+		// The result of a judged call that runs as a task: checked
+		// against the tool's outputSchema like the call's own result.
+		if t, ok := x.sess.task(taskIDParam(m.params)); ok {
+			x.tracked[m.idKey()] = t
+			if x.sess.id != "" {
+				x.sess.track(m.idKey(), t)
+			}
+		}
 	}
 }
 

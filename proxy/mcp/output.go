@@ -23,6 +23,12 @@ func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
 	if string(compact(res.Get("isError"))) == "true" {
 		return nil, false // an error result carries no structured content to check
 	}
+	if id, ok := taskHandle(res); ok {
+		// A task-augmented call answers with a handle; the result comes
+		// later through tasks/result and is checked then.
+		x.sess.trackTask(id, t)
+		return nil, false
+	}
 	var fs []validate.Finding
 	sc := res.Get("structuredContent")
 	switch {

@@ -38,7 +38,7 @@ func (st *serverState) get(id string, create bool) *session {
 		if len(st.sessions) >= maxSessions {
 			st.evictOldest()
 		}
-		s = &session{id: id, tracked: map[string]tracked{}, pending: map[string]chan json.RawMessage{}, held: map[string]chan struct{}{}}
+		s = &session{id: id, tracked: map[string]tracked{}, tasks: map[string]tracked{}, pending: map[string]chan json.RawMessage{}, held: map[string]chan struct{}{}}
 		st.sessions[id] = s
 	}
 	if s != nil {
@@ -116,6 +116,9 @@ type session struct {
 	open    int
 	freed   chan struct{}
 	tracked map[string]tracked
+	// tasks are the judged calls the server runs as tasks, by task id, so
+	// a tasks/result answer is checked like the call's own result.
+	tasks map[string]tracked
 	// pending are toolgate's own elicitation requests by id.
 	pending map[string]chan json.RawMessage
 	// held are calls waiting for a person, by the client's request id; a
@@ -191,6 +194,28 @@ func (s *session) track(id string, t tracked) {
 		}
 	}
 	s.tracked[id] = t
+}
+
+// trackTask remembers the call a task handle answered.
+func (s *session) trackTask(taskID string, t tracked) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.tasks) >= maxTracked {
+		for k := range s.tasks {
+			delete(s.tasks, k)
+			break
+		}
+	}
+	s.tasks[taskID] = t
+}
+
+// task returns the call a task runs; a task's result may be fetched more
+// than once, so it is not forgotten here.
+func (s *session) task(taskID string) (tracked, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[taskID]
+	return t, ok
 }
 
 // answered returns and forgets what was tracked for a response id.
