@@ -15,8 +15,7 @@ import (
 	"time"
 )
 
-// conformanceVersion is the suite test/node-conformance pins: the newest
-// that starts on Node 20.
+// conformanceVersion is the suite version test/node-conformance pins.
 const conformanceVersion = "0.1.13"
 
 // TestMCPConformance runs the official MCP conformance suite's server
