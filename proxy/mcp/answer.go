@@ -104,6 +104,7 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 			}
 		}
 		if _, err := x.w.Write(out); err != nil {
+			x.outcome = outcomeCancelled // the client is gone
 			return
 		}
 		if !rd.Buffered() {
@@ -112,7 +113,7 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 	}
 	err := rd.Err()
 	switch {
-	case x.ctx.Err() != nil:
+	case x.ctx.Err() != nil && (err != nil || len(open) > 0):
 		x.outcome = outcomeCancelled
 		return
 	case err == nil && len(open) == 0,
