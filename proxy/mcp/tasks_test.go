@@ -34,7 +34,8 @@ func TestTaskAugmentedCalls(t *testing.T) {
 			calls.Add(1)
 			io.WriteString(w, handle)
 		case "tasks/result":
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"content":[{"type":"text","text":"many"}],"structuredContent":{"count":"many"}}}`)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"content":[{"type":"text","text":"many"}],"structuredContent":{"count":"many"},`+
+				`"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"}}}}`)
 		default:
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`)
 		}
@@ -48,7 +49,8 @@ func TestTaskAugmentedCalls(t *testing.T) {
 		t.Fatalf("the task handle changed: %s", body)
 	}
 	_, _, body = post(t, g.url, `{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"t1"}}`, hdr...)
-	if !strings.Contains(body, `"id":3`) || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "outputSchema") || strings.Contains(body, `"many"}`) {
+	if !strings.Contains(body, `"id":3`) || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "outputSchema") || strings.Contains(body, `"many"}`) ||
+		!strings.Contains(body, `"io.modelcontextprotocol/related-task":{"taskId":"t1"}`) {
 		t.Fatalf("tasks/result was not checked: %s", body)
 	}
 	_, _, body = post(t, g.url, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"report","arguments":{"order_id":"x"},"task":{}}}`, hdr...)
