@@ -130,7 +130,7 @@ func (rt *Route) Close() {
 }
 
 // ServeHTTP implements http.Handler for the three methods of Streamable
-// HTTP.
+// HTTP, and the CORS preflight a browser sends before them.
 func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt.rebinding(w, r) {
 		rt.g.deps.Metrics.Requests.WithLabelValues(apiMCP, outcomeForbidden).Inc()
@@ -141,6 +141,11 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		x.post()
 	case http.MethodGet, http.MethodDelete:
+		x.other()
+	case http.MethodOptions:
+		// A browser's CORS preflight, from an origin that passed the
+		// check above: the server answers it as it would without toolgate,
+		// and its Access-Control-* headers come back unchanged.
 		x.other()
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/zap"
@@ -120,5 +121,51 @@ func TestClientLeavesDuringGETHandshake(t *testing.T) {
 	}
 	if n := logs.FilterLevelExact(zapcore.WarnLevel).Len(); n != 0 {
 		t.Fatalf("logged %d warnings: %v", n, logs.All())
+	}
+}
+
+// A browser on an allowed origin sends a CORS preflight first: it reaches
+// the server, whose Access-Control-* answer comes back unchanged; from any
+// other origin it is refused like every request.
+func TestCORSPreflightForwarded(t *testing.T) {
+	var mu sync.Mutex
+	var preflights []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodOptions {
+			http.Error(w, "only preflights here", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		preflights = append(preflights, r.Header.Get("Origin")+" "+r.Header.Get("Access-Control-Request-Method"))
+		mu.Unlock()
+		w.Header().Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+		w.Header().Set("Access-Control-Allow-Headers", "content-type, mcp-session-id, mcp-protocol-version")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer up.Close()
+	g := startGate(t, up.URL, "mcp_servers: [{name: orders, url: "+up.URL+", path_prefix: /mcp/orders, allowed_origins: ['https://app.example.com']}]\n")
+	preflight := func(origin string) *http.Response {
+		req, _ := http.NewRequest(http.MethodOptions, g.url, nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "content-type")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := preflight("https://app.example.com"); resp.StatusCode != http.StatusNoContent ||
+		resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" {
+		t.Fatalf("preflight from the allowed origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp := preflight("https://evil.example.com"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("preflight from another origin: %d", resp.StatusCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(preflights) != 1 || preflights[0] != "https://app.example.com POST" {
+		t.Fatalf("the server saw preflights %q", preflights)
 	}
 }
