@@ -283,9 +283,15 @@ type MCPServer struct {
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	// IdleTimeout is the longest silence inside the answer to a POST.
 	IdleTimeout Duration `yaml:"idle_timeout"`
-	// MaxStreams caps the requests of one session that are open at once
-	// (each may hold an SSE stream).
+	// MaxStreams caps the calls of one session in flight at once; more
+	// wait for a slot. The session's standing GET stream is not one.
 	MaxStreams int `yaml:"max_streams"`
+	// AllowedOrigins are browser origins (scheme://host[:port]) allowed
+	// besides loopback ones; a request with any other Origin is refused.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowedHosts are Host values (host or host:port) allowed besides
+	// the listener's own address and loopback names.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // What MCP tools the catalog lacks are (SPEC §2 catalog.mcp.expose).

@@ -31,6 +31,11 @@ func TestParseRejectsMCP(t *testing.T) {
 		{"unknown mcp key", mcpYAML + "catalog: {mcp: {hide: all}}\n", []string{"catalog.mcp.hide"}},
 		{"entry of no server", mcpYAML + "catalog: {tools: [{name: billing/refund}]}\n", []string{"catalog.tools[0].name", "billing"}},
 		{"bad max_streams", "upstreams: [{url: 'https://x'}]\nmcp_servers: [{name: a, url: 'http://a', path_prefix: /m, max_streams: -1}]\n", []string{"mcp_servers[0].max_streams"}},
+		{"origin with a path", "upstreams: [{url: 'https://x'}]\nmcp_servers: [{name: a, url: 'http://a', path_prefix: /m, allowed_origins: ['https://app.example.com/x']}]\n", []string{"mcp_servers[0].allowed_origins[0]", "nothing after it"}},
+		{"origin without a scheme", "upstreams: [{url: 'https://x'}]\nmcp_servers: [{name: a, url: 'http://a', path_prefix: /m, allowed_origins: [app.example.com]}]\n", []string{"mcp_servers[0].allowed_origins[0]", "must be an origin"}},
+		{"wildcard origin", "upstreams: [{url: 'https://x'}]\nmcp_servers: [{name: a, url: 'http://a', path_prefix: /m, allowed_origins: ['https://*.example.com']}]\n", []string{"mcp_servers[0].allowed_origins[0]", "wildcards"}},
+		{"host with a scheme", "upstreams: [{url: 'https://x'}]\nmcp_servers: [{name: a, url: 'http://a', path_prefix: /m, allowed_hosts: ['http://gate']}]\n", []string{"mcp_servers[0].allowed_hosts[0]", "host:port"}},
+		{"host with a bad port", "upstreams: [{url: 'https://x'}]\nmcp_servers: [{name: a, url: 'http://a', path_prefix: /m, allowed_hosts: ['gate:99999']}]\n", []string{"mcp_servers[0].allowed_hosts[0]", "port"}},
 		{"exposed with a key", "listen: 0.0.0.0:8080\nupstreams: [{url: 'https://x'}]\nmcp_servers: [{name: a, url: 'http://a', path_prefix: /m, api_key_env: K}]\n", []string{"inbound_auth.tokens_env", "mcp_servers[0].api_key_env"}},
 	}
 	for _, tt := range tests {
@@ -118,5 +123,17 @@ func TestMCPSet(t *testing.T) {
 	}
 	if v3 := s.MCPSet("orders", tools[:1]).Version; v3 == v1 {
 		t.Fatal("a changed tool list kept its version")
+	}
+}
+
+func TestMCPAllowedOriginsAndHosts(t *testing.T) {
+	c, err := Parse([]byte("upstreams: [{url: 'https://x'}]\nmcp_servers: [{name: a, url: 'http://a', path_prefix: /m, "+
+		"allowed_origins: ['https://app.example.com', 'http://[::1]:3000'], allowed_hosts: [gate.internal, 'gate.internal:8080', '[fd00::1]:80']}]\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.MCPServers[0]
+	if len(m.AllowedOrigins) != 2 || m.AllowedOrigins[0] != "https://app.example.com" || len(m.AllowedHosts) != 3 {
+		t.Fatalf("read %+v", m)
 	}
 }

@@ -1,6 +1,11 @@
 package catalog
 
-import "strings"
+import (
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
 
 // validateMCP checks mcp_servers and catalog.mcp: names unique, URLs that
 // toolgate may call, and prefixes that no other route already owns, since
@@ -39,6 +44,16 @@ func (c *Config) validateMCP(ps *problems) {
 		positive(ps, at+".idle_timeout", m.IdleTimeout)
 		if m.MaxStreams < 1 {
 			ps.add(at+".max_streams", "must be at least 1, got %d", m.MaxStreams)
+		}
+		for j, o := range m.AllowedOrigins {
+			if msg := originProblem(o); msg != "" {
+				ps.add(indexPath(at+".allowed_origins", j), "%s", msg)
+			}
+		}
+		for j, h := range m.AllowedHosts {
+			if msg := hostProblem(h); msg != "" {
+				ps.add(indexPath(at+".allowed_hosts", j), "%s", msg)
+			}
 		}
 	}
 	for i, t := range c.Catalog.Tools {
@@ -87,4 +102,34 @@ func (c *Config) modelRoutes() map[string]string {
 		}
 	}
 	return out
+}
+
+// originProblem checks an allowed_origins entry: an origin as a browser
+// sends it, scheme://host[:port] and nothing more, since the header is
+// compared with it as it comes.
+func originProblem(o string) string {
+	u, err := url.Parse(o)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return strconv.Quote(o) + " must be an origin such as https://app.example.com"
+	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.ContainsAny(o, "?#"):
+		return strconv.Quote(o) + " must be scheme://host[:port] with nothing after it"
+	case strings.Contains(u.Host, "*"):
+		return strconv.Quote(o) + " must name one origin; wildcards are not supported"
+	}
+	return ""
+}
+
+// hostProblem checks an allowed_hosts entry: a host name or address, with
+// or without a port, as a Host header carries it.
+func hostProblem(h string) string {
+	if h == "" || strings.ContainsAny(h, "/?#@* \t") {
+		return strconv.Quote(h) + " must be a host or host:port, such as toolgate.internal:8080"
+	}
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		if _, perr := strconv.ParseUint(port, 10, 16); perr != nil || host == "" {
+			return strconv.Quote(h) + " has an invalid port"
+		}
+	}
+	return ""
 }

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -60,10 +59,11 @@ func (x *exchange) answerJSON(resp *http.Response, fwd []message, local [][]byte
 // failRequests answers the forwarded requests with an error when the
 // server's answer cannot be relayed.
 func (x *exchange) failRequests(fwd []message, local [][]byte, why string, err error) {
-	x.outcome = outcomeUpstreamError
-	if err != nil && errors.Is(context.Cause(x.ctx), context.Canceled) {
+	if err != nil && x.ctx.Err() != nil {
+		x.outcome = outcomeCancelled
 		return
 	}
+	x.outcome = outcomeUpstreamError
 	x.log().Warn("mcp answer not relayed", zap.String("reason", why), zap.Error(err))
 	for _, m := range fwd {
 		if m.kind == kindRequest {
@@ -104,6 +104,7 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 			}
 		}
 		if _, err := x.w.Write(out); err != nil {
+			x.outcome = outcomeCancelled // the client is gone
 			return
 		}
 		if !rd.Buffered() {
@@ -111,11 +112,16 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 		}
 	}
 	err := rd.Err()
-	if err == nil && (resumable || len(open) == 0) {
-		_ = rc.Flush()
+	switch {
+	case x.ctx.Err() != nil && (err != nil || len(open) > 0):
+		x.outcome = outcomeCancelled
 		return
-	}
-	if x.ctx.Err() != nil {
+	case err == nil && len(open) == 0,
+		// A stream that gave event ids is the client's to resume with
+		// Last-Event-ID, however it ended: the server keeps the answers
+		// for the resumed stream, and an error here would be a second one.
+		resumable && !errors.Is(err, sse.ErrEventTooLarge):
+		_ = rc.Flush()
 		return
 	}
 	x.outcome = outcomeUpstreamError

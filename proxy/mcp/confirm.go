@@ -19,8 +19,8 @@ const maxArgsShown = 4096
 func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
 	f := validate.Finding{Code: validate.ConfirmationRequired, Message: "the tool requires confirmation by a person", Detail: why}
 	e := x.escalate(h.set, h.call, append(h.v.Findings, f), why)
-	return response(h.m.id, refusal(h.call.Name, e, []validate.Finding{f},
-		"A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question."))
+	return refuse(h.m, h.call.Name, e, []validate.Finding{f},
+		"A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question.")
 }
 
 // confirm asks the person behind the client through MCP elicitation, on an

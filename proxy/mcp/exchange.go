@@ -73,13 +73,13 @@ func (x *exchange) post() {
 			return
 		}
 	}
-	if !x.sess.acquire(x.rt.cfg.MaxStreams) {
-		x.outcome = outcomeLimited
-		x.writeJSON(http.StatusTooManyRequests, errorResponse(firstID(msgs), codeBusy,
-			fmt.Sprintf("this session already has %d requests open, the most mcp_servers[].max_streams allows", x.rt.cfg.MaxStreams), nil))
-		return
+	if hasRequest(msgs) {
+		if !x.sess.acquire(x.ctx, x.rt.cfg.MaxStreams, x.rt.cfg.IdleTimeout.D()) {
+			x.busy(msgs)
+			return
+		}
+		defer x.sess.release()
 	}
-	defer x.sess.release()
 
 	fwd, local, hold := x.sort(msgs, bad)
 	if hold != nil {
@@ -169,16 +169,45 @@ func (x *exchange) trackRequest(m *message) {
 		x.tracked[m.idKey()] = tracked{kind: trackList, cursor: listCursor(m.params)}
 	case "initialize":
 		x.tracked[m.idKey()] = tracked{kind: trackInit, elicit: declaresElicitation(m.params)}
+	case "tasks/result":
+		// The result of a judged call that runs as a task: checked
+		// against the tool's outputSchema like the call's own result.
+		if t, ok := x.sess.task(taskIDParam(m.params)); ok {
+			x.tracked[m.idKey()] = t
+			if x.sess.id != "" {
+				x.sess.track(m.idKey(), t)
+			}
+		}
 	}
 }
 
-func firstID(msgs []message) []byte {
+func hasRequest(msgs []message) bool {
 	for _, m := range msgs {
 		if m.kind == kindRequest {
-			return m.id
+			return true
 		}
 	}
-	return nil
+	return false
+}
+
+// busy answers the requests of a POST that found no free slot within
+// idle_timeout, each with a JSON-RPC error the client's SDK hands to the
+// caller, naming the limit.
+func (x *exchange) busy(msgs []message) {
+	if x.ctx.Err() != nil {
+		x.outcome = outcomeCancelled
+		return
+	}
+	x.outcome = outcomeLimited
+	msg := fmt.Sprintf("this session already has %d calls in flight, the most mcp_servers[].max_streams allows, and none ended within %s",
+		x.rt.cfg.MaxStreams, x.rt.cfg.IdleTimeout.D())
+	var local [][]byte
+	for _, m := range msgs {
+		if m.kind == kindRequest {
+			local = append(local, errorResponse(m.id, codeBusy, msg, nil))
+		}
+	}
+	x.writeLocal(local)
 }
 
 // protocol is the revision this request speaks: its header, else what the
@@ -254,17 +283,15 @@ func (x *exchange) sessionStatus(resp *http.Response) {
 func (x *exchange) other() {
 	sid := x.r.Header.Get(hdrSession)
 	x.sess = x.rt.st.get(sid, true)
-	if !x.sess.acquire(x.rt.cfg.MaxStreams) {
-		x.outcome = outcomeLimited
-		x.writeJSON(http.StatusTooManyRequests, errorResponse(nil, codeBusy,
-			fmt.Sprintf("this session already has %d requests open, the most mcp_servers[].max_streams allows", x.rt.cfg.MaxStreams), nil))
-		return
-	}
-	defer x.sess.release()
 	// The server's own stream may stay quiet for hours; only a POST's
-	// answer is held to idle_timeout.
+	// answer is held to idle_timeout. It is not a call, so max_streams
+	// does not count it.
 	resp, cancel, err := x.send(x.r.Method, nil, false)
 	if err != nil {
+		if x.ctx.Err() != nil {
+			x.outcome = outcomeCancelled // the client left while the server had not answered yet
+			return
+		}
 		x.outcome = outcomeUpstreamError
 		x.log().Warn("mcp server unreachable", zap.Error(err))
 		x.writeJSON(http.StatusBadGateway, errorResponse(nil, codeUnavailable, x.downMessage(), nil))
@@ -279,6 +306,9 @@ func (x *exchange) other() {
 	if x.r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && mediaType(resp.Header) == "text/event-stream" {
 		x.copyHeader(resp.Header, false)
 		x.w.WriteHeader(http.StatusOK)
+		// The stream may stay quiet for long: the client learns it is open
+		// now, not with the first event.
+		_ = http.NewResponseController(x.w).Flush()
 		x.pipeSSE(resp.Body, nil)
 		return
 	}
@@ -325,10 +355,11 @@ func (x *exchange) send(method string, body []byte, idle bool) (*http.Response, 
 // upstreamDown answers every forwarded request with a JSON-RPC error, so
 // a client never waits on a server that is not there.
 func (x *exchange) upstreamDown(fwd []message, local [][]byte, err error) {
-	x.outcome = outcomeUpstreamError
 	if x.ctx.Err() != nil {
-		return // the client left; nobody reads an answer
+		x.outcome = outcomeCancelled // the client left; nobody reads an answer
+		return
 	}
+	x.outcome = outcomeUpstreamError
 	x.log().Warn("mcp server unreachable", zap.Error(err))
 	for _, m := range fwd {
 		if m.kind == kindRequest {

@@ -130,13 +130,22 @@ func (rt *Route) Close() {
 }
 
 // ServeHTTP implements http.Handler for the three methods of Streamable
-// HTTP.
+// HTTP, and the CORS preflight a browser sends before them.
 func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rt.rebinding(w, r) {
+		rt.g.deps.Metrics.Requests.WithLabelValues(apiMCP, outcomeForbidden).Inc()
+		return
+	}
 	x := rt.newExchange(w, r)
 	switch r.Method {
 	case http.MethodPost:
 		x.post()
 	case http.MethodGet, http.MethodDelete:
+		x.other()
+	case http.MethodOptions:
+		// A browser's CORS preflight, from an origin that passed the
+		// check above: the server answers it as it would without toolgate,
+		// and its Access-Control-* headers come back unchanged.
 		x.other()
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -156,4 +165,9 @@ const (
 	outcomeUpstreamError = "upstream_error"
 	outcomeInvalid       = "invalid"
 	outcomeLimited       = "limited"
+	// outcomeForbidden: refused for its Origin or Host (DNS rebinding).
+	outcomeForbidden = "forbidden"
+	// outcomeCancelled: the client left before its answer was complete;
+	// nothing says the server failed.
+	outcomeCancelled = "cancelled"
 )

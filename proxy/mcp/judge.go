@@ -52,7 +52,7 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 		return errorResponse(m.id, codeInvalidParams, unknownToolText(name, set), unknownToolData(v, name, set)), nil
 	case !v.Valid():
 		e := x.escalate(set, call, v.Findings, "the arguments do not pass the tool's checks")
-		return response(m.id, refusal(name, e, v.Findings, "")), nil
+		return refuse(m, name, e, v.Findings, ""), nil
 	case v.Tool.Policy == catalog.PolicyConfirm:
 		return nil, &held{m: m, call: call, set: set, v: v}
 	}
@@ -241,6 +241,17 @@ type toolResult struct {
 type textContent struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+}
+
+// refuse answers a call toolgate did not forward. A task-augmented call
+// (params.task) gets a JSON-RPC error with the findings in data: its
+// client expects a task handle, and would fail to parse a result.
+func refuse(m *message, name string, e *recovery.Escalation, fs []validate.Finding, note string) []byte {
+	res := refusal(name, e, fs, note)
+	if !taskAugmented(m.params) {
+		return response(m.id, res)
+	}
+	return errorResponse(m.id, codeInvalidParams, res.Content[0].Text, res.Meta["toolgate/escalation"])
 }
 
 // refusal is the error result of a call toolgate did not forward: the

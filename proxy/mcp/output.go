@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"go.uber.org/zap"
@@ -22,6 +23,12 @@ func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
 	}
 	if string(compact(res.Get("isError"))) == "true" {
 		return nil, false // an error result carries no structured content to check
+	}
+	if id, ok := taskHandle(res); ok {
+		// A task-augmented call answers with a handle; the result comes
+		// later through tasks/result and is checked then.
+		x.sess.trackTask(id, t)
+		return nil, false
 	}
 	var fs []validate.Finding
 	sc := res.Get("structuredContent")
@@ -52,8 +59,21 @@ func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
 	out := toolResult{
 		Content: []textContent{{Type: "text", Text: text + "The tool may have misbehaved; do not rely on this call having produced data."}},
 		IsError: true,
-		Meta:    map[string]any{"toolgate/output": map[string]any{"findings": findingsJSON(fs)}},
+		Meta:    keptMeta(res.Get("_meta")),
 	}
+	out.Meta["toolgate/output"] = map[string]any{"findings": findingsJSON(fs)}
 	b, _ := jsonx.Marshal(out)
 	return replaceMember(m.raw, "result", b), true
+}
+
+// keptMeta is the _meta of a replaced result: what the server put there
+// stays, e.g. the related-task entry a tasks/result answer must carry.
+func keptMeta(raw []byte) map[string]any {
+	meta := map[string]any{}
+	if obj, err := jsonx.ParseObject(raw); err == nil {
+		for _, f := range obj {
+			meta[f.Key] = json.RawMessage(f.Value)
+		}
+	}
+	return meta
 }

@@ -2,13 +2,16 @@ package mcp_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/catalog"
 )
@@ -258,42 +261,139 @@ func TestLimits(t *testing.T) {
 	})
 }
 
+// max_streams counts calls in flight, not the session's standing GET
+// stream; a call over the cap waits for a slot, and one that finds none
+// within idle_timeout gets a JSON-RPC error naming the limit.
 func TestStreamCapPerSession(t *testing.T) {
-	hold := make(chan struct{})
-	entered := make(chan struct{}, 4)
+	// Each token on finish lets one slow call answer; stop ends them all.
+	finish, stop := make(chan struct{}, 4), make(chan struct{})
+	slow := make(chan struct{}, 4)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			rc.Flush()
+			<-r.Context().Done()
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &m)
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
-		http.NewResponseController(w).Flush()
-		entered <- struct{}{}
-		<-hold
+		rc.Flush()
+		if m.Method == "slow" {
+			slow <- struct{}{}
+			// Keep the answer from going idle while the call works.
+			for done := false; !done; {
+				select {
+				case <-finish:
+					done = true
+				case <-stop:
+					return
+				case <-r.Context().Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+					io.WriteString(w, ": working\n\n")
+					rc.Flush()
+				}
+			}
+		}
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{}}\n\n")
 	}))
 	defer up.Close()
-	defer close(hold)
-	g := startGate(t, up.URL, "mcp_servers: [{name: orders, url: "+up.URL+", path_prefix: /mcp/orders, max_streams: 1}]\n")
+	defer close(stop)
+	g := startGate(t, up.URL, "mcp_servers: [{name: orders, url: "+up.URL+", path_prefix: /mcp/orders, max_streams: 1, idle_timeout: 1s}]\n")
+	sid := []string{"Mcp-Session-Id", "s1"}
+
+	getCtx, stopGet := context.WithCancel(context.Background())
+	defer stopGet()
+	req, _ := http.NewRequestWithContext(getCtx, http.MethodGet, g.url, nil)
+	req.Header.Set("Mcp-Session-Id", "s1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	if _, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, sid...); !strings.Contains(body, `"id":1,"result"`) {
+		t.Fatalf("a call beside the standing GET stream: %s", body)
+	}
+
+	// One call in flight: the next waits for it, then is answered.
+	slowDone := make(chan string, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodGet, g.url, nil)
-		req.Header.Set("Mcp-Session-Id", "s1")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
+		_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":2,"method":"slow"}`, sid...)
+		slowDone <- body
 	}()
-	<-entered
-	status, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Mcp-Session-Id", "s1")
-	if status != http.StatusTooManyRequests || !strings.Contains(body, "-32001") {
-		t.Fatalf("second stream of the session: %d %s", status, body)
+	<-slow
+	waited := make(chan string, 1)
+	go func() {
+		_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, sid...)
+		waited <- body
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case body := <-waited:
+		t.Fatalf("a call over the cap did not wait: %s", body)
+	default:
+	}
+	finish <- struct{}{}
+	if body := <-waited; !strings.Contains(body, `"id":3,"result"`) {
+		t.Fatalf("the waiting call: %s", body)
+	}
+	if body := <-slowDone; !strings.Contains(body, `"id":2,"result"`) {
+		t.Fatalf("the slow call: %s", body)
+	}
+
+	// A call that finds no slot within idle_timeout: an error naming the limit.
+	go func() { post(t, g.url, `{"jsonrpc":"2.0","id":4,"method":"slow"}`, sid...) }()
+	<-slow
+	status, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, sid...)
+	if status != http.StatusOK || !strings.Contains(body, `"id":5,"error":{"code":-32001`) || !strings.Contains(body, "max_streams") {
+		t.Fatalf("no slot in time: %d %s", status, body)
 	}
 	// Another session is not held back by this one.
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, g.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Mcp-Session-Id", "s2")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+	if _, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":6,"method":"ping"}`, "Mcp-Session-Id", "s2"); !strings.Contains(body, `"id":6,"result"`) {
+		t.Fatalf("another session: %s", body)
+	}
+	waitFor(t, func() bool {
+		return metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "limited"}) == 1
+	})
+}
+
+// A server stream that ends after an event id, even abruptly, is the
+// client's to resume: toolgate ends it too and adds no error of its own.
+func TestResumableStreamEndsWithoutAnError(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"tools/list"`) {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			json.Unmarshal(body, &m)
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"tools":[{"name":"slow","inputSchema":{"type":"object"}}]}}`)
+			return
 		}
-	}()
-	<-entered
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "id: 40\nretry: 50\ndata: \n\n")
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler)
+	}))
+	defer up.Close()
+	up.Config.ErrorLog = log.New(io.Discard, "", 0)
+	g := startGate(t, up.URL, "")
+	_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow","arguments":{}}}`, "Mcp-Protocol-Version", "2025-11-25")
+	if body != "id: 40\nretry: 50\ndata: \n\n" {
+		t.Fatalf("got %q", body)
+	}
+	if n := metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "upstream_error"}); n != 0 {
+		t.Fatalf("counted %v upstream errors", n)
+	}
 }
 
 func TestDiscoverDeclined(t *testing.T) {

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -37,7 +38,7 @@ func (st *serverState) get(id string, create bool) *session {
 		if len(st.sessions) >= maxSessions {
 			st.evictOldest()
 		}
-		s = &session{id: id, tracked: map[string]tracked{}, pending: map[string]chan json.RawMessage{}, held: map[string]chan struct{}{}}
+		s = &session{id: id, tracked: map[string]tracked{}, tasks: map[string]tracked{}, pending: map[string]chan json.RawMessage{}, held: map[string]chan struct{}{}}
 		st.sessions[id] = s
 	}
 	if s != nil {
@@ -111,8 +112,13 @@ type session struct {
 	set        *catalog.MCPSet
 	setFor     *catalog.Snapshot
 	setOf      []catalog.MCPTool
-	open       int
-	tracked    map[string]tracked
+	// open counts calls in flight; freed is closed when one ends.
+	open    int
+	freed   chan struct{}
+	tracked map[string]tracked
+	// tasks are the judged calls the server runs as tasks, by task id, so
+	// a tasks/result answer is checked like the call's own result.
+	tasks map[string]tracked
 	// pending are toolgate's own elicitation requests by id.
 	pending map[string]chan json.RawMessage
 	// held are calls waiting for a person, by the client's request id; a
@@ -130,22 +136,49 @@ func (s *session) label() string {
 	return "s_" + hex.EncodeToString(sum[:8])
 }
 
-// acquire counts one more open request, refusing beyond limit. Requests
-// without a session (an initialize, or every request to a server that
-// keeps no sessions) come from many clients at once and are not capped.
-func (s *session) acquire(limit int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.id != "" && s.open >= limit {
-		return false
+// acquire takes a slot for a call in flight, waiting up to wait for one
+// while the session has limit calls in flight: a client's SDK sends calls
+// concurrently and does not retry a refusal, so a burst queues instead.
+// Requests without a session (an initialize, or every request to a server
+// that keeps no sessions) come from many clients at once and are not
+// capped. It is false when no slot freed in time or ctx ended.
+func (s *session) acquire(ctx context.Context, limit int, wait time.Duration) bool {
+	var timeout <-chan time.Time
+	for {
+		s.mu.Lock()
+		if s.id == "" || s.open < limit {
+			s.open++
+			s.mu.Unlock()
+			return true
+		}
+		if s.freed == nil {
+			s.freed = make(chan struct{})
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return false
+		case <-timeout:
+			return false
+		}
 	}
-	s.open++
-	return true
 }
 
+// release frees a slot and wakes the calls waiting for one.
 func (s *session) release() {
 	s.mu.Lock()
 	s.open--
+	if s.freed != nil {
+		close(s.freed)
+		s.freed = nil
+	}
 	s.mu.Unlock()
 }
 
@@ -161,6 +194,28 @@ func (s *session) track(id string, t tracked) {
 		}
 	}
 	s.tracked[id] = t
+}
+
+// trackTask remembers the call a task handle answered.
+func (s *session) trackTask(taskID string, t tracked) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.tasks) >= maxTracked {
+		for k := range s.tasks {
+			delete(s.tasks, k)
+			break
+		}
+	}
+	s.tasks[taskID] = t
+}
+
+// task returns the call a task runs; a task's result may be fetched more
+// than once, so it is not forgotten here.
+func (s *session) task(taskID string) (tracked, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[taskID]
+	return t, ok
 }
 
 // answered returns and forgets what was tracked for a response id.

@@ -67,6 +67,40 @@ func declaresElicitation(params []byte) bool {
 	return len(el) == 0 || el.Has("form")
 }
 
+// taskAugmented reports a request that asks the server to run it as a
+// task (params.task, MCP 2025-11-25).
+func taskAugmented(params []byte) bool {
+	obj, err := jsonx.ParseObject(params)
+	if err != nil {
+		return false
+	}
+	_, err = jsonx.ParseObject(obj.Get("task"))
+	return err == nil
+}
+
+// taskIDParam is the taskId of a tasks/* request, or "".
+func taskIDParam(params []byte) string {
+	obj, err := jsonx.ParseObject(params)
+	if err != nil {
+		return ""
+	}
+	return str(obj, "taskId")
+}
+
+// taskHandle reads a CreateTaskResult: a task with its id, and none of a
+// tool result's content.
+func taskHandle(res jsonx.Object) (string, bool) {
+	if res.Has("content") {
+		return "", false
+	}
+	task, err := jsonx.ParseObject(res.Get("task"))
+	if err != nil {
+		return "", false
+	}
+	id := str(task, "taskId")
+	return id, id != ""
+}
+
 // callParams reads a tools/call's name and arguments. Absent arguments are
 // an empty object, as the specification defines them.
 func callParams(params []byte) (name string, args []byte, problem string) {
