@@ -61,15 +61,21 @@ func (x *exchange) markStrict(body []byte) []byte {
 		tools[i] = catalog.StrictTool{Name: t.Name, Schema: t.Schema, Client: t.Client}
 	}
 	plan := x.rt.snap.PlanStrict(provider, tools, m.StrictPerRequest())
+	nb, err := body, error(nil)
+	if len(plan.Mark) > 0 {
+		nb, err = m.MarkStrict(plan.Mark)
+	}
 	for _, r := range plan.Results {
+		if err != nil && r == catalog.StrictMarked {
+			r = catalog.StrictUnfit
+		}
 		x.s.metrics.StrictTools.WithLabelValues(x.api.Name(), string(r)).Inc()
 	}
-	if len(plan.Mark) == 0 {
-		return body
-	}
-	nb, err := m.MarkStrict(plan.Mark)
 	if err != nil {
 		x.s.log.Warn("strict marking failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+		return body
+	}
+	if len(plan.Mark) == 0 {
 		return body
 	}
 	run := &strictRun{marker: m, provider: provider, tools: tools, marked: make(map[string]bool, len(plan.Mark))}
