@@ -205,6 +205,15 @@ var strictMessages = strictAPI{
 			} `json:"tools"`
 		}
 		strictJSON(t, body, &r)
+		marked := 0
+		for _, tool := range r.Tools {
+			if tool.Strict != nil && *tool.Strict {
+				marked++
+			}
+		}
+		if marked > 20 {
+			return `{"type":"error","error":{"type":"invalid_request_error","message":"tools: a request may have at most 20 strict tools"}}`
+		}
 		for i, tool := range r.Tools {
 			if tool.Strict != nil && *tool.Strict {
 				if why := anthropicStrictRules(t, tool.InputSchema); why != "" {
@@ -541,5 +550,44 @@ func TestStrictOffAndShadowLeaveRequestsAlone(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStrictFallbackIsSentOnlyOnce: when the request sent as the client sent
+// it is refused too, that answer goes to the client; there is no third try.
+func TestStrictFallbackIsSentOnlyOnce(t *testing.T) {
+	refusal := openAIError("Invalid schema for function 'fits': strict mode is not available for this model",
+		"invalid_request_error", "tools[0].function.parameters", "invalid_function_parameters")
+	u := newFaultUpstream(t, func(int, *faultRequest) faultAction { return fuStatus(http.StatusBadRequest, refusal) })
+	g, _ := startGateWith(t, fuConfig(u, "", strictAuto), app.Options{Sink: &recordingSink{}})
+	body := strictChat.request([]strictTool{{"fits", strictFits, ""}}, false)
+	res := fuPost(t, g.URL, strictChat.path, body)
+	if res.Status != http.StatusBadRequest || string(res.Body) != refusal {
+		t.Errorf("client got %d %s", res.Status, res.Body)
+	}
+	reqs := u.requests()
+	if len(reqs) != 2 || string(reqs[1].Body) != string(body) {
+		t.Fatalf("upstream got %d requests, want the marked one and the client's", len(reqs))
+	}
+}
+
+// TestStrictAnthropicRequestLimit: Anthropic takes at most 20 strict tools
+// in a request; toolgate marks the first 20 that fit and no more.
+func TestStrictAnthropicRequestLimit(t *testing.T) {
+	r := newStrictRig(t, strictMessages, strictAuto, false, func(int) (string, string) { return "t0", `{"city":"Oslo"}` })
+	var tools []strictTool
+	for i := 0; i < 22; i++ {
+		tools = append(tools, strictTool{fmt.Sprintf("t%d", i), strictFits, ""})
+	}
+	r.post(t, strictMessages.request(tools, false), false)
+	reqs := r.u.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("upstream got %d requests, want 1", len(reqs))
+	}
+	if got := strictMessages.marked(t, reqs[0].Body); len(got) != 20 || got[19] != "t19" {
+		t.Errorf("marked %v, want t0…t19", got)
+	}
+	if r.strictTools("unfit") != 2 {
+		t.Errorf("strict_tools_total{unfit} = %v, want 2", r.strictTools("unfit"))
 	}
 }
