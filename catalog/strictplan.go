@@ -52,14 +52,15 @@ func (s *Snapshot) PlanStrict(p StrictProvider, tools []StrictTool, perRequest b
 	}
 	var budget anthropicBudget
 	for i, t := range tools {
+		sum := sha256.Sum256(t.Schema)
 		switch {
 		case t.Client:
 			plan.Results[i] = StrictClient
-			budget.take(s.strictFit(p, t.Schema))
-		case s.strictRefused(p, t):
+			budget.take(s.strictFit(p, sum, t.Schema))
+		case s.strictRefused(p, t.Name, sum):
 			plan.Results[i] = StrictRefused
 		default:
-			fit := s.strictFit(p, t.Schema)
+			fit := s.strictFit(p, sum, t.Schema)
 			if !fit.OK || (p == StrictAnthropic && !budget.take(fit)) {
 				plan.Results[i] = StrictUnfit
 				continue
@@ -75,12 +76,13 @@ func (s *Snapshot) PlanStrict(p StrictProvider, tools []StrictTool, perRequest b
 func (s *Snapshot) planRequestWide(p StrictProvider, tools []StrictTool, plan StrictPlan) StrictPlan {
 	all := StrictMarked
 	for _, t := range tools {
+		sum := sha256.Sum256(t.Schema)
 		switch {
 		case t.Client:
 			all = StrictClient
-		case all != StrictClient && s.strictRefused(p, t):
+		case all != StrictClient && s.strictRefused(p, t.Name, sum):
 			all = StrictRefused
-		case all == StrictMarked && !s.strictFit(p, t.Schema).OK:
+		case all == StrictMarked && !s.strictFit(p, sum, t.Schema).OK:
 			all = StrictUnfit
 		}
 	}
@@ -147,10 +149,11 @@ func (s *Snapshot) strictMemory() *strictState {
 	return s.strict
 }
 
-// strictFit is CheckStrict, computed once per schema text and provider.
-func (s *Snapshot) strictFit(p StrictProvider, schema []byte) StrictFit {
+// strictFit is CheckStrict, computed once per schema text (sum is its
+// hash) and provider.
+func (s *Snapshot) strictFit(p StrictProvider, sum [sha256.Size]byte, schema []byte) StrictFit {
 	m := s.strictMemory()
-	k := strictKey{p: p, sum: sha256.Sum256(schema)}
+	k := strictKey{p: p, sum: sum}
 	m.mu.Lock()
 	f, ok := m.fits[k]
 	m.mu.Unlock()
@@ -167,11 +170,11 @@ func (s *Snapshot) strictFit(p StrictProvider, schema []byte) StrictFit {
 	return f
 }
 
-func (s *Snapshot) strictRefused(p StrictProvider, t StrictTool) bool {
+func (s *Snapshot) strictRefused(p StrictProvider, name string, sum [sha256.Size]byte) bool {
 	m := s.strictMemory()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.refused[strictKey{p: p, name: t.Name, sum: sha256.Sum256(t.Schema)}]
+	_, ok := m.refused[strictKey{p: p, name: name, sum: sum}]
 	return ok
 }
 

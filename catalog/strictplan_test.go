@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"crypto/sha256"
 	"reflect"
 	"strconv"
 	"strings"
@@ -128,11 +129,12 @@ func TestStrictMemoryIsBounded(t *testing.T) {
 	if len(m.refused) != maxStrictRefused || len(m.order) != maxStrictRefused {
 		t.Errorf("refused holds %d (order %d), want %d", len(m.refused), len(m.order), maxStrictRefused)
 	}
-	if s.strictRefused(StrictOpenAI, first) {
+	if s.strictRefused(StrictOpenAI, first.Name, sha256.Sum256(first.Schema)) {
 		t.Error("the oldest refusal was kept past the bound")
 	}
 	for i := 0; i < maxStrictFits+10; i++ {
-		s.strictFit(StrictOpenAI, []byte(`{"type":"object","title":"`+strconv.Itoa(i)+`"}`))
+		schema := []byte(`{"type":"object","title":"` + strconv.Itoa(i) + `"}`)
+		s.strictFit(StrictOpenAI, sha256.Sum256(schema), schema)
 	}
 	if len(m.fits) > maxStrictFits {
 		t.Errorf("fits holds %d, bound %d", len(m.fits), maxStrictFits)
