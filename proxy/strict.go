@@ -112,7 +112,9 @@ func (x *exchange) strictFallback(ctx context.Context, c *call, client []byte) (
 		return nil, err
 	}
 	msg, tool := x.strict.marker.UpstreamError(b)
-	if !refusesStrict(msg) {
+	// A refusal that points at a tool toolgate did not mark (one the client
+	// marked itself) is the client's to see, as it would be without toolgate.
+	if !refusesStrict(msg) || (tool != "" && !x.strict.marked[tool]) {
 		rest := c.body
 		c.body = struct {
 			io.Reader
@@ -136,12 +138,13 @@ func (x *exchange) strictFallback(ctx context.Context, c *call, client []byte) (
 	return x.send(ctx, recovery.KindOriginal, body)
 }
 
-// forgetStrict remembers the refused tool, or every marked tool when the
-// refusal names none (or the flag is the request's), and counts them.
+// forgetStrict remembers the refused tool, one toolgate marked, or every
+// marked tool when the refusal names none (or the flag is the request's),
+// and counts them.
 func (x *exchange) forgetStrict(tool string) {
 	run := x.strict
 	for _, t := range run.tools {
-		if !run.marked[t.Name] || (tool != "" && run.marked[tool] && t.Name != tool) {
+		if !run.marked[t.Name] || (tool != "" && t.Name != tool) {
 			continue
 		}
 		x.rt.snap.RefuseStrict(run.provider, t)

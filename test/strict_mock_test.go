@@ -591,3 +591,26 @@ func TestStrictAnthropicRequestLimit(t *testing.T) {
 		t.Errorf("strict_tools_total{unfit} = %v, want 2", r.strictTools("unfit"))
 	}
 }
+
+// TestStrictClientsOwnMarkingIsTheClients: a tool the client marked itself
+// is sent as it is, and a refusal of it reaches the client after one call:
+// toolgate's own marking on the same request was not the cause.
+func TestStrictClientsOwnMarkingIsTheClients(t *testing.T) {
+	for _, api := range []strictAPI{strictChat, strictResponses, strictMessages} {
+		t.Run(api.name, func(t *testing.T) {
+			r := newStrictRig(t, api, strictAuto, false, func(int) (string, string) { return "fits", `{"city":"Oslo"}` })
+			body := api.request([]strictTool{{"fits", strictFits, ""}, {"mine", strictUnfit, "true"}}, false)
+			res := fuPost(t, r.g.URL, api.path, body, "anthropic-version", "2023-06-01")
+			reqs := r.u.requests()
+			if res.Status != http.StatusBadRequest || len(reqs) != 1 {
+				t.Fatalf("client got %d after %d upstream requests, want the upstream's 400 after 1: %s", res.Status, len(reqs), res.Body)
+			}
+			if got := api.marked(t, reqs[0].Body); !sameNames(got, []string{"fits", "mine"}) {
+				t.Errorf("marked %v, want toolgate's fits and the client's mine", got)
+			}
+			if n := r.strictTools("refused"); n != 0 {
+				t.Errorf("strict_tools_total{refused} = %v, want 0", n)
+			}
+		})
+	}
+}
