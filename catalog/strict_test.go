@@ -163,3 +163,23 @@ func TestCheckStrictCountsWhatAnthropicLimits(t *testing.T) {
 		t.Errorf("got %+v, want fit with 2 optional properties and 2 unions", f)
 	}
 }
+
+// FuzzCheckStrict: no schema text makes the check panic or loop, and its
+// verdict does not depend on anything but the text.
+func FuzzCheckStrict(f *testing.F) {
+	for _, s := range []string{fitSchema, unfitSchema, `null`, `{}`, `{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},"properties":{"x":{"$ref":"#/$defs/a"}}}`,
+		`{"type":"object","properties":{"a":{"type":["string","null"],"pattern":"(?<=x)\\1"}},"additionalProperties":{"type":"integer"}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, schema []byte) {
+		for _, p := range StrictProviders {
+			a, b := CheckStrict(p, schema), CheckStrict(p, schema)
+			if a != b {
+				t.Fatalf("%s: %+v then %+v", p, a, b)
+			}
+			if a.OK == (a.Reason != "") {
+				t.Fatalf("%s: ok=%v with reason %q", p, a.OK, a.Reason)
+			}
+		}
+	})
+}
