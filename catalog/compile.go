@@ -50,6 +50,7 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 
 	entries := c.gatherTools(ps, baseDir)
 	s := &Snapshot{
+		strict:  newStrictState(),
 		Config:  c,
 		Tools:   make(map[string]*Tool, len(entries)),
 		Names:   make([]string, 0, len(entries)),

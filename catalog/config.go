@@ -105,8 +105,11 @@ type Catalog struct {
 	Files         []string     `yaml:"files"`
 	// Formats says whether JSON Schema "format" is checked (assert) or is a
 	// description only (annotate).
-	Formats string    `yaml:"formats"`
-	MCP     MCPPolicy `yaml:"mcp"`
+	Formats string `yaml:"formats"`
+	// Strict is off or auto: ask the provider to constrain decoding to
+	// the schema of each tool whose schema fits its strict subset.
+	Strict string    `yaml:"strict"`
+	MCP    MCPPolicy `yaml:"mcp"`
 	// Context declares the per-request values rules and validators may
 	// read, by name.
 	Context map[string]ContextSource `yaml:"context"`

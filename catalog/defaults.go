@@ -69,6 +69,7 @@ func (c *Config) SetDefaults() {
 	setString(&c.Catalog.Mode, CatalogIntersect)
 	setString(&c.Catalog.Unlisted, UnlistedAllow)
 	setString(&c.Catalog.Formats, FormatsAssert)
+	setString(&c.Catalog.Strict, StrictOff)
 	for i := range c.Catalog.Tools {
 		c.Catalog.Tools[i].setDefaults()
 	}

@@ -96,6 +96,9 @@ type Snapshot struct {
 	Validators []*ValidatorSpec
 
 	schemas *schemaCache
+	// strict is the strict mode's memory (SPEC §3b). A copy of the
+	// snapshot shares it, as it shares the compiled schemas.
+	strict *strictState
 	// all is the Effective of the whole catalog, built once and shared by
 	// every request that needs no other.
 	all *Effective

@@ -153,6 +153,7 @@ func (c *Config) validateCatalog(ps *problems) {
 	oneOf(ps, "catalog.mode", cat.Mode, CatalogIntersect, CatalogConfig, CatalogRequest)
 	oneOf(ps, "catalog.unlisted", cat.Unlisted, UnlistedAllow, UnlistedReject)
 	oneOf(ps, "catalog.formats", cat.Formats, FormatsAssert, FormatsAnnotate)
+	oneOf(ps, "catalog.strict", cat.Strict, StrictOff, StrictAuto)
 	if cat.Mode == CatalogConfig && len(cat.Tools) == 0 && len(cat.Files) == 0 {
 		ps.add("catalog.mode", "mode config needs a catalog: add catalog.tools or catalog.files")
 	}

@@ -331,6 +331,11 @@ func TestDashboard(t *testing.T) {
 		{"toolgate_escalations_total", "reason"},
 		{"histogram_quantile(0.5,", "toolgate_added_latency_seconds_bucket"},
 		{"histogram_quantile(0.99,", "toolgate_added_latency_seconds_bucket"},
+		// Strict mode: the finding rates of marked and unmarked tools side
+		// by side, and what became of the offered tools.
+		{"toolgate_strict_calls_total", "result!~"},
+		{"toolgate_tool_calls_total", "- sum(rate(toolgate_strict_calls_total"},
+		{"toolgate_strict_tools_total", "result"},
 	} {
 		if !has(want...) {
 			t.Errorf("dashboard: no query with %q", want)

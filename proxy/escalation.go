@@ -117,6 +117,9 @@ func (x *exchange) account(results []*recovery.Result) {
 				}
 			}
 			m.ToolCalls.WithLabelValues(api, version, x.toolLabel(orig.Name, v), result).Inc()
+			if x.strictMarked(orig.Name) {
+				m.StrictCalls.WithLabelValues(api, result).Inc()
+			}
 			x.accountUnvalidated(v)
 			if result == string(validate.UnknownTool) {
 				m.Hallucinations.WithLabelValues(api, version).Inc()

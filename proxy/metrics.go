@@ -38,6 +38,11 @@ type Metrics struct {
 	ValidatorDuration *prometheus.HistogramVec
 	RouteRefusals     *prometheus.CounterVec
 	MCPOutput         *prometheus.CounterVec
+	// StrictTools and StrictCalls follow strict mode (SPEC §3b): what
+	// became of each offered function tool, and the verdicts on calls to
+	// the tools toolgate marked.
+	StrictTools *prometheus.CounterVec
+	StrictCalls *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -113,8 +118,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_mcp_output_violations_total", Help: "MCP tool results whose structuredContent failed the outputSchema, replaced by error results.",
 		}, []string{"catalog_version", "tool"}),
 	}
+	m.StrictTools, m.StrictCalls = strictMetrics()
 	m.register(reg)
 	return m
+}
+
+// strictMetrics are strict mode's counters (SPEC §3b, §8).
+func strictMetrics() (tools, calls *prometheus.CounterVec) {
+	tools = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_strict_tools_total", Help: "Offered function tools under catalog.strict auto: marked, unfit, client or refused.",
+	}, []string{"api", "result"})
+	calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_strict_calls_total", Help: "Calls to tools toolgate marked strict, by verdict.",
+	}, []string{"api", "result"})
+	return tools, calls
 }
 
 // register registers every collector and creates the refusal series at
@@ -123,7 +140,8 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
-		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput)
+		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput,
+		m.StrictTools, m.StrictCalls)
 	for _, r := range refusalReasons {
 		m.RouteRefusals.WithLabelValues(string(r))
 	}

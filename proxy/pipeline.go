@@ -52,6 +52,10 @@ type exchange struct {
 	header   http.Header
 	vctx     validate.Context
 	jd       *judge.Judge
+	// strict is what strict mode marked on this request, or nil.
+	strict *strictRun
+	// unread is set when the client's request could not be decoded.
+	unread bool
 	// out is what the request comes to, filled in as it is decided.
 	out outcome
 }
@@ -86,12 +90,8 @@ func (x *exchange) serve() {
 	x.query = x.up.applyKey(x.header, x.r.URL.RawQuery, x.api.Name())
 
 	var c *call
-	if x.abstainOn() {
-		// The abstain exit is added to the request's tools, so the
-		// request must be read before it is sent.
-		x.parseRequest(body)
-		body = x.offerAbstain(body)
-		c, err = x.send(x.r.Context(), recovery.KindOriginal, body)
+	if x.abstainOn() || x.strictOn() {
+		c, err = x.sendRead(body)
 	} else {
 		// Nothing sent upstream depends on the request's content, so it
 		// is read while the upstream works on it: the parse is then off
@@ -143,6 +143,24 @@ func (x *exchange) serve() {
 		return
 	}
 	x.serveAnswer(c)
+}
+
+// sendRead reads the request, then sends it with the strict flags and the
+// abstain exit, which go into its tools, and handles a refused marking.
+func (x *exchange) sendRead(body []byte) (*call, error) {
+	x.parseRequest(body)
+	client := body
+	if x.strictOn() {
+		body = x.markStrict(body)
+	}
+	if x.abstainOn() {
+		body = x.offerAbstain(body)
+	}
+	c, err := x.send(x.r.Context(), recovery.KindOriginal, body)
+	if err != nil {
+		return nil, err
+	}
+	return x.strictFallback(x.r.Context(), c, client)
 }
 
 // serveAnswer judges a whole (non-streamed) answer and writes the result.
@@ -366,6 +384,7 @@ func (x *exchange) parseRequest(body []byte) {
 	} else {
 		x.s.metrics.unvalidated(unreadableRequest)
 		req = &neutral.Request{Body: body}
+		x.unread = true
 	}
 	x.req = req
 	x.eff = snap.Effective(req.Offered, req.Choice, parsed)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // The agent frameworks of test/node-frameworks each run their own tool loop
@@ -199,6 +201,11 @@ func fwMessagesUpstream(t *testing.T, scenario string) (string, func() [][]byte)
 // fwCases builds a case, its scripted upstream and its toolgate for every
 // API, streaming mode and scenario.
 func fwCases(t *testing.T, framework string, apis ...string) []*fwCase {
+	return fwCasesWith(t, framework, "", apis...)
+}
+
+// fwCasesWith is fwCases with config added to every case's toolgate.
+func fwCasesWith(t *testing.T, framework, config string, apis ...string) []*fwCase {
 	var out []*fwCase
 	for _, api := range apis {
 		for _, stream := range []bool{false, true} {
@@ -217,9 +224,9 @@ func fwCases(t *testing.T, framework string, apis ...string) []*fwCase {
 				case "messages":
 					url, c.bodies = fwMessagesUpstream(t, sc)
 				}
-				extra := ""
+				extra := config
 				if sc == "abstained" {
-					extra = abstainOn
+					extra += abstainOn
 				}
 				c.gate = startGate(t, "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: mock\n    url: "+url+"\n"+extra)
 				c.Base = c.gate.URL
@@ -343,6 +350,26 @@ func checkFrameworkEscalation(t *testing.T, c *fwCase, r fwResult, requests int)
 func TestFrameworkOpenAIAgents(t *testing.T) {
 	node := needNodeIn(t, "node-frameworks", "@openai/agents", "openai", "zod")
 	runFrameworkCases(t, node, fwCases(t, "agents", "chat", "responses"))
+}
+
+// TestFrameworkOpenAIAgentsUnderStrict: the Agents SDK marks its tools
+// strict itself, so with catalog.strict auto toolgate leaves every tool as
+// the SDK sent it, and every scenario ends as it does without.
+func TestFrameworkOpenAIAgentsUnderStrict(t *testing.T) {
+	node := needNodeIn(t, "node-frameworks", "@openai/agents", "openai", "zod")
+	cases := fwCasesWith(t, "agents", "catalog:\n  strict: auto\n", "chat", "responses")
+	runFrameworkCases(t, node, cases)
+	for _, c := range cases {
+		for _, api := range []string{"chat", "responses"} {
+			m := c.gate.App.Metrics.StrictTools
+			if n := testutil.ToFloat64(m.WithLabelValues(api, "marked")); n != 0 {
+				t.Errorf("%s: toolgate marked %v tools the SDK had decided", c.ID, n)
+			}
+			if n := testutil.ToFloat64(m.WithLabelValues(api, "client")); api == c.API && n == 0 {
+				t.Errorf("%s: no tool counted as the client's", c.ID)
+			}
+		}
+	}
 }
 
 // TestFrameworkAISDK runs the AI SDK's generateText and streamText with a

@@ -95,6 +95,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 	for _, w := range warnings {
 		fmt.Fprintln(stdout, "warning:", w)
 	}
+	for _, line := range lint.Strict(snap) {
+		fmt.Fprintln(stdout, line)
+	}
 	return 0
 }
 

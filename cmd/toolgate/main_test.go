@@ -41,6 +41,15 @@ func TestCheckExampleConfig(t *testing.T) {
 	if !strings.Contains(out.String(), "valid; catalog version") {
 		t.Fatalf("check output: %q", out.String())
 	}
+	// The fit table of the example catalog: the refund's minimum keeps it
+	// out of Anthropic's subset, the search's open object out of both.
+	for _, line := range []string{"  openai (chat, responses):\n    fit: get_order, issue_refund\n",
+		"    issue_refund: /properties/amount_cents: minimum is outside the subset\n",
+		"    web_search: /: additionalProperties must be false\n"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("check output lacks %q:\n%s", line, out.String())
+		}
+	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("upstreams: [{url: x}]\nbogus: 1\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,530 @@
+package catalog
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
+)
+
+// StrictProvider names one provider's strict subset of JSON Schema: the
+// schemas it can constrain decoding to (SPEC §3b). The subsets are the
+// providers' documented ones, read from their references:
+//
+//   - OpenAI (Chat Completions and Responses, `strict: true` on a function):
+//     https://platform.openai.com/docs/guides/structured-outputs#supported-schemas
+//     and https://platform.openai.com/docs/guides/function-calling#strict-mode
+//   - Anthropic (strict tool use, `strict: true` on a tool):
+//     https://platform.claude.com/docs/en/agents-and-tools/tool-use/strict-tool-use
+//     and https://platform.claude.com/docs/en/build-with-claude/structured-outputs#json-schema-limitations
+//   - Gemini (functionCallingConfig.mode VALIDATED):
+//     https://ai.google.dev/gemini-api/docs/function-calling#function_calling_modes
+//     and https://ai.google.dev/gemini-api/docs/structured-output#json-schema-support
+//
+// Where a reference is silent on a keyword the check leaves the schema
+// out: a tool wrongly left unmarked costs nothing, a tool wrongly marked
+// costs a refused request (which toolgate then sends again unmarked).
+type StrictProvider uint8
+
+// The strict subsets.
+const (
+	StrictOpenAI StrictProvider = iota
+	StrictAnthropic
+	StrictGemini
+)
+
+// StrictProviders are all subsets, in the order reports list them.
+var StrictProviders = []StrictProvider{StrictOpenAI, StrictAnthropic, StrictGemini}
+
+func (p StrictProvider) String() string {
+	switch p {
+	case StrictAnthropic:
+		return "anthropic"
+	case StrictGemini:
+		return "gemini"
+	}
+	return "openai"
+}
+
+// StrictFit is the verdict on one schema: whether it lies inside a
+// provider's strict subset, and if not, the first keyword or shape that
+// keeps it out, as "pointer: what".
+type StrictFit struct {
+	OK     bool
+	Reason string
+	// Optional and Unions count what Anthropic limits per request: the
+	// properties not required, and the schemas that are unions (anyOf or
+	// a type list).
+	Optional int
+	Unions   int
+}
+
+// Limits of the providers' documents. OpenAI's hold per schema, Anthropic's
+// per request across every strict tool.
+const (
+	openAIMaxProperties  = 5000
+	openAIMaxDepth       = 10
+	openAIMaxEnumValues  = 1000
+	openAIMaxStringChars = 120000
+	openAIBigEnum        = 250
+	openAIBigEnumChars   = 15000
+
+	anthropicMaxStrictTools = 20
+	anthropicMaxOptional    = 24
+	anthropicMaxUnions      = 16
+)
+
+// strictKeywords are the keywords each subset accepts anywhere in a
+// schema; $schema is accepted at the root only.
+var strictKeywords = [...]map[string]bool{
+	StrictOpenAI: set("type", "properties", "required", "additionalProperties", "items", "enum", "const",
+		"anyOf", "$ref", "$defs", "definitions", "description", "title", "pattern", "format",
+		"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
+		// Not in the documented list, but OpenAI's own strict helpers
+		// (zodFunction in the openai package) send them with strict: true
+		// and the API takes them.
+		"minLength", "maxLength"),
+	StrictAnthropic: set("type", "properties", "required", "additionalProperties", "items", "enum", "const",
+		"anyOf", "allOf", "$ref", "$defs", "definitions", "description", "title", "default", "pattern", "format", "minItems"),
+	StrictGemini: set("type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum",
+		"anyOf", "$ref", "$defs", "$id", "$anchor", "description", "title", "format", "minimum", "maximum",
+		"minItems", "maxItems", "propertyOrdering"),
+}
+
+// strictFormats are the string formats each subset constrains.
+var strictFormats = [...]map[string]bool{
+	StrictOpenAI:    set("date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"),
+	StrictAnthropic: set("date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"),
+	StrictGemini:    set("date-time", "date", "time", "enum", "int32", "int64", "float", "double"),
+}
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// CheckStrict judges one function's parameter schema, as the request
+// declares it, against p's strict subset. It never changes the schema:
+// a schema outside the subset is reported, not made to fit.
+func CheckStrict(p StrictProvider, schema []byte) StrictFit {
+	if jsonx.IsNull(schema) {
+		return StrictFit{Reason: "/: no parameters schema"}
+	}
+	root, err := jsonx.ParseObject(schema)
+	if err != nil {
+		return StrictFit{Reason: "/: not a JSON object"}
+	}
+	w := &strictWalk{p: p, root: root, refs: map[string][]string{}}
+	if !w.rootShape(root) {
+		return StrictFit{Reason: w.reason}
+	}
+	if !w.schema(root, "", "", 1) || !w.limits() {
+		return StrictFit{Reason: w.reason}
+	}
+	return StrictFit{OK: true, Optional: w.optional, Unions: w.unions}
+}
+
+// strictWalk is one schema's check: where it failed and the totals the
+// providers limit.
+type strictWalk struct {
+	p      StrictProvider
+	root   jsonx.Object
+	reason string
+	// refs are the local references each definition ("" for the root)
+	// makes, for Anthropic's rule against recursive schemas.
+	refs                    map[string][]string
+	props, enums, chars     int
+	optional, unions        int
+	bigEnumChars, bigEnumAt string
+}
+
+func (w *strictWalk) fail(ptr, format string, args ...any) bool {
+	if ptr == "" {
+		ptr = "/"
+	}
+	w.reason = ptr + ": " + fmt.Sprintf(format, args...)
+	return false
+}
+
+// rootShape holds the root to what every provider asks of function
+// parameters: an object, and for OpenAI not a union.
+func (w *strictWalk) rootShape(root jsonx.Object) bool {
+	if string(root.Get("type")) != `"object"` {
+		return w.fail("", "the root must be type object")
+	}
+	if w.p == StrictOpenAI && root.Has("anyOf") {
+		return w.fail("", "anyOf at the root")
+	}
+	return true
+}
+
+// schema checks one schema object at ptr; def names the definition it
+// belongs to ("" for the root's own tree).
+func (w *strictWalk) schema(s jsonx.Object, ptr, def string, depth int) bool {
+	for _, f := range s {
+		if !strictKeywords[w.p][f.Key] && (f.Key != "$schema" || ptr != "") {
+			return w.fail(ptr, "%s is outside the subset", f.Key)
+		}
+	}
+	if !s.Has("type") && !s.Has("anyOf") && !s.Has("$ref") && !s.Has("enum") && !s.Has("const") && !s.Has("allOf") {
+		return w.fail(ptr, "a schema without a type")
+	}
+	if !w.typeList(s, ptr) || !w.values(s, ptr) || !w.ref(s, ptr, def) {
+		return false
+	}
+	if !w.object(s, ptr, def, depth) {
+		return false
+	}
+	if it := s.Get("items"); it != nil {
+		if !w.sub(it, ptr+"/items", def, depth) {
+			return false
+		}
+	}
+	if !w.array(s, ptr) {
+		return false
+	}
+	for _, key := range []string{"anyOf", "allOf", "prefixItems"} {
+		if !w.list(s, key, ptr, def, depth) {
+			return false
+		}
+	}
+	return w.defs(s, ptr, depth)
+}
+
+// sub checks a nested schema; boolean schemas are outside every subset.
+func (w *strictWalk) sub(raw []byte, ptr, def string, depth int) bool {
+	obj, err := jsonx.SplitObject(raw)
+	if err != nil {
+		return w.fail(ptr, "a boolean or malformed schema")
+	}
+	return w.schema(obj, ptr, def, depth)
+}
+
+// list checks each schema of an anyOf, allOf or prefixItems.
+func (w *strictWalk) list(s jsonx.Object, key, ptr, def string, depth int) bool {
+	raw := s.Get(key)
+	if raw == nil {
+		return true
+	}
+	elems, err := jsonx.SplitArray(raw)
+	if err != nil || len(elems) == 0 {
+		return w.fail(ptr, "%s must be a non-empty array", key)
+	}
+	if key == "anyOf" {
+		w.unions++
+	}
+	if key == "allOf" && w.p == StrictAnthropic && strings.Contains(string(raw), `"$ref"`) {
+		return w.fail(ptr+"/allOf", "allOf with $ref")
+	}
+	for i, e := range elems {
+		if !w.sub(e, ptr+"/"+key+"/"+strconv.Itoa(i), def, depth) {
+			return false
+		}
+	}
+	return true
+}
+
+// typeList reads type: one name, or a list of them (a union).
+func (w *strictWalk) typeList(s jsonx.Object, ptr string) bool {
+	raw := s.Get("type")
+	if raw == nil {
+		return true
+	}
+	if raw[0] != '[' {
+		if _, ok := jsonx.Unquote(raw); !ok {
+			return w.fail(ptr, "type must be a name")
+		}
+		return true
+	}
+	names, err := jsonx.SplitArray(raw)
+	if err != nil || len(names) == 0 {
+		return w.fail(ptr, "type must be a name or a list of names")
+	}
+	if len(names) > 1 {
+		w.unions++
+	}
+	return true
+}
+
+// values checks enum, const, format, pattern.
+func (w *strictWalk) values(s jsonx.Object, ptr string) bool {
+	if raw := s.Get("enum"); raw != nil {
+		if !w.enum(raw, ptr) {
+			return false
+		}
+	}
+	if raw := s.Get("const"); raw != nil {
+		w.chars += len(raw)
+	}
+	if raw := s.Get("format"); raw != nil {
+		f, _ := jsonx.Unquote(raw)
+		if !strictFormats[w.p][f] {
+			return w.fail(ptr, "format %q is outside the subset", f)
+		}
+	}
+	if raw := s.Get("pattern"); raw != nil && w.p == StrictAnthropic {
+		pat, _ := jsonx.Unquote(raw)
+		if what := unsupportedRegex(pat); what != "" {
+			return w.fail(ptr, "pattern uses %s", what)
+		}
+	}
+	return true
+}
+
+// enum counts an enum's values for OpenAI's limits and holds Anthropic's
+// enums to primitive values.
+func (w *strictWalk) enum(raw []byte, ptr string) bool {
+	vals, err := jsonx.SplitArray(raw)
+	if err != nil || len(vals) == 0 {
+		return w.fail(ptr, "enum must be a non-empty array")
+	}
+	total := 0
+	for _, v := range vals {
+		if v[0] == '{' || v[0] == '[' {
+			if w.p == StrictAnthropic {
+				return w.fail(ptr, "enum with an object or array value")
+			}
+		}
+		total += len(v)
+	}
+	w.enums += len(vals)
+	w.chars += total
+	if len(vals) > openAIBigEnum && total > openAIBigEnumChars && w.bigEnumAt == "" {
+		w.bigEnumAt = ptr
+	}
+	return true
+}
+
+// unsupportedRegex names the first regex feature Anthropic's grammar
+// cannot express: backreferences, lookaround, word boundaries.
+func unsupportedRegex(p string) string {
+	for i := 0; i+1 < len(p); i++ {
+		if p[i] != '\\' && p[i] != '(' {
+			continue
+		}
+		if p[i] == '\\' {
+			switch c := p[i+1]; {
+			case c >= '1' && c <= '9', c == 'k':
+				return "a backreference"
+			case c == 'b' || c == 'B':
+				return "a word boundary"
+			}
+			i++
+			continue
+		}
+		if strings.HasPrefix(p[i:], "(?=") || strings.HasPrefix(p[i:], "(?!") ||
+			strings.HasPrefix(p[i:], "(?<=") || strings.HasPrefix(p[i:], "(?<!") {
+			return "a lookaround"
+		}
+	}
+	return ""
+}
+
+// ref checks a $ref: local only, and recorded for the recursion check.
+func (w *strictWalk) ref(s jsonx.Object, ptr, def string) bool {
+	raw := s.Get("$ref")
+	if raw == nil {
+		return true
+	}
+	r, _ := jsonx.Unquote(raw)
+	if r != "#" && !strings.HasPrefix(r, "#/") {
+		return w.fail(ptr, "$ref %q is not local", r)
+	}
+	w.refs[def] = append(w.refs[def], refTarget(r))
+	return true
+}
+
+// refTarget is the definition a local reference lands in: "" for the
+// root, else "$defs/Name".
+func refTarget(r string) string {
+	parts := strings.SplitN(strings.TrimPrefix(r, "#/"), "/", 3)
+	if r == "#" || len(parts) < 2 {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
+}
+
+// object checks an object schema's properties, required and
+// additionalProperties.
+func (w *strictWalk) object(s jsonx.Object, ptr, def string, depth int) bool {
+	props := s.Get("properties")
+	isObject := props != nil || typeNames(s.Get("type"))["object"]
+	if !isObject {
+		return true
+	}
+	if w.p == StrictOpenAI && depth > openAIMaxDepth {
+		return w.fail(ptr, "more than %d levels of nesting", openAIMaxDepth)
+	}
+	if !w.closed(s, ptr, def, depth) {
+		return false
+	}
+	var members jsonx.Object
+	if props != nil {
+		var err error
+		if members, err = jsonx.SplitObject(props); err != nil {
+			return w.fail(ptr, "properties must be an object")
+		}
+	}
+	required := map[string]bool{}
+	if raw := s.Get("required"); raw != nil {
+		names, err := jsonx.SplitArray(raw)
+		if err != nil {
+			return w.fail(ptr, "required must be an array")
+		}
+		for _, n := range names {
+			name, _ := jsonx.Unquote(n)
+			required[name] = true
+		}
+	}
+	for _, m := range members {
+		w.props++
+		w.chars += len(m.Key)
+		if !required[m.Key] {
+			if w.p == StrictOpenAI {
+				return w.fail(ptr, "property %q is optional: every property must be required", m.Key)
+			}
+			w.optional++
+		}
+		if !w.sub(m.Value, ptr+"/properties/"+escapePointer(m.Key), def, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// closed holds additionalProperties to what the subset asks: false on
+// every object for OpenAI and Anthropic; anything, checked as a schema
+// when it is one, for Gemini.
+func (w *strictWalk) closed(s jsonx.Object, ptr, def string, depth int) bool {
+	ap := s.Get("additionalProperties")
+	if w.p == StrictGemini {
+		if ap != nil && ap[0] == '{' {
+			return w.sub(ap, ptr+"/additionalProperties", def, depth+1)
+		}
+		return true
+	}
+	if string(ap) != "false" {
+		return w.fail(ptr, "additionalProperties must be false")
+	}
+	return true
+}
+
+// array checks the array limits a subset allows.
+func (w *strictWalk) array(s jsonx.Object, ptr string) bool {
+	if w.p != StrictAnthropic {
+		return true
+	}
+	if raw := s.Get("minItems"); raw != nil {
+		if n, ok := jsonx.Int(raw); !ok || n > 1 {
+			return w.fail(ptr, "minItems other than 0 or 1")
+		}
+	}
+	return true
+}
+
+// defs checks the definitions a schema carries ($defs, definitions).
+func (w *strictWalk) defs(s jsonx.Object, ptr string, depth int) bool {
+	for _, key := range []string{"$defs", "definitions"} {
+		raw := s.Get(key)
+		if raw == nil {
+			continue
+		}
+		members, err := jsonx.SplitObject(raw)
+		if err != nil {
+			return w.fail(ptr, "%s must be an object", key)
+		}
+		for _, m := range members {
+			w.chars += len(m.Key)
+			if !w.sub(m.Value, ptr+"/"+key+"/"+escapePointer(m.Key), key+"/"+m.Key, depth) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// limits holds the totals to OpenAI's per-schema limits and rules out
+// recursion for Anthropic, once the whole schema is walked.
+func (w *strictWalk) limits() bool {
+	switch w.p {
+	case StrictOpenAI:
+		switch {
+		case w.props > openAIMaxProperties:
+			return w.fail("", "more than %d properties", openAIMaxProperties)
+		case w.enums > openAIMaxEnumValues:
+			return w.fail("", "more than %d enum values", openAIMaxEnumValues)
+		case w.chars > openAIMaxStringChars:
+			return w.fail("", "names and enum values longer than %d characters together", openAIMaxStringChars)
+		case w.bigEnumAt != "":
+			return w.fail(w.bigEnumAt, "an enum of more than %d values longer than %d characters", openAIBigEnum, openAIBigEnumChars)
+		}
+	case StrictAnthropic:
+		if at := w.cycle(); at != "" {
+			return w.fail(at, "a recursive schema")
+		}
+	}
+	return true
+}
+
+// cycle finds a definition that reaches itself through $ref, and names
+// it, or returns "".
+func (w *strictWalk) cycle() string {
+	state := map[string]uint8{} // 1 visiting, 2 done
+	var visit func(n string) (string, bool)
+	visit = func(n string) (string, bool) {
+		switch state[n] {
+		case 1:
+			return n, true
+		case 2:
+			return "", false
+		}
+		state[n] = 1
+		for _, m := range w.refs[n] {
+			if at, ok := visit(m); ok {
+				return at, true
+			}
+		}
+		state[n] = 2
+		return "", false
+	}
+	names := make([]string, 0, len(w.refs))
+	for n := range w.refs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if at, ok := visit(n); ok {
+			return "/" + at
+		}
+	}
+	return ""
+}
+
+// typeNames reads type as a set of names.
+func typeNames(raw []byte) map[string]bool {
+	out := map[string]bool{}
+	if raw == nil {
+		return out
+	}
+	if raw[0] != '[' {
+		n, _ := jsonx.Unquote(raw)
+		out[n] = true
+		return out
+	}
+	names, _ := jsonx.SplitArray(raw)
+	for _, r := range names {
+		n, _ := jsonx.Unquote(r)
+		out[n] = true
+	}
+	return out
+}
+
+// escapePointer escapes one JSON pointer token.
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

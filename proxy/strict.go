@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/recovery"
+)
+
+// strictRun is what strict mode (SPEC §3b) did to one request: the tools it
+// marked, so that a refusal can be undone and their calls counted apart.
+type strictRun struct {
+	marker   api.StrictMarker
+	provider catalog.StrictProvider
+	tools    []catalog.StrictTool
+	marked   map[string]bool
+}
+
+// strictProviders maps each API to the strict subset of its provider.
+var strictProviders = map[string]catalog.StrictProvider{
+	"chat":      catalog.StrictOpenAI,
+	"responses": catalog.StrictOpenAI,
+	"messages":  catalog.StrictAnthropic,
+	"gemini":    catalog.StrictGemini,
+}
+
+// strictOn reports whether this request may be marked: catalog.strict is
+// auto, the mode is not shadow (where requests reach the upstream as sent)
+// and the API has a strict flag.
+func (x *exchange) strictOn() bool {
+	if x.rt.snap.Config.Catalog.Strict != catalog.StrictAuto || x.settings.Shadow {
+		return false
+	}
+	_, ok := x.cd.(api.StrictMarker)
+	return ok
+}
+
+// markStrict asks the provider to constrain decoding for every offered
+// function tool whose schema fits its strict subset, and returns the body
+// to send: the client's with only the flags spliced in. Nothing changes
+// for a request toolgate could not read or whose tools fit nowhere.
+func (x *exchange) markStrict(body []byte) []byte {
+	m, ok := x.cd.(api.StrictMarker)
+	provider, known := strictProviders[x.api.Name()]
+	if !ok || !known || x.unread {
+		return body
+	}
+	offered := m.StrictTools()
+	if len(offered) == 0 {
+		return body
+	}
+	tools := make([]catalog.StrictTool, len(offered))
+	for i, t := range offered {
+		tools[i] = catalog.StrictTool{Name: t.Name, Schema: t.Schema, Client: t.Client}
+	}
+	plan := x.rt.snap.PlanStrict(provider, tools, m.StrictPerRequest())
+	nb, err := body, error(nil)
+	if len(plan.Mark) > 0 {
+		nb, err = m.MarkStrict(plan.Mark)
+	}
+	for _, r := range plan.Results {
+		if err != nil && r == catalog.StrictMarked {
+			r = catalog.StrictUnfit
+		}
+		x.s.metrics.StrictTools.WithLabelValues(x.api.Name(), string(r)).Inc()
+	}
+	if err != nil {
+		x.s.log.Warn("strict marking failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+		return body
+	}
+	if len(plan.Mark) == 0 {
+		return body
+	}
+	run := &strictRun{marker: m, provider: provider, tools: tools, marked: make(map[string]bool, len(plan.Mark))}
+	for _, n := range plan.Mark {
+		run.marked[n] = true
+	}
+	x.strict = run
+	x.req.Body = nb
+	return nb
+}
+
+// strictMarked reports whether toolgate marked the named tool strict on
+// this request.
+func (x *exchange) strictMarked(name string) bool {
+	return x.strict != nil && x.strict.marked[name]
+}
+
+// maxRefusalBytes bounds the error body read to see whether it refuses
+// the marking; an error body is small.
+const maxRefusalBytes = 64 << 10
+
+// strictFallback looks at the upstream's answer to a marked request. A
+// 400 that refuses the marking (its message names the schema or the strict
+// flag) is answered by sending the request once more exactly as the client
+// sent it, with the refused tools remembered for this catalog version. Any
+// other answer is handed back to be served as usual, unread.
+func (x *exchange) strictFallback(ctx context.Context, c *call, client []byte) (*call, error) {
+	if x.strict == nil || c.resp.StatusCode != http.StatusBadRequest || undecoded(c.resp.Header) {
+		return c, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(c.body, maxRefusalBytes))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	msg, tool := x.strict.marker.UpstreamError(b)
+	// A refusal that points at a tool toolgate did not mark (one the client
+	// marked itself) is the client's to see, as it would be without toolgate.
+	if !refusesStrict(msg) || (tool != "" && !x.strict.marked[tool]) {
+		rest := c.body
+		c.body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), rest), rest}
+		return c, nil
+	}
+	c.Close()
+	x.forgetStrict(tool)
+	x.s.log.Info("upstream refused the strict marking; sent as the client sent it",
+		zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.String("tool", x.toolLabelOf(tool)))
+	// A fresh codec reads the client's request again, so re-queries start
+	// from it and not from the marked one.
+	x.strict = nil
+	x.cd = x.api.NewCodec()
+	x.parseRequest(client)
+	body := client
+	if x.abstainOn() {
+		body = x.offerAbstain(body)
+	}
+	return x.send(ctx, recovery.KindOriginal, body)
+}
+
+// forgetStrict remembers the refused tool, one toolgate marked, or every
+// marked tool when the refusal names none (or the flag is the request's),
+// and counts them.
+func (x *exchange) forgetStrict(tool string) {
+	run := x.strict
+	for _, t := range run.tools {
+		if !run.marked[t.Name] || (tool != "" && t.Name != tool) {
+			continue
+		}
+		x.rt.snap.RefuseStrict(run.provider, t)
+		x.s.metrics.StrictTools.WithLabelValues(x.api.Name(), string(catalog.StrictRefused)).Inc()
+	}
+}
+
+// toolLabelOf bounds a tool name for a log line: a catalog name as is,
+// anything else as _request.
+func (x *exchange) toolLabelOf(name string) string {
+	if _, ok := x.rt.snap.Tools[name]; ok || name == "" {
+		return name
+	}
+	return "_request"
+}
+
+// refusesStrict reports an error message that names the schema or the
+// strict flag (or Gemini's VALIDATED mode): a refusal of the marking
+// rather than of something else in the request.
+func refusesStrict(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "strict") || strings.Contains(m, "schema") || strings.Contains(m, "validated")
+}
