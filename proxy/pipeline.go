@@ -37,6 +37,8 @@ type exchange struct {
 	r      *http.Request
 	rid    string
 	path   string
+	// body is the client's request as it came, which an approval binds.
+	body []byte
 	// query is the query string sent upstream: the client's, less any key
 	// toolgate's own replaces.
 	query string
@@ -79,6 +81,11 @@ func (x *exchange) serve() {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
 		x.writeFailure(classify(err, false))
+		return
+	}
+	x.body = body
+	if resumeAsked(x.r) {
+		x.resume(body)
 		return
 	}
 	x.settings = x.rt.settings

@@ -428,6 +428,9 @@ func (r *streamRun) deliver(v verdict) bool {
 		_ = sw.write(st.ErrorEvent(classify(v.upstream, true), nil))
 	case v.escalation != nil:
 		if !sw.begun() {
+			if v.hold != nil && !r.holdStream(&v) {
+				return false
+			}
 			x.writeEscalation(v.escalation, v.outcome)
 			return false
 		}
