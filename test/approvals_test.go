@@ -1,6 +1,36 @@
 package test
 
+// End to end tests of approvals (SPEC §5a): a confirm call held, approved
+// through the admin API and released once, through the official SDKs of
+// the four routes, plain and streamed; every refusal with its code and
+// nothing sent upstream; replicas sharing redis; the file store across a
+// restart.
+
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+	"google.golang.org/genai"
+
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 	"github.com/toolgate/toolgate/proxy"
 )
 
@@ -23,4 +53,508 @@ func escalationRecords(recs []*proxy.EscalationRecord) []*proxy.EscalationRecord
 		}
 	}
 	return out
+}
+
+// refundArgs are the arguments the model calls issue_refund with.
+const refundArgs = `{"order_id":"ord_1","amount_cents":500}`
+
+const refundSchema = `{"type":"object","properties":{"order_id":{"type":"string"},"amount_cents":{"type":"integer","minimum":1,"maximum":%d}},"required":["order_id","amount_cents"],"additionalProperties":false}`
+
+// refundConfig is a config with one confirm tool; maxCents bounds its
+// amount, so a reload can make a held call fail.
+func refundConfig(upstreamURL, approvals string, maxCents int, approver string) string {
+	return "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams:\n  - name: up\n    url: " + upstreamURL + "\n" +
+		"approvals:\n" + approvals +
+		"catalog:\n  version: refunds-v1\n  tools:\n    - name: issue_refund\n      description: Refund an order\n" +
+		"      policy: confirm\n      approver: " + approver + "\n      parameters: " + fmt.Sprintf(refundSchema, maxCents) + "\n"
+}
+
+// refundUpstream answers every request with the model's one call to
+// issue_refund, in the route's shape, and counts what it was sent.
+type refundUpstream struct {
+	t   *testing.T
+	srv *httptest.Server
+	n   atomic.Int64
+}
+
+func newRefundUpstream(t *testing.T) *refundUpstream {
+	u := &refundUpstream{t: t}
+	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *refundUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	u.n.Add(1)
+	body, _ := io.ReadAll(r.Body)
+	var head struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(body, &head)
+	ct, out := "application/json", ""
+	switch p := r.URL.Path; {
+	case p == "/v1/chat/completions" && head.Stream:
+		ct, out = "text/event-stream", csCall("call_r1", "issue_refund", refundArgs)
+	case p == "/v1/chat/completions":
+		out = callsAnswer("chatcmpl-r1", call{"call_r1", "issue_refund", refundArgs}).Body
+	case p == "/v1/messages":
+		msg := anthMsg("msg_r1", "tool_use", anthToolUse("toolu_r1", "issue_refund", refundArgs))
+		out = msg
+		if head.Stream {
+			ct, out = "text/event-stream", anthSSE(u.t, msg)
+		}
+	case p == "/v1/responses":
+		a := respAnswer{ID: "resp_r1", Items: []string{respCall("fc_r1", "call_r1", "issue_refund", refundArgs)}}
+		out = respObject(a, "completed", "", a.Items)
+		if head.Stream {
+			ct, out = "text/event-stream", string(respStreamOf(a, ""))
+		}
+	case strings.HasSuffix(p, ":streamGenerateContent"):
+		ct, out = "text/event-stream", "data: "+gemAnswer("STOP", gemFC("issue_refund", refundArgs, ""))+"\r\n\r\n"
+	default:
+		out = gemAnswer("STOP", gemFC("issue_refund", refundArgs, ""))
+	}
+	w.Header().Set("Content-Type", ct)
+	_, _ = io.WriteString(w, out)
+}
+
+// wire records the status, headers and bytes of the last answer a client
+// read, whatever its SDK makes of them.
+type wire struct {
+	mu     sync.Mutex
+	status int
+	header http.Header
+	raw    bytes.Buffer
+}
+
+func (w *wire) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	w.mu.Lock()
+	w.status, w.header = resp.StatusCode, resp.Header.Clone()
+	w.raw.Reset()
+	w.raw.Write(b)
+	w.mu.Unlock()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}
+
+// sdkResult is one call through an SDK: the calls the client got and how
+// the answer came.
+type sdkResult struct {
+	calls  []string
+	err    error
+	status int
+	header http.Header
+	raw    []byte
+}
+
+// approval returns the escalation's approval object, found anywhere in
+// the error body.
+func (r sdkResult) approval(t *testing.T) ticket {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(r.raw, &v); err != nil {
+		t.Fatalf("answer is not JSON: %s", r.raw)
+	}
+	raw, ok := findKey(v, "approval")
+	if !ok {
+		t.Fatalf("no approval in %s", r.raw)
+	}
+	b, _ := json.Marshal(raw)
+	var tk ticket
+	_ = json.Unmarshal(b, &tk)
+	return tk
+}
+
+// code is the error's code, wherever the route's envelope puts it.
+func (r sdkResult) code() string {
+	var v any
+	_ = json.Unmarshal(r.raw, &v)
+	c, _ := findKey(v, "code")
+	if s, ok := c.(string); ok {
+		return s
+	}
+	// Gemini's envelope has a numeric code and the name in status.
+	st, _ := findKey(v, "status")
+	s, _ := st.(string)
+	return s
+}
+
+func findKey(v any, key string) (any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		if got, ok := x[key]; ok {
+			return got, true
+		}
+		for _, c := range x {
+			if got, ok := findKey(c, key); ok {
+				return got, true
+			}
+		}
+	case []any:
+		for _, c := range x {
+			if got, ok := findKey(c, key); ok {
+				return got, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// route drives one API's official SDK: send asks toolgate with the extra
+// headers (the approval on a resume); changed asks something else.
+type route struct {
+	name string
+	send func(t *testing.T, base string, stream, changed bool, h map[string]string) sdkResult
+}
+
+var routes = []route{
+	{"chat", sendChat},
+	{"messages", sendMessages},
+	{"responses", sendResponses},
+	{"gemini", sendGemini},
+}
+
+func question(changed bool) string {
+	if changed {
+		return "Refund order ord_1, 5 dollars, and say sorry."
+	}
+	return "Refund order ord_1, 5 dollars."
+}
+
+func refundSchemaMap() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(fmt.Sprintf(refundSchema, 100000)), &m)
+	return m
+}
+
+func ctx20() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 20*time.Second)
+}
+
+func finish(w *wire, calls []string, err error) sdkResult {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return sdkResult{calls: calls, err: err, status: w.status, header: w.header, raw: append([]byte(nil), w.raw.Bytes()...)}
+}
+
+// compact writes JSON arguments one way (members sorted), so calls from
+// every SDK compare.
+func compact(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func sendChat(t *testing.T, base string, stream, changed bool, h map[string]string) sdkResult {
+	w := &wire{}
+	opts := []option.RequestOption{option.WithBaseURL(base + "/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Transport: w})}
+	for k, v := range h {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	c := openai.NewClient(opts...)
+	params := openai.ChatCompletionNewParams{Model: "gpt-4o",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(question(changed))},
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "issue_refund", Description: openai.String("Refund an order"), Parameters: refundSchemaMap()})}}
+	ctx, cancel := ctx20()
+	defer cancel()
+	var calls []string
+	if !stream {
+		resp, err := c.Chat.Completions.New(ctx, params)
+		if err == nil {
+			for _, tc := range resp.Choices[0].Message.ToolCalls {
+				calls = append(calls, tc.Function.Name+" "+compact(tc.Function.Arguments))
+			}
+		}
+		return finish(w, calls, err)
+	}
+	s := c.Chat.Completions.NewStreaming(ctx, params)
+	defer s.Close()
+	var acc openai.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if s.Err() == nil && len(acc.Choices) > 0 {
+		for _, tc := range acc.Choices[0].Message.ToolCalls {
+			calls = append(calls, tc.Function.Name+" "+compact(tc.Function.Arguments))
+		}
+	}
+	return finish(w, calls, s.Err())
+}
+
+func sendMessages(t *testing.T, base string, stream, changed bool, h map[string]string) sdkResult {
+	w := &wire{}
+	opts := []anthoption.RequestOption{anthoption.WithBaseURL(base), anthoption.WithAPIKey("sk-ant"), anthoption.WithMaxRetries(0),
+		anthoption.WithHTTPClient(&http.Client{Transport: w})}
+	for k, v := range h {
+		opts = append(opts, anthoption.WithHeader(k, v))
+	}
+	c := anthropic.NewClient(opts...)
+	params := anthropic.MessageNewParams{Model: "claude-sonnet-4-5-20250929", MaxTokens: 1024,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(question(changed)))},
+		Tools: []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "issue_refund", Description: anthropic.String("Refund an order"),
+			InputSchema: anthropic.ToolInputSchemaParam{Properties: refundSchemaMap()["properties"], Required: []string{"order_id", "amount_cents"}}}}}}
+	ctx, cancel := ctx20()
+	defer cancel()
+	var msg anthropic.Message
+	var err error
+	if !stream {
+		var m *anthropic.Message
+		if m, err = c.Messages.New(ctx, params); m != nil {
+			msg = *m
+		}
+	} else {
+		s := c.Messages.NewStreaming(ctx, params)
+		for s.Next() {
+			_ = msg.Accumulate(s.Current())
+		}
+		err = s.Err()
+		s.Close()
+	}
+	var calls []string
+	if err == nil {
+		for _, b := range msg.Content {
+			if b.Type == "tool_use" {
+				calls = append(calls, b.Name+" "+compact(string(b.Input)))
+			}
+		}
+	}
+	return finish(w, calls, err)
+}
+
+func sendResponses(t *testing.T, base string, stream, changed bool, h map[string]string) sdkResult {
+	w := &wire{}
+	opts := []option.RequestOption{option.WithBaseURL(base + "/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Transport: w})}
+	for k, v := range h {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	c := openai.NewClient(opts...)
+	params := responses.ResponseNewParams{Model: "gpt-5", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(question(changed))},
+		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "issue_refund",
+			Description: openai.String("Refund an order"), Parameters: refundSchemaMap(), Strict: openai.Bool(false)}}}}
+	ctx, cancel := ctx20()
+	defer cancel()
+	var out []responses.ResponseOutputItemUnion
+	var err error
+	if !stream {
+		var r *responses.Response
+		if r, err = c.Responses.New(ctx, params); err == nil {
+			out = r.Output
+		}
+	} else {
+		s := c.Responses.NewStreaming(ctx, params)
+		for s.Next() {
+			if ev := s.Current(); ev.Type == "response.completed" {
+				out = ev.Response.Output
+			}
+		}
+		err = s.Err()
+		s.Close()
+	}
+	var calls []string
+	for _, it := range out {
+		if it.Type == "function_call" {
+			calls = append(calls, it.Name+" "+compact(it.Arguments.OfString))
+		}
+	}
+	return finish(w, calls, err)
+}
+
+func sendGemini(t *testing.T, base string, stream, changed bool, h map[string]string) sdkResult {
+	w := &wire{}
+	ctx, cancel := ctx20()
+	defer cancel()
+	hdr := http.Header{}
+	for k, v := range h {
+		hdr.Set(k, v)
+	}
+	client, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "gem-key", Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: base, APIVersion: "v1beta", Headers: hdr},
+		HTTPClient:  &http.Client{Transport: w}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &genai.GenerateContentConfig{Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{{
+		Name: "issue_refund", Description: "Refund an order", ParametersJsonSchema: refundSchemaMap()}}}},
+		HTTPOptions: &genai.HTTPOptions{Headers: hdr}}
+	contents := genai.Text(question(changed))
+	var resps []*genai.GenerateContentResponse
+	if stream {
+		for chunk, e := range client.Models.GenerateContentStream(ctx, "gemini-2.5-flash", contents, cfg) {
+			if e != nil {
+				err = e
+				break
+			}
+			resps = append(resps, chunk)
+		}
+	} else {
+		var r *genai.GenerateContentResponse
+		if r, err = client.Models.GenerateContent(ctx, "gemini-2.5-flash", contents, cfg); err == nil {
+			resps = append(resps, r)
+		}
+	}
+	var calls []string
+	for _, r := range resps {
+		for _, fc := range r.FunctionCalls() {
+			b, _ := json.Marshal(fc.Args)
+			calls = append(calls, fc.Name+" "+compact(string(b)))
+		}
+	}
+	return finish(w, calls, err)
+}
+
+// approvalGate is one toolgate started from a config file, as the binary
+// starts, so a test can reload or restart it.
+type approvalGate struct {
+	t    *testing.T
+	path string
+	app  *app.App
+	sink *recordingSink
+}
+
+func startApprovalGate(t *testing.T, dir, cfg string) *approvalGate {
+	t.Helper()
+	path := filepath.Join(dir, "toolgate.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := &approvalGate{t: t, path: path, sink: &recordingSink{}}
+	a, err := app.Start(path, app.Options{Logger: testLogger(t), Sink: g.sink})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	g.app = a
+	t.Cleanup(g.stop)
+	return g
+}
+
+func (g *approvalGate) stop() {
+	if g.app == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = g.app.Shutdown(ctx)
+	g.app = nil
+}
+
+func (g *approvalGate) url() string { return "http://" + g.app.ProxyAddr() }
+
+// reload rewrites the config file and reloads it.
+func (g *approvalGate) reload(cfg string) {
+	g.t.Helper()
+	if err := os.WriteFile(g.path, []byte(cfg), 0o600); err != nil {
+		g.t.Fatal(err)
+	}
+	if err := g.app.Reload(); err != nil {
+		g.t.Fatalf("reload: %v", err)
+	}
+}
+
+// decide posts a decision to the admin API and returns its status.
+func (g *approvalGate) decide(id, decision string) int {
+	g.t.Helper()
+	body := `{"decision":"` + decision + `","by":"ana@example.com","note":"checked"}`
+	resp, err := http.Post("http://"+g.app.AdminAddr()+"/approvals/"+id, "application/json", strings.NewReader(body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		g.t.Logf("decision %s: %d %s", decision, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+func resumeWith(id string) map[string]string { return map[string]string{"X-Toolgate-Approval": id} }
+
+// expectResumeRefused checks a resume refused with code and status, in the
+// route's envelope, which no SDK retries.
+func expectResumeRefused(t *testing.T, r sdkResult, code string, status int) {
+	t.Helper()
+	if r.err == nil || r.status != status {
+		t.Fatalf("got status %d err %v, want %d %s; body %s", r.status, r.err, status, code, r.raw)
+	}
+	if got := r.code(); got != code && !strings.Contains(string(r.raw), `"`+code+`"`) {
+		t.Errorf("code %q, want %s; body %s", got, code, r.raw)
+	}
+	if got := r.header.Get("X-Should-Retry"); got != "false" {
+		t.Errorf("x-should-retry %q, want false", got)
+	}
+	if len(r.calls) != 0 {
+		t.Errorf("a refused resume released %v", r.calls)
+	}
+}
+
+// hold asks until the call is held and returns its approval.
+func hold(t *testing.T, rt route, base string, stream bool) ticket {
+	t.Helper()
+	r := rt.send(t, base, stream, false, nil)
+	if r.status != http.StatusUnprocessableEntity || len(r.calls) != 0 {
+		t.Fatalf("first answer %d with calls %v (err %v), want a 422 escalation; body %s", r.status, r.calls, r.err, r.raw)
+	}
+	tk := r.approval(t)
+	if !strings.HasPrefix(tk.ID, "apr_") || tk.State != "pending" || !strings.HasPrefix(tk.CallDigest, "sha256:") || tk.ExpiresAt == "" {
+		t.Fatalf("approval %+v", tk)
+	}
+	return tk
+}
+
+var wantRefund = []string{"issue_refund " + compact(refundArgs)}
+
+// TestApprovalsHoldApproveResume: on every route, plain and streamed, a
+// confirm call is held, refused while pending, approved through the admin
+// API, released exactly once as the model wrote it with no further
+// upstream request, and refused after that, for a changed body and for an
+// unknown id.
+func TestApprovalsHoldApproveResume(t *testing.T) {
+	for _, rt := range routes {
+		for _, stream := range []bool{false, true} {
+			name := rt.name + "/plain"
+			if stream {
+				name = rt.name + "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				up := newRefundUpstream(t)
+				g := startApprovalGate(t, t.TempDir(), refundConfig(up.srv.URL, "  store: memory\n", 100000, "operator"))
+				tk := hold(t, rt, g.url(), stream)
+				expectResumeRefused(t, rt.send(t, g.url(), stream, false, resumeWith(tk.ID)), "approval_pending", http.StatusConflict)
+				if st := g.decide(tk.ID, "approve"); st != http.StatusOK {
+					t.Fatalf("approve: %d", st)
+				}
+				r := rt.send(t, g.url(), stream, false, resumeWith(tk.ID))
+				if r.err != nil || r.status != http.StatusOK {
+					t.Fatalf("resume: %d %v; body %s", r.status, r.err, r.raw)
+				}
+				if strings.Join(r.calls, "|") != strings.Join(wantRefund, "|") {
+					t.Errorf("released %v, want %v", r.calls, wantRefund)
+				}
+				if r.header.Get("X-Toolgate-Outcome") != "approved" || r.header.Get("X-Toolgate-Upstream-Calls") != "0" {
+					t.Errorf("outcome %q upstream calls %q", r.header.Get("X-Toolgate-Outcome"), r.header.Get("X-Toolgate-Upstream-Calls"))
+				}
+				if stream != strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+					t.Errorf("content type %q for stream=%v", r.header.Get("Content-Type"), stream)
+				}
+				expectResumeRefused(t, rt.send(t, g.url(), stream, false, resumeWith(tk.ID)), "approval_used", http.StatusConflict)
+				expectResumeRefused(t, rt.send(t, g.url(), stream, true, resumeWith(tk.ID)), "approval_mismatch", http.StatusConflict)
+				expectResumeRefused(t, rt.send(t, g.url(), stream, false, resumeWith("apr_00000000000000000000000000000000")),
+					"approval_unknown", http.StatusNotFound)
+				if n := up.n.Load(); n != 1 {
+					t.Errorf("%d upstream requests, want 1: a resume sends nothing", n)
+				}
+			})
+		}
+	}
 }
