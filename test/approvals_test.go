@@ -12,10 +12,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -556,5 +559,266 @@ func TestApprovalsHoldApproveResume(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestApprovalsRefusals: a denied, an expired, a stale and a caller
+// approval with a wrong secret are each refused with their code, on every
+// route, and nothing reaches the upstream but the first request of each.
+func TestApprovalsRefusals(t *testing.T) {
+	for _, rt := range routes {
+		t.Run(rt.name, func(t *testing.T) {
+			up := newRefundUpstream(t)
+			cfg := func(store string, maxCents int, approver string) string {
+				return refundConfig(up.srv.URL, store, maxCents, approver)
+			}
+			t.Run("denied", func(t *testing.T) {
+				g := startApprovalGate(t, t.TempDir(), cfg("  store: memory\n", 100000, "operator"))
+				tk := hold(t, rt, g.url(), false)
+				if st := g.decide(tk.ID, "deny"); st != http.StatusOK {
+					t.Fatalf("deny: %d", st)
+				}
+				expectResumeRefused(t, rt.send(t, g.url(), false, false, resumeWith(tk.ID)), "approval_denied", http.StatusForbidden)
+				if st := g.decide(tk.ID, "approve"); st != http.StatusConflict {
+					t.Errorf("a second decision: %d, want 409", st)
+				}
+			})
+			t.Run("expired", func(t *testing.T) {
+				g := startApprovalGate(t, t.TempDir(), cfg("  store: memory\n  ttl: 1s\n", 100000, "operator"))
+				tk := hold(t, rt, g.url(), true)
+				if st := g.decide(tk.ID, "approve"); st != http.StatusOK {
+					t.Fatalf("approve: %d", st)
+				}
+				time.Sleep(1100 * time.Millisecond)
+				expectResumeRefused(t, rt.send(t, g.url(), true, false, resumeWith(tk.ID)), "approval_expired", http.StatusGone)
+			})
+			t.Run("stale after a reload", func(t *testing.T) {
+				g := startApprovalGate(t, t.TempDir(), cfg("  store: memory\n", 100000, "operator"))
+				tk := hold(t, rt, g.url(), false)
+				if st := g.decide(tk.ID, "approve"); st != http.StatusOK {
+					t.Fatalf("approve: %d", st)
+				}
+				// Refunds over a dollar now break the schema: the held 500
+				// cents no longer passes.
+				g.reload(cfg("  store: memory\n", 100, "operator"))
+				expectResumeRefused(t, rt.send(t, g.url(), false, false, resumeWith(tk.ID)), "approval_stale", http.StatusConflict)
+				var refused bool
+				for _, rec := range g.sink.records() {
+					if a := rec.Approval; a != nil && a.ApprovalID == tk.ID && a.Result == "refused" && a.Code == "approval_stale" {
+						refused = true
+					}
+				}
+				if !refused {
+					t.Error("the stale refusal is not in the sinks")
+				}
+			})
+			t.Run("caller secret", func(t *testing.T) {
+				g := startApprovalGate(t, t.TempDir(), cfg("  store: memory\n", 100000, "caller"))
+				tk := hold(t, rt, g.url(), true)
+				if len(tk.Secret) != 32 {
+					t.Fatalf("caller approval without a secret: %+v", tk)
+				}
+				wrong := map[string]string{"X-Toolgate-Approval": tk.ID, "X-Toolgate-Approval-Secret": strings.Repeat("0", 32)}
+				expectResumeRefused(t, rt.send(t, g.url(), true, false, wrong), "approval_secret", http.StatusForbidden)
+				expectResumeRefused(t, rt.send(t, g.url(), true, false, resumeWith(tk.ID)), "approval_secret", http.StatusForbidden)
+				right := map[string]string{"X-Toolgate-Approval": tk.ID, "X-Toolgate-Approval-Secret": tk.Secret}
+				r := rt.send(t, g.url(), true, false, right)
+				if r.err != nil || strings.Join(r.calls, "|") != strings.Join(wantRefund, "|") {
+					t.Fatalf("resume with the secret: %v %v; body %s", r.err, r.calls, r.raw)
+				}
+				expectResumeRefused(t, rt.send(t, g.url(), true, false, right), "approval_used", http.StatusConflict)
+				for _, rec := range g.sink.records() {
+					if b, _ := json.Marshal(rec); strings.Contains(string(b), tk.Secret) {
+						t.Errorf("a sink record holds the secret: %s", b)
+					}
+				}
+			})
+			if n := up.n.Load(); n != 4 {
+				t.Errorf("%d upstream requests, want 4 (one per hold)", n)
+			}
+		})
+	}
+}
+
+// testRedis is a real redis-server the test started on a loopback port
+// (Debian's package; CI installs it), stopped by its PID.
+type testRedis struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+func startTestRedis(t *testing.T) *testRedis {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed; CI must install it")
+		}
+		t.Skip("redis-server is not installed")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &testRedis{addr: "127.0.0.1:" + port, cmd: cmd}
+	t.Cleanup(r.stop)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", r.addr); err == nil {
+			c.Close()
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server on %s did not start", r.addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *testRedis) stop() {
+	if r.cmd.Process == nil || r.cmd.ProcessState != nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+}
+
+// chatRefundBody is a Chat request sent as raw bytes, the same each time.
+var chatRefundBody = `{"model":"gpt-4o","messages":[{"role":"user","content":"Refund order ord_1, 5 dollars."}],` +
+	`"tools":[{"type":"function","function":{"name":"issue_refund","parameters":` + fmt.Sprintf(refundSchema, 100000) + `}}]}`
+
+// rawChat posts chatRefundBody to a gate with the headers h.
+func rawChat(t *testing.T, base string, h map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(chatRefundBody))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// rawHold holds the refund at base and returns the approval id.
+func rawHold(t *testing.T, base string) string {
+	t.Helper()
+	st, _, b := rawChat(t, base, nil)
+	if st != http.StatusUnprocessableEntity {
+		t.Fatalf("hold: %d %s", st, b)
+	}
+	var v any
+	_ = json.Unmarshal(b, &v)
+	a, _ := findKey(v, "approval")
+	m, _ := a.(map[string]any)
+	id, _ := m["id"].(string)
+	if id == "" {
+		t.Fatalf("no approval in %s", b)
+	}
+	return id
+}
+
+// TestApprovalsReplicasShareRedis: two toolgates on one redis. Approved at
+// one, the call is released at the other; a resume raced at both releases
+// it once, 100 times over; with redis gone the call stays held behind a
+// retryable 503.
+func TestApprovalsReplicasShareRedis(t *testing.T) {
+	rd := startTestRedis(t)
+	up := newRefundUpstream(t)
+	store := "  store: redis://" + rd.addr + "/0\n"
+	a := startApprovalGate(t, t.TempDir(), refundConfig(up.srv.URL, store, 100000, "operator"))
+	b := startApprovalGate(t, t.TempDir(), refundConfig(up.srv.URL, store, 100000, "operator"))
+
+	id := rawHold(t, a.url())
+	if st := b.decide(id, "approve"); st != http.StatusOK {
+		t.Fatalf("approve at b: %d", st)
+	}
+	st, h, body := rawChat(t, b.url(), resumeWith(id))
+	if st != http.StatusOK || h.Get("X-Toolgate-Outcome") != "approved" || !strings.Contains(string(body), `"issue_refund"`) {
+		t.Fatalf("resume at b: %d %s", st, body)
+	}
+	if st, _, body := rawChat(t, a.url(), resumeWith(id)); st != http.StatusConflict || !strings.Contains(string(body), "approval_used") {
+		t.Fatalf("second resume at a: %d %s", st, body)
+	}
+
+	for i := 0; i < 100; i++ {
+		id := rawHold(t, a.url())
+		if st := a.decide(id, "approve"); st != http.StatusOK {
+			t.Fatalf("round %d: approve %d", i, st)
+		}
+		var wg sync.WaitGroup
+		statuses := make([]int, 2)
+		for j, g := range []*approvalGate{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[j], _, _ = rawChat(t, g.url(), resumeWith(id))
+			}()
+		}
+		wg.Wait()
+		ok, used := 0, 0
+		for _, s := range statuses {
+			switch s {
+			case http.StatusOK:
+				ok++
+			case http.StatusConflict:
+				used++
+			}
+		}
+		if ok != 1 || used != 1 {
+			t.Fatalf("round %d: statuses %v, want one 200 and one 409", i, statuses)
+		}
+	}
+	if n := up.n.Load(); n != 101 {
+		t.Errorf("%d upstream requests, want 101 (the holds only)", n)
+	}
+
+	id = rawHold(t, a.url())
+	if st := a.decide(id, "approve"); st != http.StatusOK {
+		t.Fatalf("approve: %d", st)
+	}
+	rd.stop()
+	st, h, body = rawChat(t, b.url(), resumeWith(id))
+	if st != http.StatusServiceUnavailable || h.Get("X-Should-Retry") == "false" || !strings.Contains(string(body), "store_unavailable") ||
+		strings.Contains(string(body), "issue_refund") {
+		t.Errorf("resume with redis down: %d %v %s", st, h, body)
+	}
+	st, _, body = rawChat(t, a.url(), nil)
+	if st != http.StatusServiceUnavailable || strings.Contains(string(body), "issue_refund") {
+		t.Errorf("hold with redis down: %d %s", st, body)
+	}
+}
+
+// TestApprovalsFileStoreSurvivesRestart: an approval held before a
+// restart is approved and released after it.
+func TestApprovalsFileStoreSurvivesRestart(t *testing.T) {
+	up := newRefundUpstream(t)
+	dir := t.TempDir()
+	cfg := refundConfig(up.srv.URL, "  store: file:approvals.db\n", 100000, "operator")
+	g := startApprovalGate(t, dir, cfg)
+	id := rawHold(t, g.url())
+	g.stop()
+	g = startApprovalGate(t, dir, cfg)
+	if st := g.decide(id, "approve"); st != http.StatusOK {
+		t.Fatalf("approve after restart: %d", st)
+	}
+	st, _, body := rawChat(t, g.url(), resumeWith(id))
+	if st != http.StatusOK || !strings.Contains(string(body), `"issue_refund"`) {
+		t.Fatalf("resume after restart: %d %s", st, body)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "approvals.db")); err != nil {
+		t.Errorf("the store is not beside the config: %v", err)
+	}
+	if n := up.n.Load(); n != 1 {
+		t.Errorf("%d upstream requests, want 1", n)
 	}
 }
