@@ -74,6 +74,12 @@ func exportedMetrics(t *testing.T) map[string]metricInfo {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The approval metrics are defined beside the approvals themselves.
+	approvals, err := filepath.Glob(filepath.Join(repoRoot, "approval", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, approvals...)
 	out := map[string]metricInfo{}
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
@@ -331,6 +337,8 @@ func TestDashboard(t *testing.T) {
 		{"toolgate_escalations_total", "reason"},
 		{"histogram_quantile(0.5,", "toolgate_added_latency_seconds_bucket"},
 		{"histogram_quantile(0.99,", "toolgate_added_latency_seconds_bucket"},
+		{"toolgate_approvals_total", "result"},
+		{"max(toolgate_approvals_pending)"},
 	} {
 		if !has(want...) {
 			t.Errorf("dashboard: no query with %q", want)
