@@ -822,3 +822,30 @@ func TestApprovalsFileStoreSurvivesRestart(t *testing.T) {
 		t.Errorf("%d upstream requests, want 1", n)
 	}
 }
+
+// TestApprovalsHeaderNeverForwarded: a request that presents an approval
+// header, well formed or not, is a resume: it is answered by toolgate and
+// nothing of it reaches the upstream.
+func TestApprovalsHeaderNeverForwarded(t *testing.T) {
+	up := newRefundUpstream(t)
+	g := startApprovalGate(t, t.TempDir(), refundConfig(up.srv.URL, "  store: memory\n", 100000, "operator"))
+	for _, h := range []map[string]string{
+		{"X-Toolgate-Approval": "apr_not-an-id"},
+		{"X-Toolgate-Approval": "APR_00000000000000000000000000000000"},
+		{"X-Toolgate-Approval": ""},
+		{"X-Toolgate-Approval-Secret": strings.Repeat("a", 32)},
+	} {
+		st, hdr, body := rawChat(t, g.url(), h)
+		if st != http.StatusNotFound || !strings.Contains(string(body), "approval_unknown") || hdr.Get("X-Should-Retry") != "false" {
+			t.Errorf("%v: %d %s", h, st, body)
+		}
+	}
+	id := rawHold(t, g.url())
+	st, _, body := rawChat(t, g.url(), map[string]string{"X-Toolgate-Approval": id, "X-Toolgate-Approval-Secret": "short"})
+	if st != http.StatusForbidden || !strings.Contains(string(body), "approval_secret") {
+		t.Errorf("malformed secret: %d %s", st, body)
+	}
+	if n := up.n.Load(); n != 1 {
+		t.Errorf("%d upstream requests, want 1 (the hold)", n)
+	}
+}
