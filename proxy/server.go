@@ -137,7 +137,8 @@ func New(o Options) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation, ContextValues: contextValues})
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation, ContextValues: contextValues,
+		Approvals: o.Approvals})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err
