@@ -849,3 +849,88 @@ func TestApprovalsHeaderNeverForwarded(t *testing.T) {
 		t.Errorf("%d upstream requests, want 1 (the hold)", n)
 	}
 }
+
+// agentsUpstream scripts the model for the Agents SDK loop: the refund
+// call first, then, once the tool's result comes back, the final text.
+type agentsUpstream struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func newAgentsUpstream(t *testing.T) *agentsUpstream {
+	u := &agentsUpstream{}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		u.bodies = append(u.bodies, body)
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		var out string
+		switch {
+		case r.URL.Path == "/v1/chat/completions" && bytes.Contains(body, []byte(`"role":"tool"`)):
+			out = textAnswer("chatcmpl-a2", "Refunded 5 dollars.").Body
+		case r.URL.Path == "/v1/chat/completions":
+			out = callsAnswer("chatcmpl-a1", call{"call_a1", "issue_refund", refundArgs}).Body
+		case bytes.Contains(body, []byte("function_call_output")):
+			a := respAnswer{ID: "resp_a2", Items: []string{respMessage("msg_a2", "Refunded 5 dollars.")}}
+			out = respObject(a, "completed", "", a.Items)
+		default:
+			a := respAnswer{ID: "resp_a1", Items: []string{respCall("fc_a1", "call_a1", "issue_refund", refundArgs)}}
+			out = respObject(a, "completed", "", a.Items)
+		}
+		_, _ = io.WriteString(w, out)
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+// TestFrameworkOpenAIAgentsApproval: an app on the OpenAI Agents SDK
+// catches the escalation, a person approves through the admin API what
+// it shows, the app retries with the header, and the tool runs exactly
+// once with the arguments the person saw; the model is asked once more,
+// with the tool's result, and never for the released call.
+func TestFrameworkOpenAIAgentsApproval(t *testing.T) {
+	node := needNodeIn(t, "node-frameworks", "@openai/agents", "openai", "zod")
+	t.Setenv("TG_APPROVALS_TOKEN", "admin-token")
+	for _, api := range []string{"chat", "responses"} {
+		t.Run(api, func(t *testing.T) {
+			up := newAgentsUpstream(t)
+			g := startApprovalGate(t, t.TempDir(), refundConfig(up.srv.URL, "  admin_token_env: TG_APPROVALS_TOKEN\n", 100000, "operator"))
+			out := runNodeIn(t, node, "node-frameworks", "approve.mjs", 60*time.Second,
+				"TOOLGATE_BASE="+g.url(), "TOOLGATE_ADMIN=http://"+g.app.AdminAddr(), "TOOLGATE_API="+api)
+			var r struct {
+				Runs          []json.RawMessage `json:"runs"`
+				FirstStatus   int               `json:"first_status"`
+				ApprovalID    string            `json:"approval_id"`
+				SeenArguments json.RawMessage   `json:"seen_arguments"`
+				Decision      int               `json:"decision_status"`
+				Text          string            `json:"text"`
+				SecondError   string            `json:"second_error"`
+			}
+			if err := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil {
+				t.Fatalf("node output %s: %v", out, err)
+			}
+			if r.FirstStatus != http.StatusUnprocessableEntity || !strings.HasPrefix(r.ApprovalID, "apr_") || r.Decision != http.StatusOK {
+				t.Fatalf("escalation and approval: %s", out)
+			}
+			if len(r.Runs) != 1 || compact(string(r.Runs[0])) != compact(string(r.SeenArguments)) ||
+				compact(string(r.Runs[0])) != compact(refundArgs) {
+				t.Fatalf("tool runs %s, the person saw %s, want one run with %s", r.Runs, r.SeenArguments, refundArgs)
+			}
+			if r.Text != "Refunded 5 dollars." || r.SecondError != "" {
+				t.Errorf("final %q, error %q", r.Text, r.SecondError)
+			}
+			up.mu.Lock()
+			defer up.mu.Unlock()
+			if len(up.bodies) != 2 || !bytes.Contains(up.bodies[1], []byte("refunded")) {
+				t.Errorf("%d upstream requests, want 2 (the held answer, then the tool's result)", len(up.bodies))
+			}
+			for _, b := range up.bodies {
+				if bytes.Contains(b, []byte("apr_")) {
+					t.Errorf("the approval reached the upstream: %s", b)
+				}
+			}
+		})
+	}
+}
