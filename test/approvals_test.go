@@ -934,3 +934,37 @@ func TestFrameworkOpenAIAgentsApproval(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovalsAdminViewRedacts: the admin API shows a held call's
+// arguments with escalation.redact applied, and the sinks get every state
+// change of the approval.
+func TestApprovalsAdminViewRedacts(t *testing.T) {
+	up := newRefundUpstream(t)
+	cfg := refundConfig(up.srv.URL, "  store: memory\n", 100000, "operator") + "escalation:\n  redact: [/order_id]\n"
+	g := startApprovalGate(t, t.TempDir(), cfg)
+	id := rawHold(t, g.url())
+	resp, err := http.Get("http://" + g.app.AdminAddr() + "/approvals/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(b), "ord_1") || !strings.Contains(string(b), "[redacted]") || !strings.Contains(string(b), `"amount_cents":500`) {
+		t.Errorf("admin view %s", b)
+	}
+	if st := g.decide(id, "approve"); st != http.StatusOK {
+		t.Fatal(st)
+	}
+	if st, _, _ := rawChat(t, g.url(), resumeWith(id)); st != http.StatusOK {
+		t.Fatal(st)
+	}
+	var results []string
+	for _, rec := range g.sink.records() {
+		if a := rec.Approval; a != nil && a.ApprovalID == id {
+			results = append(results, a.Result+":"+a.By)
+		}
+	}
+	if want := "requested:|approved:ana@example.com|released:ana@example.com"; strings.Join(results, "|") != want {
+		t.Errorf("sink records %v, want %s", results, want)
+	}
+}
