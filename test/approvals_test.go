@@ -112,6 +112,8 @@ func (u *refundUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		if head.Stream {
 			ct, out = "text/event-stream", string(respStreamOf(a, ""))
 		}
+	case strings.HasSuffix(p, ":streamGenerateContent") && r.URL.Query().Get("alt") != "sse":
+		out = "[" + gemAnswer("STOP", gemFC("issue_refund", refundArgs, "")) + "\n]"
 	case strings.HasSuffix(p, ":streamGenerateContent"):
 		ct, out = "text/event-stream", "data: "+gemAnswer("STOP", gemFC("issue_refund", refundArgs, ""))+"\r\n\r\n"
 	default:
@@ -966,5 +968,53 @@ func TestApprovalsAdminViewRedacts(t *testing.T) {
 	}
 	if want := "requested:|approved:ana@example.com|released:ana@example.com"; strings.Join(results, "|") != want {
 		t.Errorf("sink records %v, want %s", results, want)
+	}
+}
+
+// TestApprovalsGeminiJSONArrayStream: a Gemini stream without alt=sse is a
+// JSON array; the held answer is replayed as that array, with its own
+// content type.
+func TestApprovalsGeminiJSONArrayStream(t *testing.T) {
+	up := newRefundUpstream(t)
+	g := startApprovalGate(t, t.TempDir(), refundConfig(up.srv.URL, "  store: memory\n", 100000, "operator"))
+	body := `{"contents":[{"role":"user","parts":[{"text":"Refund order ord_1, 5 dollars."}]}],` +
+		`"tools":[{"functionDeclarations":[{"name":"issue_refund","parametersJsonSchema":` + fmt.Sprintf(refundSchema, 100000) + `}]}]}`
+	send := func(h map[string]string) (int, http.Header, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, g.url()+"/v1beta/models/gemini-2.5-flash:streamGenerateContent", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	st, _, b := send(nil)
+	var v any
+	_ = json.Unmarshal(b, &v)
+	a, _ := findKey(v, "approval")
+	m, _ := a.(map[string]any)
+	id, _ := m["id"].(string)
+	if st != http.StatusUnprocessableEntity || id == "" {
+		t.Fatalf("hold: %d %s", st, b)
+	}
+	if st := g.decide(id, "approve"); st != http.StatusOK {
+		t.Fatal(st)
+	}
+	st, h, b := send(resumeWith(id))
+	if st != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "application/json") || !bytes.HasPrefix(b, []byte("[")) ||
+		!strings.Contains(string(b), `"issue_refund"`) {
+		t.Fatalf("resume: %d %q %s", st, h.Get("Content-Type"), b)
+	}
+	var arr []json.RawMessage
+	if err := json.Unmarshal(b, &arr); err != nil || len(arr) != 1 {
+		t.Errorf("the replay is not the JSON array: %v %s", err, b)
+	}
+	if n := up.n.Load(); n != 1 {
+		t.Errorf("%d upstream requests, want 1", n)
 	}
 }
