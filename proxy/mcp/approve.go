@@ -152,3 +152,30 @@ func withoutApprovalMeta(raw []byte) []byte {
 	}
 	return msg.Set("params", params.Bytes()).Bytes()
 }
+
+// staleResume answers a resume whose approved call no longer passes the
+// catalog with approval_stale, instead of the refusal a new call would
+// get. It is nil when the call passes, presents no approval, or is not
+// the approved call (the claim then says why).
+func (x *exchange) staleResume(msg *message, call validate.ToolCall, v validate.Verdict) []byte {
+	svc := x.rt.g.deps.Approvals
+	if svc == nil || (v.Tool != nil && v.Valid()) {
+		return nil
+	}
+	id, _, ok := resumeMeta(msg.params)
+	if !ok {
+		return nil
+	}
+	m, err := x.callMatch(call)
+	if err != nil {
+		return nil
+	}
+	rec, err := svc.Get(context.WithoutCancel(x.ctx), id)
+	if err != nil || rec.RequestDigest != m.RequestDigest || rec.Route != m.Route || rec.Upstream != m.Upstream {
+		return nil
+	}
+	svc.Refuse(rec, approval.CodeStale)
+	x.outcome = outcomeEscalated
+	return errorResponse(msg.id, codeInvalidRequest, "the approval does not release this call: "+string(approval.CodeStale),
+		map[string]any{"code": approval.CodeStale})
+}

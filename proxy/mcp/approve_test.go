@@ -17,18 +17,9 @@ import (
 )
 
 // startApprovalGate is startGate with approvals on a memory store.
-func startApprovalGate(t *testing.T, upURL string) (string, *approval.Service) {
+func startApprovalGate(t *testing.T, upURL string) (string, *approval.Service, *proxy.Server) {
 	t.Helper()
-	cfg := "upstreams: [{url: http://127.0.0.1:9}]\n" +
-		"mcp_servers: [{name: orders, url: " + upURL + ", path_prefix: /mcp/orders, idle_timeout: 20s}]\n" + mcptest.Catalog
-	c, err := catalog.Parse([]byte(cfg), "config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := catalog.Compile(c, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := approvalSnap(t, upURL, mcptest.Catalog)
 	svc := approval.New(approval.Config{Store: approval.NewMemory(approval.Options{})})
 	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(prometheus.NewRegistry()),
 		Sink: &sinkRec{}, Approvals: svc})
@@ -37,7 +28,22 @@ func startApprovalGate(t *testing.T, upURL string) (string, *approval.Service) {
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp/orders", svc
+	return hs.URL + "/mcp/orders", svc, srv
+}
+
+func approvalSnap(t *testing.T, upURL, catalogYAML string) *catalog.Snapshot {
+	t.Helper()
+	cfg := "upstreams: [{url: http://127.0.0.1:9}]\n" +
+		"mcp_servers: [{name: orders, url: " + upURL + ", path_prefix: /mcp/orders, idle_timeout: 20s}]\n" + catalogYAML
+	c, err := catalog.Parse([]byte(cfg), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Compile(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }
 
 // A client without elicitation gets the confirm call held with an
@@ -46,7 +52,7 @@ func startApprovalGate(t *testing.T, upURL string) (string, *approval.Service) {
 // resume are refused with their codes.
 func TestApprovalHoldAndResumeWithMeta(t *testing.T) {
 	o := start(t, false)
-	url, svc := startApprovalGate(t, o.HTTP.URL)
+	url, svc, _ := startApprovalGate(t, o.HTTP.URL)
 	cs, _ := connect(t, url, nil)
 	args := map[string]any{"order_id": "ord_9"}
 	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args})
@@ -85,5 +91,39 @@ func TestApprovalHoldAndResumeWithMeta(t *testing.T) {
 	}
 	if n := o.Cancels.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want once", n)
+	}
+}
+
+// An approved call that a reload makes fail its rules is refused with
+// approval_stale, and the tool does not run.
+func TestApprovalStaleAfterReload(t *testing.T) {
+	o := start(t, false)
+	url, svc, srv := startApprovalGate(t, o.HTTP.URL)
+	cs, _ := connect(t, url, nil)
+	args := map[string]any{"order_id": "ord_9"}
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args})
+	if err != nil || !res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.Meta["toolgate/approval"])
+	var tk struct{ ID string }
+	_ = json.Unmarshal(raw, &tk)
+	if _, err := svc.Decide(context.Background(), tk.ID, approval.Decision{Approve: true, By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	stricter := strings.Replace(mcptest.Catalog, "    - name: orders/cancel_order\n      policy: confirm\n",
+		"    - name: orders/cancel_order\n      policy: confirm\n      rules:\n        - expr: \"args.order_id != 'ord_9'\"\n          message: ord_9 is frozen\n", 1)
+	if stricter == mcptest.Catalog {
+		t.Fatal("the catalog did not change")
+	}
+	if err := srv.Apply(approvalSnap(t, o.HTTP.URL, stricter)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args, Meta: mcp.Meta{"toolgate/approval": tk.ID}})
+	if err == nil || !strings.Contains(err.Error(), "approval_stale") {
+		t.Fatalf("resume after the reload: %v", err)
+	}
+	if n := o.Cancels.Load(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
 	}
 }
