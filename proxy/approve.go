@@ -42,7 +42,9 @@ const codeStoreUnavailable neutral.FailureCode = "store_unavailable"
 // confirming, and at least one does. The calls must be the model's own:
 // a substitute a person never asked for is not held.
 func (x *exchange) holdable(results []*recovery.Result) bool {
-	if x.s.approvals == nil || x.settings.Shadow {
+	if x.s.approvals == nil || x.settings.Shadow || x.begun {
+		// A stream that has sent text cannot be replayed whole on resume:
+		// its escalation stays what the config says.
 		return false
 	}
 	held := false

@@ -39,6 +39,9 @@ type exchange struct {
 	path   string
 	// body is the client's request as it came, which an approval binds.
 	body []byte
+	// begun: a stream's first bytes went out before its answer was
+	// decided, so it can no longer be held for approval.
+	begun bool
 	// query is the query string sent upstream: the client's, less any key
 	// toolgate's own replaces.
 	query string

@@ -1018,3 +1018,33 @@ func TestApprovalsGeminiJSONArrayStream(t *testing.T) {
 		t.Errorf("%d upstream requests, want 1", n)
 	}
 }
+
+// TestApprovalsStreamAfterTextNotHeld: a stream that sent text before the
+// confirm call cannot be replayed whole, so it is not held: in message
+// mode it ends with the escalation's message as before, no approval.
+func TestApprovalsStreamAfterTextNotHeld(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, csText("Let me refund that.")+csCall("call_r1", "issue_refund", refundArgs))
+	}))
+	t.Cleanup(up.Close)
+	cfg := refundConfig(up.URL, "  store: memory\n", 100000, "operator") + "escalation:\n  mode: message\n"
+	g := startApprovalGate(t, t.TempDir(), cfg)
+	body := strings.Replace(chatRefundBody, `{"model":"gpt-4o",`, `{"model":"gpt-4o","stream":true,`, 1)
+	resp, err := http.Post(g.url()+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "Let me refund that.") || !strings.Contains(string(b), "[toolgate:esc_") ||
+		strings.Contains(string(b), "approval") || strings.Contains(string(b), `"error"`) {
+		t.Fatalf("stream %d:\n%s", resp.StatusCode, b)
+	}
+	for _, rec := range g.sink.records() {
+		if rec.Approval != nil {
+			t.Errorf("an approval was requested: %+v", rec.Approval)
+		}
+	}
+}
