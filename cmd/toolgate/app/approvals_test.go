@@ -3,10 +3,12 @@ package app
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func approvalsConfig(upstream, store string) string {
@@ -78,5 +80,52 @@ func TestApprovalsAdminMountedAndTokenReloads(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "approvals.db")); err == nil {
 		t.Error("a reload opened the new store; it takes effect on restart")
+	}
+}
+
+// A held call is notified to approvals.notify, signed, without its held
+// answer.
+func TestApprovalsNotifyWired(t *testing.T) {
+	up := upstreamOK(t)
+	got := make(chan *http.Request, 1)
+	bodies := make(chan string, 1)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case got <- r:
+			bodies <- string(b)
+		default:
+		}
+	}))
+	defer hook.Close()
+	t.Setenv("TG_TEST_NOTIFY_KEY", "notify-key")
+	cfg := strings.Replace(configText(up.URL, "v1"), "      parameters:", "      policy: confirm\n      parameters:", 1) +
+		"approvals:\n  notify: " + hook.URL + "\n  notify_secret_env: TG_TEST_NOTIFY_KEY\n"
+	path := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Start(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(t.Context())
+	resp, err := post(t, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d, want the held call's 422", resp.StatusCode)
+	}
+	select {
+	case r := <-got:
+		body := <-bodies
+		if !strings.HasPrefix(r.Header.Get("X-Toolgate-Signature"), "sha256=") || !strings.Contains(body, `"type":"approval.pending"`) ||
+			!strings.Contains(body, `"tool":"get_weather"`) || strings.Contains(body, "chat.completion") {
+			t.Errorf("notification %v %s", r.Header, body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification")
 	}
 }
