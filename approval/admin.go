@@ -68,7 +68,7 @@ const (
 	maxNote      = 2000
 )
 
-// Handler is the admin API (SPEC §5a), to be mounted on the admin
+// Handler is the admin API (SPEC §5a), mounted on the admin
 // listener:
 //
 //	GET  /approvals?state=pending   list

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,7 +43,11 @@ type Config struct {
 
 // Service is approvals as the rest of toolgate uses them: the store's
 // operations with their metrics, audit events and notifications.
-type Service struct{ c Config }
+type Service struct {
+	c Config
+	// ttl is c.TTL, which a reload may change while requests hold calls.
+	ttl atomic.Int64
+}
 
 // New returns a Service on c.Store.
 func New(c Config) *Service {
@@ -52,7 +57,17 @@ func New(c Config) *Service {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Service{c: c}
+	s := &Service{c: c}
+	s.ttl.Store(int64(c.TTL))
+	return s
+}
+
+// SetTTL changes how long calls held from now on may wait (a reload of
+// approvals.ttl); records already held keep their expiry.
+func (s *Service) SetTTL(d time.Duration) {
+	if d > 0 {
+		s.ttl.Store(int64(d))
+	}
 }
 
 // Store is the service's store.
@@ -77,7 +92,7 @@ func (s *Service) refreshPending(ctx context.Context) {
 // Request holds an answer: it stores a pending record and returns it with
 // the secret a caller approval hands out (zero otherwise).
 func (s *Service) Request(ctx context.Context, spec Spec) (*Record, Secret, error) {
-	r, sec := NewRecord(spec, s.c.Now(), s.c.TTL)
+	r, sec := NewRecord(spec, s.c.Now(), time.Duration(s.ttl.Load()))
 	if err := s.c.Store.Put(ctx, r); err != nil {
 		return nil, Secret{}, err
 	}
@@ -135,6 +150,12 @@ func (s *Service) Claim(ctx context.Context, id string, m Match) (*Record, error
 	s.emit(ResultReleased, r, by, r.ReleasedAt, "")
 	s.refreshPending(ctx)
 	return r, nil
+}
+
+// Refuse counts and audits a resume refused before its claim: a stored
+// call that no longer passes the catalog (CodeStale).
+func (s *Service) Refuse(r *Record, code Code) {
+	s.emit(ResultRefused, r, "", s.c.Now(), code)
 }
 
 // Sweep expires what is past its ttl, counting each expiry once across

@@ -246,3 +246,35 @@ func TestCallerReleaseIsAuditedAsTheCaller(t *testing.T) {
 		t.Fatalf("release event %+v", last)
 	}
 }
+
+// A reload's ttl applies to calls held from then on; a stale refusal is
+// counted and audited like a claim's.
+func TestSetTTLAndRefuse(t *testing.T) {
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	var events []Event
+	m := NewMetrics(prometheus.NewRegistry())
+	svc := New(Config{Store: NewMemory(Options{Now: func() time.Time { return now }}), TTL: time.Minute, Metrics: m,
+		Audit: func(e Event) { events = append(events, e) }, Now: func() time.Time { return now }})
+	spec := Spec{RequestDigest: "sha256:req", Route: "/v1/chat/completions", Upstream: "openai", Held: []byte("answer")}
+	r1, _, err := svc.Request(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetTTL(2 * time.Hour)
+	svc.SetTTL(0) // ignored: a ttl is never zero
+	r2, _, err := svc.Request(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r1.ExpiresAt.Equal(now.Add(time.Minute)) || !r2.ExpiresAt.Equal(now.Add(2*time.Hour)) {
+		t.Errorf("expiries %v, %v", r1.ExpiresAt, r2.ExpiresAt)
+	}
+	svc.Refuse(r2, CodeStale)
+	last := events[len(events)-1]
+	if last.Result != ResultRefused || last.Code != CodeStale || last.ApprovalID != r2.ID {
+		t.Errorf("refusal event %+v", last)
+	}
+	if got := testutil.ToFloat64(m.Total.WithLabelValues(ResultRefused)); got != 1 {
+		t.Errorf("refused = %v, want 1", got)
+	}
+}

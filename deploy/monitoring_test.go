@@ -74,6 +74,12 @@ func exportedMetrics(t *testing.T) map[string]metricInfo {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The approval metrics are defined beside the approvals themselves.
+	approvals, err := filepath.Glob(filepath.Join(repoRoot, "approval", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, approvals...)
 	out := map[string]metricInfo{}
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
@@ -336,6 +342,8 @@ func TestDashboard(t *testing.T) {
 		{"toolgate_strict_calls_total", "result!~"},
 		{"toolgate_tool_calls_total", "- sum(rate(toolgate_strict_calls_total"},
 		{"toolgate_strict_tools_total", "result"},
+		{"toolgate_approvals_total", "result"},
+		{"max(toolgate_approvals_pending)"},
 	} {
 		if !has(want...) {
 			t.Errorf("dashboard: no query with %q", want)

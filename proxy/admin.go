@@ -14,6 +14,7 @@ import (
 type Admin struct {
 	ready   atomic.Bool
 	handler http.Handler
+	mux     *http.ServeMux
 }
 
 // NewAdmin returns the admin handler for the registry g.
@@ -31,8 +32,16 @@ func NewAdmin(g prometheus.Gatherer) *Admin {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	a.handler = mux
+	a.handler, a.mux = mux, mux
 	return a
+}
+
+// Mount serves h at the patterns, beside metrics and health (the
+// approvals admin API). Call it before the listener serves.
+func (a *Admin) Mount(h http.Handler, patterns ...string) {
+	for _, p := range patterns {
+		a.mux.Handle(p, h)
+	}
 }
 
 // SetReady flips readiness: true once a config is loaded, false when

@@ -23,6 +23,8 @@ type verdict struct {
 	actions []neutral.Action
 	// changed is false when the upstream's bytes can go out as they are.
 	changed bool
+	// hold are the results of an answer held for approval (approve.go).
+	hold []*recovery.Result
 }
 
 // decide turns the ladder's results into one verdict, counting and
@@ -47,6 +49,10 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 		return v
 	}
 	errorMode := x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput
+	if x.holdable(results) {
+		// A held answer is released on a retry, which only an error asks for.
+		errorMode, v.hold = true, results
+	}
 	v.actions = make([]neutral.Action, len(results))
 	for i, r := range results {
 		a := &v.actions[i]
@@ -87,6 +93,9 @@ func (x *exchange) finish(resp *neutral.Answer, upHeader http.Header, results []
 	case v.upstream != nil:
 		x.writeUpstreamError(v.upstream)
 	case v.escalation != nil:
+		if v.hold != nil && !x.holdPlain(&v, resp, upHeader) {
+			return
+		}
 		x.writeEscalation(v.escalation, v.outcome)
 	case !v.changed:
 		// The common case: every call valid, the upstream's bytes go out as is.

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/mcp"
@@ -18,7 +19,10 @@ type EscalationRecord struct {
 	Time       time.Time            `json:"time"`
 	API        string               `json:"api"`
 	Model      string               `json:"model"`
-	Escalation *recovery.Escalation `json:"escalation"`
+	Escalation *recovery.Escalation `json:"escalation,omitempty"`
+	// Approval, instead of an escalation, is an approval's state change
+	// (SPEC §5a): who, when, for which escalation and call.
+	Approval *approval.Event `json:"approval,omitempty"`
 	// Server and Session say where an MCP call was refused; the session
 	// is a hash of its id.
 	Server  string `json:"server,omitempty"`

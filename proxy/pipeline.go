@@ -37,6 +37,11 @@ type exchange struct {
 	r      *http.Request
 	rid    string
 	path   string
+	// body is the client's request as it came, which an approval binds.
+	body []byte
+	// begun: a stream's first bytes went out before its answer was
+	// decided, so it can no longer be held for approval.
+	begun bool
 	// query is the query string sent upstream: the client's, less any key
 	// toolgate's own replaces.
 	query string
@@ -83,6 +88,11 @@ func (x *exchange) serve() {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
 		x.writeFailure(classify(err, false))
+		return
+	}
+	x.body = body
+	if resumeAsked(x.r) {
+		x.resume(body)
 		return
 	}
 	x.settings = x.rt.settings

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/judge"
@@ -48,6 +49,9 @@ type Options struct {
 	Keepalive time.Duration
 	// Observer, when set, receives every judged answer's recovery steps.
 	Observer RecoveryObserver
+	// Approvals, when set, holds confirm calls for a person and resumes
+	// them (SPEC §5a); nil escalates them with nothing to approve.
+	Approvals *approval.Service
 }
 
 // Server is the proxy listener's handler.
@@ -63,6 +67,7 @@ type Server struct {
 
 	keepalive time.Duration
 	observer  RecoveryObserver // may be nil
+	approvals *approval.Service
 }
 
 func (s *Server) keepaliveInterval() time.Duration {
@@ -122,7 +127,7 @@ var builtinRoutes = map[string]string{
 
 // New builds a Server serving the store's current snapshot.
 func New(o Options) (*Server, error) {
-	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink, keepalive: o.Keepalive, observer: o.Observer}
+	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink, keepalive: o.Keepalive, observer: o.Observer, approvals: o.Approvals}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -132,7 +137,8 @@ func New(o Options) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation, ContextValues: contextValues})
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation, ContextValues: contextValues,
+		Approvals: o.Approvals})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err

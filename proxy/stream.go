@@ -216,6 +216,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	// response header, which must not race with the keepalive sending the
 	// headers.
 	r.stopKeepalive()
+	x.begun = r.sw.begun()
 	v := x.decide(results)
 	x.s.metrics.StreamsHeldEvents.Observe(float64(len(r.held.events)))
 	if !r.deliver(v) {
@@ -428,6 +429,9 @@ func (r *streamRun) deliver(v verdict) bool {
 		_ = sw.write(st.ErrorEvent(classify(v.upstream, true), nil))
 	case v.escalation != nil:
 		if !sw.begun() {
+			if v.hold != nil && !r.holdStream(&v) {
+				return false
+			}
 			x.writeEscalation(v.escalation, v.outcome)
 			return false
 		}

@@ -132,7 +132,7 @@ func (s *Set) Close() {
 // (Finding.Reason) are dropped: they may quote the operator's data, and a
 // record outlives the request.
 func Encode(rec *proxy.EscalationRecord, redact []string) ([]byte, error) {
-	if len(redact) > 0 || hasReasons(rec.Escalation) {
+	if rec.Escalation != nil && (len(redact) > 0 || hasReasons(rec.Escalation)) {
 		e := *rec.Escalation
 		e.Attempts = make([]recovery.Attempt, len(rec.Escalation.Attempts))
 		for i, a := range rec.Escalation.Attempts {
@@ -282,4 +282,18 @@ func blank(v any, p string) {
 			return
 		}
 	}
+}
+
+// RedactArgs blanks the pointers in a call's JSON arguments, as records
+// are redacted; arguments that are not JSON are withheld whole. The
+// approvals admin API shows arguments through it.
+func RedactArgs(args json.RawMessage, pointers []string) json.RawMessage {
+	if len(pointers) == 0 {
+		return args
+	}
+	out, _ := redactArgs(args, nil, pointers)
+	if out == nil {
+		return json.RawMessage(`"` + redacted + `"`)
+	}
+	return out
 }

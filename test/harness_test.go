@@ -319,6 +319,8 @@ type escalation struct {
 	UpstreamRequestIDs []string        `json:"upstream_request_ids"`
 	Call               json.RawMessage `json:"call"`
 	Attempts           []attempt       `json:"attempts"`
+	// Approval is set when the call is held for a person (SPEC §5a).
+	Approval *ticket `json:"approval"`
 }
 
 type attempt struct {

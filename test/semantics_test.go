@@ -548,36 +548,25 @@ func TestSemanticsConfirm(t *testing.T) {
 		expectCalls(t, []gotCall{confirmCall(t, e.Escalation.Call)}, gotCall(closeCall))
 		expectHeaders(t, r, "escalated", 1)
 		expectCount(t, m, 1)
-		recs := g.Sink.records()
+		recs := escalationRecords(g.Sink.records())
 		if len(recs) != 1 || recs[0].Escalation.ID != e.Escalation.ID || !sameJSON(string(recs[0].Escalation.Call), string(e.Escalation.Call)) {
 			t.Errorf("sinks got %d records, want the escalation with its call", len(recs))
 		}
 	})
 
-	t.Run("message mode", func(t *testing.T) {
+	t.Run("message mode holds in error mode", func(t *testing.T) {
+		// SPEC §5a: a held call is released on the client's retry, which
+		// only an error asks for, so message mode escalates it as an error.
 		m := newMock(t, callsAnswer("chatcmpl-first", closeCall))
 		g := semGate(t, m, "escalation:\n  mode: message\n")
 		r := chat(t, g.URL, semParams(t, msg))
-		got := r.ok(t)
-		id := r.Resp.Header.Get("X-Toolgate-Escalation-Id")
-		ch := got.Choices[0]
-		if !strings.HasPrefix(id, "esc_") || !strings.HasSuffix(ch.Message.Content, "[toolgate:"+id+"]") {
-			t.Errorf("content %q, escalation id %q", ch.Message.Content, id)
+		e := escalated(t, r)
+		if e.Code != "confirmation_required" {
+			t.Errorf("code %q", e.Code)
 		}
-		if ch.FinishReason != "stop" || len(ch.Message.ToolCalls) != 0 {
-			t.Errorf("finish %q with %d tool calls: the call must not reach the agent", ch.FinishReason, len(ch.Message.ToolCalls))
+		if a := e.Escalation.Approval; a == nil || !strings.HasPrefix(a.ID, "apr_") || a.State != "pending" {
+			t.Errorf("approval %+v", a)
 		}
-		var raw struct {
-			Escalation *escalation `json:"toolgate_escalation"`
-		}
-		if err := json.Unmarshal(r.Raw, &raw); err != nil || raw.Escalation == nil {
-			t.Fatalf("no toolgate_escalation in %s", r.Raw)
-		}
-		if raw.Escalation.ID != id || len(raw.Escalation.Codes) != 1 || raw.Escalation.Codes[0] != "confirmation_required" {
-			t.Errorf("toolgate_escalation %+v", raw.Escalation)
-		}
-		expectCalls(t, []gotCall{confirmCall(t, raw.Escalation.Call)}, gotCall(closeCall))
-		expectHeaders(t, r, "escalated", 1)
 		expectCount(t, m, 1)
 	})
 

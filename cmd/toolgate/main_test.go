@@ -129,8 +129,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// The demo runs end to end with no network and no key, and shows the three
-// outcomes it promises.
+// The demo runs end to end with no network and no key, and shows the
+// outcomes it promises, a refund released once after approval among them.
 func TestDemo(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"demo"}, &out, &errb); code != 0 {
@@ -139,6 +139,9 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"X-Toolgate-Outcome: substituted", "web_search(", "X-Toolgate-Outcome: escalated",
 		"HTTP 422", "X-Toolgate-Outcome: reprompted", `"passengers":2`,
+		"HTTP 422 confirmation_required; approval apr_", "person <- admin      HTTP 200",
+		"X-Toolgate-Outcome: approved, upstream calls: 0", `issue_refund({"order_id":"ord_1","amount_cents":500})`,
+		"refused approval_used", "the model was asked 0 more times",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())

@@ -26,9 +26,12 @@ func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
 // confirm asks the person behind the client through MCP elicitation, on an
 // SSE answer to the call's own POST, and forwards the call on a yes.
 func (x *exchange) confirm(h *held) {
+	if x.resume(h) {
+		return
+	}
 	_, elicit := x.sess.info()
 	if !elicit || !strings.Contains(x.r.Header.Get("Accept"), "text/event-stream") {
-		x.writeJSON(http.StatusOK, x.refuseUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
+		x.writeJSON(http.StatusOK, x.holdUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
 		return
 	}
 	id := "toolgate-confirm-" + randomHex()

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/judge"
@@ -54,6 +55,9 @@ type Deps struct {
 	// from the request's headers (and removed from them) before routing
 	// it; nil, or a nil result, means none.
 	ContextValues func(context.Context) map[string]string
+	// Approvals, when set, holds a confirm call of a client without
+	// elicitation for a person's yes and releases it once (approve.go).
+	Approvals *approval.Service
 }
 
 // Gateway holds what outlives a config reload: each server's sessions and

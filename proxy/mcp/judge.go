@@ -46,6 +46,9 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 	call := validate.ToolCall{ID: string(m.id), Name: name, Args: args}
 	v := x.check(call, set)
 	x.count(set, name, v)
+	if ans := x.staleResume(m, call, v); ans != nil {
+		return ans, nil
+	}
 	switch {
 	case v.Tool == nil:
 		x.escalate(set, call, v.Findings, v.Findings[0].Message)

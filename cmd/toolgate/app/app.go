@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/sink"
@@ -34,6 +35,8 @@ type App struct {
 	Server   *proxy.Server
 	Admin    *proxy.Admin
 	Store    *catalog.Store
+	// Approvals holds confirm calls for a person (SPEC §5a).
+	Approvals *approval.Service
 
 	proxySrv, adminSrv *http.Server
 	proxyLn, adminLn   net.Listener
@@ -42,6 +45,7 @@ type App struct {
 	baseDir            string
 	fixedSink          proxy.Sink
 	sinks              atomic.Pointer[sink.Set]
+	approvals          *approvals
 }
 
 // sinkSwitch hands each escalation to the sinks of the live config.
@@ -118,16 +122,26 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 		}
 		a.sinks.Store(set)
 	}
-	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: sinkSwitch{a}, Keepalive: o.Keepalive, Observer: o.Observer})
+	ap, err := openApprovals(snap, o.BaseDir, reg, log, store, auditApproval(sinkSwitch{a}))
 	if err != nil {
+		return nil, err
+	}
+	a.approvals, a.Approvals = ap, ap.svc
+	a.Admin.Mount(ap, "/approvals", "/approvals/{id}")
+	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: sinkSwitch{a}, Keepalive: o.Keepalive,
+		Observer: o.Observer, Approvals: ap.svc})
+	if err != nil {
+		ap.close()
 		return nil, err
 	}
 	a.Server = srv
 	if a.proxyLn, err = net.Listen("tcp", snap.Config.Listen); err != nil {
+		ap.close()
 		return nil, fmt.Errorf("listen %s: %w", snap.Config.Listen, err)
 	}
 	if a.adminLn, err = net.Listen("tcp", snap.Config.AdminListen); err != nil {
 		a.proxyLn.Close()
+		ap.close()
 		return nil, fmt.Errorf("admin_listen %s: %w", snap.Config.AdminListen, err)
 	}
 	readHeader := o.ReadHeaderTimeout
@@ -225,6 +239,7 @@ func (a *App) apply(snap *catalog.Snapshot) error {
 			go old.Close()
 		}
 	}
+	a.approvals.reload(snap, a.Log)
 	return nil
 }
 
@@ -238,6 +253,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.proxySrv.Close()
 	}
 	_ = a.adminSrv.Close()
+	// After the proxy drained: no request holds or resumes a call now,
+	// and the last state changes reach the sinks closed below.
+	a.approvals.close()
 	if set := a.sinks.Load(); set != nil {
 		set.Close()
 	}

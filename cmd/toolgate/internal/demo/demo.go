@@ -1,7 +1,8 @@
 // Package demo runs toolgate end to end against an embedded scripted model:
 // no network beyond loopback, no key. It shows an invented tool repaired by
 // the decision strategy, an invented tool escalated, and a bad argument
-// repaired by a reprompt.
+// repaired by a reprompt, and a refund held until a person approves it
+// through the admin API, then released once.
 package demo
 
 import (
@@ -53,6 +54,16 @@ catalog:
           passengers: {type: integer, minimum: 1, maximum: 9}
         required: [destination, passengers]
         additionalProperties: false
+    - name: issue_refund
+      description: Refund an order.
+      policy: confirm
+      parameters:
+        type: object
+        properties:
+          order_id: {type: string}
+          amount_cents: {type: integer, minimum: 1}
+        required: [order_id, amount_cents]
+        additionalProperties: false
 `
 
 // Run executes the demo and narrates it to out.
@@ -86,7 +97,7 @@ func Run(ctx context.Context, out io.Writer) error {
 	base := "http://" + a.ProxyAddr()
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 
-	p("toolgate demo: an agent with three tools (calculator, web_search, book_flight) asks a scripted model.")
+	p("toolgate demo: an agent with four tools (calculator, web_search, book_flight, issue_refund) asks a scripted model.")
 	p("toolgate listens on %s; the scripted model on %s.", a.ProxyAddr(), ln.Addr())
 	p("")
 
@@ -107,11 +118,78 @@ func Run(ctx context.Context, out io.Writer) error {
 		describe(p, status, body)
 		p("")
 	}
+	if err := refundScene(ctx, p, base, "http://"+a.AdminAddr(), model); err != nil {
+		return err
+	}
 	p("Nothing invalid reached the agent. Metrics: http://%s/metrics (while running `toolgate serve`).", "127.0.0.1:9091")
 	return nil
 }
 
+// refundScene holds a refund for a person, approves it through the admin
+// API and resumes it: the model's call is released once, without asking
+// the model again, and a second resume is refused.
+func refundScene(ctx context.Context, p func(string, ...any), base, admin string, model *scriptedModel) error {
+	const question = "Refund order ord_1, 5 dollars."
+	p("== 4. A refund (policy: confirm) is held until a person approves it, then released once")
+	p("agent  -> toolgate   user: %q", question)
+	status, _, body, err := ask(ctx, base, question)
+	if err != nil {
+		return err
+	}
+	var e struct {
+		Error struct {
+			Code       string `json:"code"`
+			Escalation struct {
+				Approval struct {
+					ID    string `json:"id"`
+					State string `json:"state"`
+				} `json:"approval"`
+			} `json:"escalation"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	id := e.Error.Escalation.Approval.ID
+	if id == "" {
+		return fmt.Errorf("the refund was not held (HTTP %d): %s", status, body)
+	}
+	p("agent  <- toolgate   HTTP %d %s; approval %s is %s", status, e.Error.Code, id, e.Error.Escalation.Approval.State)
+	decision := `{"decision":"approve","by":"ana@example.com","note":"customer confirmed by phone"}`
+	p("person -> admin      POST /approvals/%s %s", id, decision)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, admin+"/approvals/"+id, strings.NewReader(decision))
+	if err != nil {
+		return err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	p("person <- admin      HTTP %d", resp.StatusCode)
+	before := model.requests()
+	for i := 0; i < 2; i++ {
+		p("agent  -> toolgate   the same request again, X-Toolgate-Approval: %s", id)
+		status, hdr, body, err := askWith(ctx, base, question, map[string]string{"X-Toolgate-Approval": id})
+		if err != nil {
+			return err
+		}
+		if o := hdr.Get("X-Toolgate-Outcome"); o != "" {
+			p("agent  <- toolgate   HTTP %d, X-Toolgate-Outcome: %s, upstream calls: %s", status, o, hdr.Get("X-Toolgate-Upstream-Calls"))
+		} else {
+			p("agent  <- toolgate   HTTP %d", status)
+		}
+		describe(p, status, body)
+	}
+	p("           the model was asked %d more times; the refund was released once.", model.requests()-before)
+	p("")
+	return nil
+}
+
 func ask(ctx context.Context, base, question string) (int, http.Header, []byte, error) {
+	return askWith(ctx, base, question, nil)
+}
+
+func askWith(ctx context.Context, base, question string, headers map[string]string) (int, http.Header, []byte, error) {
 	req := map[string]any{
 		"model": "scripted-1",
 		"messages": []any{
@@ -121,6 +199,7 @@ func ask(ctx context.Context, base, question string) (int, http.Header, []byte, 
 			fnTool("calculator", "Evaluate an arithmetic expression.", `{"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}`),
 			fnTool("web_search", "Search the web and return the top results.", `{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
 			fnTool("book_flight", "Book a flight for a number of passengers.", `{"type":"object","properties":{"destination":{"type":"string"},"passengers":{"type":"integer"}},"required":["destination","passengers"]}`),
+			fnTool("issue_refund", "Refund an order.", `{"type":"object","properties":{"order_id":{"type":"string"},"amount_cents":{"type":"integer"}},"required":["order_id","amount_cents"]}`),
 		},
 	}
 	b, _ := json.Marshal(req)
@@ -130,6 +209,9 @@ func ask(ctx context.Context, base, question string) (int, http.Header, []byte, 
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Authorization", "Bearer demo-key-not-needed")
+	for k, v := range headers {
+		hr.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(hr)
 	if err != nil {
 		return 0, nil, nil, err
@@ -154,6 +236,10 @@ func describe(p func(string, ...any), status int, body []byte) {
 			} `json:"error"`
 		}
 		_ = json.Unmarshal(body, &e)
+		if len(e.Error.Escalation) == 0 {
+			p("                     refused %s: %s", e.Error.Code, e.Error.Message)
+			return
+		}
 		p("                     escalation %s: %s", e.Error.Code, e.Error.Message)
 		var esc struct {
 			ID                string `json:"id"`
@@ -222,6 +308,9 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case last.Role == "user" && strings.HasPrefix(question, "How many active users"):
 		say("<- toolgate   calls database_query (a tool that does not exist)")
 		writeCall(w, id, "call_demo_1", "database_query", `{"sql":"SELECT COUNT(*) FROM users WHERE active = 1"}`)
+	case last.Role == "user" && strings.HasPrefix(question, "Refund order"):
+		say("<- toolgate   calls issue_refund for order ord_1, 500 cents (a tool a person must confirm)")
+		writeCall(w, id, "call_demo_4", "issue_refund", `{"order_id":"ord_1","amount_cents":500}`)
 	case last.Role == "user" && strings.HasPrefix(question, "Book a flight"):
 		say("<- toolgate   calls book_flight with passengers: \"two\" (a string)")
 		writeCall(w, id, "call_demo_3", "book_flight", `{"destination":"Lisbon","passengers":"two"}`)
@@ -237,6 +326,12 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeText(w, id, "I have nothing scripted for that.")
 	}
+}
+
+func (m *scriptedModel) requests() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n
 }
 
 func writeCall(w http.ResponseWriter, id, callID, name, args string) {

@@ -1,0 +1,340 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/approval"
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/recovery"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// Approvals (SPEC §5a) in the pipeline: an answer whose only finding is
+// confirmation_required is held in the approval store instead of being
+// thrown away, and the same request repeated with X-Toolgate-Approval
+// releases it once a person said yes, without asking the model again.
+// Codecs are not involved beyond their usual encodings: what is held is
+// the bytes the client would have been sent.
+
+// Resume headers. Both are toolgate's own, so they never go upstream.
+const (
+	headerApproval       = "X-Toolgate-Approval"
+	headerApprovalSecret = "X-Toolgate-Approval-Secret"
+)
+
+// outcomeApproved is X-Toolgate-Outcome of a released answer.
+const outcomeApproved = "approved"
+
+// codeStoreUnavailable is the failure code of an approval store toolgate
+// cannot reach: the call stays held, a retry may meet the store again.
+const codeStoreUnavailable neutral.FailureCode = "store_unavailable"
+
+// holdable reports an answer that can wait for a person: every choice
+// either passes or escalates only because a valid call's tool needs
+// confirming, and at least one does. The calls must be the model's own:
+// a substitute a person never asked for is not held.
+func (x *exchange) holdable(results []*recovery.Result) bool {
+	if x.s.approvals == nil || x.settings.Shadow || x.begun {
+		// A stream that has sent text cannot be replayed whole on resume:
+		// its escalation stays what the config says.
+		return false
+	}
+	held := false
+	for _, r := range results {
+		switch e := r.Escalation; {
+		case r.Upstream != nil:
+			return false
+		case e == nil:
+			continue
+		case e.Label != string(validate.ConfirmationRequired) || len(e.Codes) != 1 || r.AnyChanged():
+			return false
+		}
+		held = true
+	}
+	return held
+}
+
+// releasedActions are what each choice becomes once its calls are
+// approved: a held choice goes out as the model wrote it, the others as
+// the ladder decided.
+func releasedActions(results []*recovery.Result) ([]neutral.Action, bool) {
+	actions := make([]neutral.Action, len(results))
+	changed := false
+	for i, r := range results {
+		if r.Escalation == nil {
+			actions[i] = actionFor(r)
+		}
+		changed = changed || actions[i].Touched()
+	}
+	return actions, changed
+}
+
+// heldAnswer is the plain answer to release on approval.
+func (x *exchange) heldAnswer(resp *neutral.Answer, results []*recovery.Result) ([]byte, error) {
+	actions, changed := releasedActions(results)
+	if !changed {
+		return resp.Body, nil
+	}
+	return x.cd.EncodeAnswer(resp, actions)
+}
+
+// heldStream is the stream to replay on approval: every event, since
+// nothing was sent yet.
+func (r *streamRun) heldStream(results []*recovery.Result) ([]byte, error) {
+	actions, changed := releasedActions(results)
+	if !changed {
+		return append([]byte(nil), r.held.buf...), nil
+	}
+	return r.st.Encode(r.held.events, actions)
+}
+
+// hold stores the held answer and adds the approval to the escalation. It
+// is false when it answered itself: the store could not be reached, and
+// the client gets a retryable 503 while the call stays held. An answer
+// that cannot be bound to its request (a body without a canonical form,
+// a call whose arguments are not JSON) escalates as before, with nothing
+// to approve.
+func (x *exchange) hold(v *verdict, contentType string, held []byte, stream bool) bool {
+	spec, err := x.holdSpec(v, contentType, held, stream)
+	if err != nil {
+		x.s.log.Info("confirm call not held", zap.String("request_id", x.rid), zap.Error(err))
+		return true
+	}
+	rec, secret, err := x.s.approvals.Request(context.WithoutCancel(x.r.Context()), spec)
+	if err != nil {
+		x.s.log.Warn("approval store failed; the call stays held", zap.String("request_id", x.rid), zap.Error(err))
+		x.w.Header().Set("Retry-After", "1")
+		x.writeFailure(neutral.Failure{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable,
+			Message: "the approval store cannot be reached; the call is held, retry the request", Retryable: true})
+		return false
+	}
+	ticket, _ := json.Marshal(rec.Ticket(secret))
+	v.escalation.Body = withMember(v.escalation.Body, "approval", ticket)
+	x.s.log.Info("call held for approval", zap.String("request_id", x.rid),
+		zap.String("approval_id", rec.ID), zap.String("escalation_id", rec.EscalationID))
+	return true
+}
+
+// holdSpec gathers what binds a held answer to its request and calls.
+func (x *exchange) holdSpec(v *verdict, contentType string, held []byte, stream bool) (approval.Spec, error) {
+	digest, err := approval.RequestDigest(x.body)
+	if err != nil {
+		return approval.Spec{}, err
+	}
+	approver := approval.Caller
+	var calls []approval.Call
+	for _, r := range v.hold {
+		for i, c := range r.Calls {
+			if c.Kind == neutral.Other {
+				continue
+			}
+			ac, err := approval.NewCall(c.Name, c.Args)
+			if err != nil {
+				return approval.Spec{}, err
+			}
+			calls = append(calls, ac)
+			if r.Verdicts[i].Tool != nil && r.Verdicts[i].Tool.Policy == catalog.PolicyConfirm &&
+				r.Verdicts[i].Tool.Approver != catalog.ApproverCaller {
+				// One call a person must see makes it the operator's.
+				approver = approval.Operator
+			}
+		}
+	}
+	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name,
+		CatalogVersion: x.rt.snap.Version, EscalationID: v.escalation.ID, Calls: calls,
+		Held: packHeld(contentType, held), Stream: stream}, nil
+}
+
+// packHeld keeps the answer's content type with its bytes: a Gemini
+// stream may be an SSE stream or a JSON array.
+func packHeld(contentType string, body []byte) []byte {
+	out := make([]byte, 0, len(contentType)+1+len(body))
+	out = append(out, contentType...)
+	out = append(out, '\n')
+	return append(out, body...)
+}
+
+func unpackHeld(b []byte) (contentType string, body []byte) {
+	ct, body, ok := bytes.Cut(b, []byte{'\n'})
+	if !ok {
+		return "application/json", b
+	}
+	return string(ct), body
+}
+
+// withMember adds one member to a JSON object's text.
+func withMember(obj []byte, name string, value []byte) []byte {
+	end := bytes.LastIndexByte(obj, '}')
+	if end < 0 {
+		return obj
+	}
+	out := make([]byte, 0, len(obj)+len(name)+len(value)+4)
+	out = append(out, obj[:end]...)
+	if len(bytes.TrimSpace(obj[:end])) > 1 {
+		out = append(out, ',')
+	}
+	out = strconv.AppendQuote(out, name)
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, obj[end:]...)
+}
+
+// resumeAsked reports a request that presents an approval.
+func resumeAsked(r *http.Request) bool {
+	return len(r.Header.Values(headerApproval)) > 0 || len(r.Header.Values(headerApprovalSecret)) > 0
+}
+
+// resume answers a request that presents an approval: the stored answer
+// once, or a refusal. Nothing is sent upstream either way.
+func (x *exchange) resume(body []byte) {
+	svc := x.s.approvals
+	id, err := approval.ParseID(x.r.Header.Get(headerApproval))
+	if svc == nil || err != nil || len(x.r.Header.Values(headerApproval)) != 1 {
+		x.refuseResume(approval.CodeUnknown)
+		return
+	}
+	var secret approval.Secret
+	if vs := x.r.Header.Values(headerApprovalSecret); len(vs) > 0 {
+		if secret, err = approval.ParseSecret(vs[0]); err != nil || len(vs) != 1 {
+			x.refuseResume(approval.CodeSecret)
+			return
+		}
+	}
+	digest, err := approval.RequestDigest(body)
+	if err != nil {
+		x.refuseResume(approval.CodeMismatch)
+		return
+	}
+	m := approval.Match{RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name, Secret: secret}
+	ctx := context.WithoutCancel(x.r.Context())
+	rec, err := svc.Get(ctx, id)
+	if errors.Is(err, approval.ErrUnavailable) {
+		x.approvalFailure(err)
+		return
+	}
+	if err == nil && releasable(rec, m) {
+		x.parseRequest(body)
+		if !x.stillValid(rec.Calls) {
+			svc.Refuse(rec, approval.CodeStale)
+			x.refuseResume(approval.CodeStale)
+			return
+		}
+	}
+	// The claim decides, atomically, whatever the record said a moment
+	// ago; its refusals are the ones counted.
+	rec, err = svc.Claim(ctx, id, m)
+	if err != nil {
+		x.approvalFailure(err)
+		return
+	}
+	x.release(rec)
+}
+
+// releasable reports a record the claim would release for m, so its
+// calls are worth judging again first.
+func releasable(r *approval.Record, m approval.Match) bool {
+	live := r.State == approval.Approved || r.State == approval.Pending && r.Approver == approval.Caller
+	return live && r.RequestDigest == m.RequestDigest && r.Route == m.Route && r.Upstream == m.Upstream
+}
+
+// stillValid judges the stored calls against the current catalog, as one
+// batch, as they were judged when held.
+func (x *exchange) stillValid(calls []approval.Call) bool {
+	batch := make([]validate.ToolCall, len(calls))
+	at := make([]int, len(calls))
+	for i, c := range calls {
+		batch[i] = validate.ToolCall{ID: "call_" + strconv.Itoa(i), Name: c.Tool, Args: c.Arguments, Kind: neutral.Function}
+		at[i] = i
+	}
+	for _, v := range x.jd.Batch(x.r.Context(), batch, at) {
+		if !v.Valid() {
+			return false
+		}
+	}
+	return true
+}
+
+// release writes the stored answer: the upstream's bytes or a stream's
+// events, in the route's framing, as they were held.
+func (x *exchange) release(rec *approval.Record) {
+	ct, body := unpackHeld(rec.Held)
+	h := x.w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if rec.Stream {
+		h.Set("Cache-Control", "no-cache")
+	}
+	x.out.escalationID = rec.EscalationID
+	x.conclude(http.StatusOK, outcomeApproved, true)
+	x.headers(h)
+	x.w.WriteHeader(http.StatusOK)
+	_, _ = x.w.Write(body)
+	x.report()
+	x.s.log.Info("approved call released", zap.String("request_id", x.rid), zap.String("approval_id", rec.ID))
+}
+
+// approvalFailure answers a claim that released nothing.
+func (x *exchange) approvalFailure(err error) {
+	if rf, ok := approval.AsRefusal(err); ok {
+		x.refuseResume(rf.Code)
+		return
+	}
+	x.s.log.Warn("approval store failed", zap.String("request_id", x.rid), zap.Error(err))
+	x.w.Header().Set("Retry-After", "1")
+	x.writeFailure(neutral.Failure{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable,
+		Message: "the approval store cannot be reached; retry the request", Retryable: true})
+}
+
+// refuseResume answers a refused resume in the route's envelope; a retry
+// of the same request would be refused again.
+func (x *exchange) refuseResume(code approval.Code) {
+	rf := &approval.Refusal{Code: code}
+	x.writeFailure(neutral.Failure{Status: rf.Status(), Code: neutral.FailureCode(code), Message: approvalRefusalText[code]})
+}
+
+var approvalRefusalText = map[approval.Code]string{
+	approval.CodePending:  "the call is waiting for a person's decision; retry once it is approved",
+	approval.CodeDenied:   "a person denied the call",
+	approval.CodeExpired:  "the approval expired before the call was released",
+	approval.CodeUsed:     "the approval was used already; its call was released once",
+	approval.CodeMismatch: "the request differs from the one that was held (body, route or upstream)",
+	approval.CodeUnknown:  "no such approval",
+	approval.CodeStale:    "a held call no longer passes the current catalog",
+	approval.CodeSecret:   "the approval secret is missing or wrong",
+}
+
+// holdPlain holds a plain answer; false when it answered itself.
+func (x *exchange) holdPlain(v *verdict, resp *neutral.Answer, upHeader http.Header) bool {
+	held, err := x.heldAnswer(resp, v.hold)
+	if err != nil {
+		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
+		return true
+	}
+	return x.hold(v, contentTypeOf(upHeader), held, false)
+}
+
+// holdStream holds a stream none of which was sent; false when it
+// answered itself.
+func (r *streamRun) holdStream(v *verdict) bool {
+	held, err := r.heldStream(v.hold)
+	if err != nil {
+		r.x.s.log.Error("stream render failed", zap.String("request_id", r.x.rid), zap.Error(err))
+		return true
+	}
+	return r.x.hold(v, contentTypeOf(r.c.resp.Header), held, true)
+}
+
+func contentTypeOf(h http.Header) string {
+	if ct := h.Get("Content-Type"); ct != "" {
+		return ct
+	}
+	return "application/json"
+}

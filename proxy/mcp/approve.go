@@ -1,0 +1,181 @@
+package mcp
+
+import (
+	"context"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/approval"
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/validate"
+)
+
+// Approvals for MCP (SPEC §5a): a client without elicitation gets its
+// confirm call held in the approval store, the approval in the error
+// result's _meta; after a person's yes it calls the same tool with the
+// same arguments and params._meta["toolgate/approval"], and toolgate
+// forwards exactly that call, once.
+
+// Keys of params._meta a resume sets. Both are toolgate's and are removed
+// before the call goes to the server.
+const (
+	metaApproval       = "toolgate/approval"
+	metaApprovalSecret = "toolgate/approval_secret"
+)
+
+// outcomeApproved counts a call released by an approval.
+const outcomeApproved = "approved"
+
+// resumeMeta reads the approval a tools/call presents.
+func resumeMeta(params []byte) (id, secret string, ok bool) {
+	p, err := jsonx.ParseObject(params)
+	if err != nil {
+		return "", "", false
+	}
+	meta, err := jsonx.ParseObject(p.Get("_meta"))
+	if err != nil || !meta.Has(metaApproval) {
+		return "", "", false
+	}
+	id, _ = jsonx.Unquote(meta.Get(metaApproval))
+	secret, _ = jsonx.Unquote(meta.Get(metaApprovalSecret))
+	return id, secret, true
+}
+
+// callMatch binds an approval to the exact call: its tool and canonical
+// arguments, on this route's server.
+func (x *exchange) callMatch(call validate.ToolCall) (approval.Match, error) {
+	d, err := approval.CallDigest(call.Name, call.Args)
+	return approval.Match{RequestDigest: d, Route: x.r.URL.Path, Upstream: x.rt.cfg.Name}, err
+}
+
+// holdUnconfirmed is refuseUnconfirmed with the call stored for a person
+// to approve, when approvals are on.
+func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
+	svc := x.rt.g.deps.Approvals
+	m, err := x.callMatch(h.call)
+	ac, err2 := approval.NewCall(h.call.Name, h.call.Args)
+	if svc == nil || err != nil || err2 != nil {
+		return x.refuseUnconfirmed(h, why)
+	}
+	f := validate.Finding{Code: validate.ConfirmationRequired, Message: "the tool requires confirmation by a person", Detail: why}
+	e := x.escalate(h.set, h.call, append(h.v.Findings, f), why)
+	approver := approval.Operator
+	if h.v.Tool != nil && h.v.Tool.Approver == catalog.ApproverCaller {
+		approver = approval.Caller
+	}
+	rec, secret, err := svc.Request(context.WithoutCancel(x.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
+		Route: m.Route, Upstream: m.Upstream, CatalogVersion: h.set.Version, EscalationID: e.ID, Calls: []approval.Call{ac}})
+	if err != nil {
+		x.log().Warn("approval store failed; the call stays held", zap.Error(err))
+		return errorResponse(h.m.id, codeUnavailable, "the approval store cannot be reached; the call was not run, retry it",
+			map[string]any{"code": "store_unavailable"})
+	}
+	res := refusal(h.call.Name, e, []validate.Finding{f},
+		"A person must approve this call; once approved, call the tool again with the same arguments and params._meta[\"toolgate/approval\"] set to "+rec.ID+".")
+	res.Meta[metaApproval] = rec.Ticket(secret)
+	return response(h.m.id, res)
+}
+
+// resume releases an approved call once, or answers why not. It reports
+// false when the call presents no approval.
+func (x *exchange) resume(h *held) bool {
+	id, secretText, ok := resumeMeta(h.m.params)
+	if !ok {
+		return false
+	}
+	svc := x.rt.g.deps.Approvals
+	if _, err := approval.ParseID(id); svc == nil || err != nil {
+		x.refuseResume(h, approval.CodeUnknown)
+		return true
+	}
+	m, err := x.callMatch(h.call)
+	if err != nil {
+		x.refuseResume(h, approval.CodeMismatch)
+		return true
+	}
+	if secretText != "" {
+		if m.Secret, err = approval.ParseSecret(secretText); err != nil {
+			x.refuseResume(h, approval.CodeSecret)
+			return true
+		}
+	}
+	// The call was judged against the current catalog on its way here.
+	if _, err := svc.Claim(context.WithoutCancel(x.ctx), id, m); err != nil {
+		if rf, ok := approval.AsRefusal(err); ok {
+			x.refuseResume(h, rf.Code)
+			return true
+		}
+		x.outcome = outcomeUpstreamError
+		x.writeJSON(http.StatusOK, errorResponse(h.m.id, codeUnavailable, "the approval store cannot be reached; retry the call",
+			map[string]any{"code": "store_unavailable"}))
+		return true
+	}
+	x.outcome = outcomeApproved
+	msg := *h.m
+	msg.raw = withoutApprovalMeta(h.m.raw)
+	x.trackCall(&msg, h.set, h.call.Name)
+	x.forward(msg.raw, []message{msg}, nil)
+	return true
+}
+
+// refuseResume answers a resume that releases nothing: a JSON-RPC error
+// whose data.code is the SPEC §5a code.
+func (x *exchange) refuseResume(h *held, code approval.Code) {
+	x.outcome = outcomeEscalated
+	x.writeJSON(http.StatusOK, errorResponse(h.m.id, codeInvalidRequest, "the approval does not release this call: "+string(code),
+		map[string]any{"code": code}))
+}
+
+// withoutApprovalMeta removes toolgate's keys from params._meta, so the
+// server never sees an approval or its secret. A message it cannot edit
+// is returned as it is; parseBody read it already, so that does not occur.
+func withoutApprovalMeta(raw []byte) []byte {
+	msg, err := jsonx.ParseObject(raw)
+	if err != nil {
+		return raw
+	}
+	params, err := jsonx.ParseObject(msg.Get("params"))
+	if err != nil {
+		return raw
+	}
+	meta, err := jsonx.ParseObject(params.Get("_meta"))
+	if err != nil {
+		return raw
+	}
+	meta = meta.Delete(metaApproval).Delete(metaApprovalSecret)
+	if len(meta) == 0 {
+		params = params.Delete("_meta")
+	} else {
+		params = params.Set("_meta", meta.Bytes())
+	}
+	return msg.Set("params", params.Bytes()).Bytes()
+}
+
+// staleResume answers a resume whose approved call no longer passes the
+// catalog with approval_stale, instead of the refusal a new call would
+// get. It is nil when the call passes, presents no approval, or is not
+// the approved call (the claim then says why).
+func (x *exchange) staleResume(msg *message, call validate.ToolCall, v validate.Verdict) []byte {
+	svc := x.rt.g.deps.Approvals
+	if svc == nil || (v.Tool != nil && v.Valid()) {
+		return nil
+	}
+	id, _, ok := resumeMeta(msg.params)
+	if !ok {
+		return nil
+	}
+	m, err := x.callMatch(call)
+	if err != nil {
+		return nil
+	}
+	rec, err := svc.Get(context.WithoutCancel(x.ctx), id)
+	if err != nil || rec.RequestDigest != m.RequestDigest || rec.Route != m.Route || rec.Upstream != m.Upstream {
+		return nil
+	}
+	svc.Refuse(rec, approval.CodeStale)
+	x.outcome = outcomeEscalated
+	return errorResponse(msg.id, codeInvalidRequest, "the approval does not release this call: "+string(approval.CodeStale),
+		map[string]any{"code": approval.CodeStale})
+}

@@ -1,0 +1,129 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/approval"
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/proxy"
+)
+
+// startApprovalGate is startGate with approvals on a memory store.
+func startApprovalGate(t *testing.T, upURL string) (string, *approval.Service, *proxy.Server) {
+	t.Helper()
+	snap := approvalSnap(t, upURL, mcptest.Catalog)
+	svc := approval.New(approval.Config{Store: approval.NewMemory(approval.Options{})})
+	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(prometheus.NewRegistry()),
+		Sink: &sinkRec{}, Approvals: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp/orders", svc, srv
+}
+
+func approvalSnap(t *testing.T, upURL, catalogYAML string) *catalog.Snapshot {
+	t.Helper()
+	cfg := "upstreams: [{url: http://127.0.0.1:9}]\n" +
+		"mcp_servers: [{name: orders, url: " + upURL + ", path_prefix: /mcp/orders, idle_timeout: 20s}]\n" + catalogYAML
+	c, err := catalog.Parse([]byte(cfg), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Compile(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// A client without elicitation gets the confirm call held with an
+// approval in _meta; after approval the same call with the approval in
+// params._meta runs once, and a changed argument, an early or a second
+// resume are refused with their codes.
+func TestApprovalHoldAndResumeWithMeta(t *testing.T) {
+	o := start(t, false)
+	url, svc, _ := startApprovalGate(t, o.HTTP.URL)
+	cs, _ := connect(t, url, nil)
+	args := map[string]any{"order_id": "ord_9"}
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args})
+	if err != nil || !res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.Meta["toolgate/approval"])
+	var tk struct{ ID, State string }
+	if err := json.Unmarshal(raw, &tk); err != nil || !strings.HasPrefix(tk.ID, "apr_") || tk.State != "pending" {
+		t.Fatalf("approval in _meta: %s", raw)
+	}
+	resume := func(a map[string]any) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: a, Meta: mcp.Meta{"toolgate/approval": tk.ID}})
+	}
+	if _, err := resume(args); err == nil || !strings.Contains(err.Error(), "approval_pending") {
+		t.Fatalf("resume before a decision: %v", err)
+	}
+	if _, err := svc.Decide(context.Background(), tk.ID, approval.Decision{Approve: true, By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resume(map[string]any{"order_id": "ord_10"}); err == nil || !strings.Contains(err.Error(), "approval_mismatch") {
+		t.Fatalf("resume with a changed argument: %v", err)
+	}
+	if n := o.Cancels.Load(); n != 0 {
+		t.Fatalf("the tool ran %d times before its approved call", n)
+	}
+	res, err = resume(args)
+	if err != nil || res.IsError || resultText(res) != "cancelled" {
+		t.Fatalf("approved resume: %v %+v", err, res)
+	}
+	if body := o.Wire.Body("tools/call"); o.Wire.Count("tools/call") != 1 || strings.Contains(string(body), "toolgate/approval") {
+		t.Errorf("the server got %d calls, the approval in them: %s", o.Wire.Count("tools/call"), body)
+	}
+	if _, err := resume(args); err == nil || !strings.Contains(err.Error(), "approval_used") {
+		t.Fatalf("second resume: %v", err)
+	}
+	if n := o.Cancels.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
+	}
+}
+
+// An approved call that a reload makes fail its rules is refused with
+// approval_stale, and the tool does not run.
+func TestApprovalStaleAfterReload(t *testing.T) {
+	o := start(t, false)
+	url, svc, srv := startApprovalGate(t, o.HTTP.URL)
+	cs, _ := connect(t, url, nil)
+	args := map[string]any{"order_id": "ord_9"}
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args})
+	if err != nil || !res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.Meta["toolgate/approval"])
+	var tk struct{ ID string }
+	_ = json.Unmarshal(raw, &tk)
+	if _, err := svc.Decide(context.Background(), tk.ID, approval.Decision{Approve: true, By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	stricter := strings.Replace(mcptest.Catalog, "    - name: orders/cancel_order\n      policy: confirm\n",
+		"    - name: orders/cancel_order\n      policy: confirm\n      rules:\n        - expr: \"args.order_id != 'ord_9'\"\n          message: ord_9 is frozen\n", 1)
+	if stricter == mcptest.Catalog {
+		t.Fatal("the catalog did not change")
+	}
+	if err := srv.Apply(approvalSnap(t, o.HTTP.URL, stricter)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args, Meta: mcp.Meta{"toolgate/approval": tk.ID}})
+	if err == nil || !strings.Contains(err.Error(), "approval_stale") {
+		t.Fatalf("resume after the reload: %v", err)
+	}
+	if n := o.Cancels.Load(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
