@@ -100,6 +100,11 @@ func (c *Config) SetDefaults() {
 	if c.Limits.MaxResponseBytes == 0 {
 		c.Limits.MaxResponseBytes = DefaultMaxBodyBytes
 	}
+	setString(&c.Tracing.Protocol, TracingHTTP)
+	if c.Tracing.SampleRatio == nil {
+		v := 1.0
+		c.Tracing.SampleRatio = &v
+	}
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
 	setDuration(&c.Shutdown.Grace, DefaultShutdownGrace)

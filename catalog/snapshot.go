@@ -105,6 +105,8 @@ type Secrets struct {
 	WebhookSecret string
 	// MCPKeys by mcp_servers name.
 	MCPKeys map[string]string
+	// TraceHeaders go with every trace export (tracing.headers_env).
+	TraceHeaders map[string]string
 }
 
 // ValidatorSpec is one validator in compiled form.

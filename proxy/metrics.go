@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/proxy/mcp"
@@ -38,6 +40,7 @@ type Metrics struct {
 	ValidatorDuration *prometheus.HistogramVec
 	RouteRefusals     *prometheus.CounterVec
 	MCPOutput         *prometheus.CounterVec
+	TraceSpansDropped prometheus.Counter
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -112,6 +115,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		MCPOutput: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_mcp_output_violations_total", Help: "MCP tool results whose structuredContent failed the outputSchema, replaced by error results.",
 		}, []string{"catalog_version", "tool"}),
+		TraceSpansDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_trace_spans_dropped_total", Help: "Spans dropped because the export queue was full (a slow or absent collector).",
+		}),
 	}
 	m.register(reg)
 	return m
@@ -123,7 +129,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
-		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput)
+		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput, m.TraceSpansDropped)
 	for _, r := range refusalReasons {
 		m.RouteRefusals.WithLabelValues(string(r))
 	}
@@ -141,9 +147,21 @@ func (m *Metrics) initValidators(names []string) {
 
 // observeValidator records one validator call. The validator label is a
 // configured name, so it is bounded like the catalog's tool names.
-func (m *Metrics) observeValidator(validator, result string, d time.Duration) {
+func (m *Metrics) observeValidator(ctx context.Context, validator, result string, d time.Duration) {
 	m.ValidatorRequests.WithLabelValues(validator, result).Inc()
-	m.ValidatorDuration.WithLabelValues(validator).Observe(d.Seconds())
+	observe(ctx, m.ValidatorDuration.WithLabelValues(validator), d.Seconds())
+}
+
+// observe records v with the trace id of the span in ctx as its exemplar
+// when that span is sampled, so a slow bucket links to a trace.
+func observe(ctx context.Context, o prometheus.Observer, v float64) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	o.Observe(v)
 }
 
 // mcp is the collectors the MCP routes count in.

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
@@ -41,17 +42,21 @@ type exchange struct {
 	// toolgate's own replaces.
 	query string
 
-	start    time.Time
-	upWait   time.Duration
-	calls    int
-	usage    []usageEntry
-	upIDs    []string
-	req      *neutral.Request
-	eff      *catalog.Effective
-	settings recovery.Settings
-	header   http.Header
-	vctx     validate.Context
-	jd       *judge.Judge
+	start  time.Time
+	upWait time.Duration
+	calls  int
+	usage  []usageEntry
+	upIDs  []string
+	// upSpan is the client span of the latest upstream call; respModel
+	// the model its answer named.
+	upSpan    trace.Span
+	respModel string
+	req       *neutral.Request
+	eff       *catalog.Effective
+	settings  recovery.Settings
+	header    http.Header
+	vctx      validate.Context
+	jd        *judge.Judge
 	// out is what the request comes to, filled in as it is decided.
 	out outcome
 }
@@ -157,6 +162,7 @@ func (x *exchange) serveAnswer(c *call) {
 		x.refuseAnswer(err)
 		return
 	}
+	x.answerModel(answer)
 	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
 	results, ok := x.judge(resp.Choices, &asker{x: x, prev: resp}, false)
 	if !ok {
@@ -348,6 +354,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 	if err != nil || len(resp.Choices) == 0 {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
 	}
+	x.answerModel(answer)
 	x.note(q.Kind, resp.Usage, c.resp.Header)
 	return resp.Choices[0], nil
 }
@@ -372,6 +379,7 @@ func (x *exchange) parseRequest(body []byte) {
 	x.vctx = validate.Context{Eff: x.eff, Evidence: evidence, HistoryUpstream: req.HistoryUpstream,
 		History: validate.HistoryOf(req.History), Values: contextValues(x.r.Context())}
 	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.rt.validators, RequestID: x.rid, CatalogVersion: snap.Version}
+	x.traceRequest()
 }
 
 // send makes one upstream call and times it.
@@ -384,10 +392,13 @@ func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte
 	if fr, ok := x.cd.(api.FollowUpRouter); ok && kind != neutral.KindOriginal {
 		path, query = fr.FollowUpRoute(path, query)
 	}
-	c, err := x.up.do(ctx, http.MethodPost, path, query, x.header, body)
+	ctx, sp, header := x.startUpstream(ctx, kind)
+	c, err := x.up.do(ctx, http.MethodPost, path, query, header, body)
 	d := time.Since(t)
 	x.upWait += d
-	x.series.upstreamDuration(x.s.metrics, kind).Observe(d.Seconds())
+	observe(ctx, x.series.upstreamDuration(x.s.metrics, kind), d.Seconds())
+	upstreamSent(sp, c, err)
+	x.upSpan = sp
 	return c, err
 }
 
@@ -432,6 +443,7 @@ func keepEncoding(dst, src http.Header) {
 // note records an upstream answer's usage and request id.
 func (x *exchange) note(kind recovery.Kind, u recovery.Usage, h http.Header) {
 	x.usage = append(x.usage, usageEntry{Kind: kind, Input: u.Input, Output: u.Output})
+	x.traceUsage(u)
 	if id := upstreamRequestID(h); id != "" {
 		x.upIDs = append(x.upIDs, id)
 	}

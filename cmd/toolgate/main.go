@@ -114,7 +114,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer stopLog()
-	a, err := app.Start(path, app.Options{Logger: log})
+	a, err := app.Start(path, app.Options{Logger: log, Version: version})
 	if err != nil {
 		log.Error("start failed", zap.Error(err))
 		return 1
