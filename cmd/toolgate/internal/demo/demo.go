@@ -7,11 +7,14 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,7 +59,11 @@ catalog:
 `
 
 // Run executes the demo and narrates it to out.
-func Run(ctx context.Context, out io.Writer) error {
+func Run(ctx context.Context, out io.Writer) error { return RunTraced(ctx, out, "") }
+
+// RunTraced is Run exporting traces to an OTLP http/protobuf endpoint
+// (tracing.endpoint); each scene names its trace id. Empty traces nothing.
+func RunTraced(ctx context.Context, out io.Writer, traceEndpoint string) error {
 	model := &scriptedModel{out: out}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,7 +73,11 @@ func Run(ctx context.Context, out io.Writer) error {
 	go func() { _ = ms.Serve(ln) }()
 	defer ms.Close()
 
-	cfg, err := catalog.Parse([]byte(fmt.Sprintf(config, "http://"+ln.Addr().String())), "demo.yaml")
+	yaml := fmt.Sprintf(config, "http://"+ln.Addr().String())
+	if traceEndpoint != "" {
+		yaml += "tracing: {endpoint: " + strconv.Quote(traceEndpoint) + "}\n"
+	}
+	cfg, err := catalog.Parse([]byte(yaml), "demo.yaml")
 	if err != nil {
 		return err
 	}
@@ -98,9 +109,16 @@ func Run(ctx context.Context, out io.Writer) error {
 	for _, sc := range scenes {
 		p("== %s", sc.title)
 		p("agent  -> toolgate   user: %q", sc.question)
-		status, hdr, body, err := ask(ctx, base, sc.question)
+		traceID := ""
+		if traceEndpoint != "" {
+			traceID = newTraceID()
+		}
+		status, hdr, body, err := ask(ctx, base, sc.question, traceID)
 		if err != nil {
 			return err
+		}
+		if traceID != "" {
+			p("trace  %s", traceID)
 		}
 		p("agent  <- toolgate   HTTP %d, X-Toolgate-Outcome: %s, upstream calls: %s",
 			status, hdr.Get("X-Toolgate-Outcome"), hdr.Get("X-Toolgate-Upstream-Calls"))
@@ -111,7 +129,7 @@ func Run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-func ask(ctx context.Context, base, question string) (int, http.Header, []byte, error) {
+func ask(ctx context.Context, base, question, traceID string) (int, http.Header, []byte, error) {
 	req := map[string]any{
 		"model": "scripted-1",
 		"messages": []any{
@@ -130,6 +148,13 @@ func ask(ctx context.Context, base, question string) (int, http.Header, []byte, 
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Authorization", "Bearer demo-key-not-needed")
+	if traceID != "" {
+		// The agent's own trace, which toolgate continues: its spans
+		// are found under this id.
+		var span [8]byte
+		_, _ = rand.Read(span[:])
+		hr.Header.Set("Traceparent", "00-"+traceID+"-"+hex.EncodeToString(span[:])+"-01")
+	}
 	resp, err := http.DefaultClient.Do(hr)
 	if err != nil {
 		return 0, nil, nil, err
@@ -257,4 +282,10 @@ func writeCompletion(w http.ResponseWriter, id string, msg map[string]any, finis
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
 		"usage":   map[string]any{"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52},
 	})
+}
+
+func newTraceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
