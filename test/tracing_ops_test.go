@@ -394,3 +394,27 @@ func TestTraceReload(t *testing.T) {
 		t.Errorf("%d spans exported with tracing off", after-before)
 	}
 }
+
+// A pass-through route forwards the server span's context.
+func TestTracePassThroughCarriesTheServerSpan(t *testing.T) {
+	rcv := otlptest.NewHTTP(t)
+	m := newMockFunc(t, func(int, *mockRequest) mockReply { return mockReply{Body: `{"object":"list","data":[]}`} })
+	v, _ := newValidator(t)
+	g := tracedGate(t, m, v, "tracing: {endpoint: '"+rcv.URL+"'}\n")
+	tp, traceID, _ := traceparentFor()
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/models", nil)
+	req.Header.Set("Traceparent", tp)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	spans := rcv.Wait(t, 5*time.Second, func(s []otlptest.Span) bool { return serverSpan(otlptest.Trace(s, traceID)) != nil })
+	srv := serverSpan(otlptest.Trace(spans, traceID))
+	if got := m.requests()[0].Header.Get("Traceparent"); got != "00-"+traceID+"-"+srv.SpanID+"-01" {
+		t.Errorf("pass-through upstream got traceparent %q, want the server span's %s", got, srv.SpanID)
+	}
+	if srv.Attr("http.response.status_code") != "200" {
+		t.Errorf("server span %v", srv.Attrs)
+	}
+}
