@@ -31,11 +31,11 @@ func (j *Judge) startSpans(ctx context.Context, batch []validate.ToolCall, at []
 	tr := telemetry.Tracer(ctx)
 	cs := &callSpans{ctxs: make([]context.Context, len(at)), spans: make([]trace.Span, len(at))}
 	for k, i := range at {
-		name := clipName(batch[i].Name)
+		name := telemetry.Clip(batch[i].Name, maxNameAttr)
 		cs.ctxs[k], cs.spans[k] = tr.Start(ctx, "judge_tool "+name, trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "judge_tool"),
 			attribute.String("gen_ai.tool.name", name),
-			attribute.String("gen_ai.tool.call.id", clipName(batch[i].ID)),
+			attribute.String("gen_ai.tool.call.id", telemetry.Clip(batch[i].ID, maxNameAttr)),
 			attribute.String("toolgate.catalog_version", j.CatalogVersion),
 		))
 	}
@@ -58,11 +58,11 @@ func (cs *callSpans) end(out []validate.Verdict) {
 	}
 	for k, sp := range cs.spans {
 		v := &out[k]
-		codes := make([]string, len(v.Findings))
+		found := make([]string, len(v.Findings))
 		for n, f := range v.Findings {
-			codes[n] = string(f.Code)
+			found[n] = string(f.Code)
 		}
-		sp.SetAttributes(attribute.StringSlice("toolgate.findings", codes), attribute.Bool("toolgate.valid", v.Valid()))
+		sp.SetAttributes(attribute.StringSlice("toolgate.findings", found), attribute.Bool("toolgate.valid", v.Valid()))
 		if v.Tool != nil {
 			sp.SetAttributes(attribute.String("toolgate.tool", v.Tool.Name))
 		}
@@ -88,18 +88,4 @@ func endValidatorSpan(sp trace.Span, result string) {
 		sp.SetStatus(codes.Error, result)
 	}
 	sp.End()
-}
-
-func clipName(s string) string {
-	if len(s) <= maxNameAttr {
-		return s
-	}
-	s = s[:maxNameAttr]
-	for len(s) > 0 && s[len(s)-1]&0xc0 == 0x80 {
-		s = s[:len(s)-1]
-	}
-	if len(s) > 0 && s[len(s)-1] >= 0xc0 {
-		s = s[:len(s)-1]
-	}
-	return s
 }

@@ -30,7 +30,7 @@ const maxModelAttr = 256
 func (x *exchange) spanName() string {
 	op := genAI[x.api.Name()][0]
 	if x.req != nil && x.req.Model != "" {
-		return op + " " + clip(x.req.Model, maxModelAttr)
+		return op + " " + telemetry.Clip(x.req.Model, maxModelAttr)
 	}
 	return op
 }
@@ -47,7 +47,7 @@ func (x *exchange) traceRequest() {
 	sp.SetAttributes(
 		attribute.String("gen_ai.operation.name", g[0]),
 		attribute.String("gen_ai.provider.name", g[1]),
-		attribute.String("gen_ai.request.model", clip(x.req.Model, maxModelAttr)),
+		attribute.String("gen_ai.request.model", telemetry.Clip(x.req.Model, maxModelAttr)),
 		attribute.String("toolgate.api", x.api.Name()),
 		attribute.String("toolgate.catalog_version", x.rt.snap.Version),
 	)
@@ -104,7 +104,7 @@ func (x *exchange) traceUsage(u recovery.Usage) {
 		attribute.Int64("gen_ai.usage.output_tokens", u.Output),
 	}
 	if x.req != nil {
-		attrs = append(attrs, attribute.String("gen_ai.request.model", clip(x.req.Model, maxModelAttr)))
+		attrs = append(attrs, attribute.String("gen_ai.request.model", telemetry.Clip(x.req.Model, maxModelAttr)))
 	}
 	if x.respModel != "" {
 		attrs = append(attrs, attribute.String("gen_ai.response.model", x.respModel))
@@ -140,21 +140,6 @@ func (x *exchange) traceOutcome() []zap.Field {
 	return []zap.Field{zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String())}
 }
 
-// clip bounds s at n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && s[len(s)-1]&0xc0 == 0x80 {
-		s = s[:len(s)-1]
-	}
-	if len(s) > 0 && s[len(s)-1] >= 0xc0 {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 // answerModel notes the model an answer names ("model", or Gemini's
 // "modelVersion"), for its upstream call's span. Only read while that
 // span records.
@@ -172,6 +157,6 @@ func (x *exchange) answerModel(answer []byte) {
 		raw = obj.Get("modelVersion")
 	}
 	if m, ok := jsonx.Unquote(raw); ok {
-		x.respModel = clip(m, maxModelAttr)
+		x.respModel = telemetry.Clip(m, maxModelAttr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -213,4 +214,17 @@ func Tracer(ctx context.Context) trace.Tracer {
 // cost something to build are only built then.
 func Recording(ctx context.Context) bool {
 	return trace.SpanFromContext(ctx).IsRecording()
+}
+
+// Clip bounds s at n bytes on a rune boundary: names a client or a model
+// chose go on spans, and an invented one may be any length.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }

@@ -206,3 +206,22 @@ func TestEndpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdef", 3, "abc"},
+		{"aé", 3, "aé"},
+		{"aéb", 2, "a"},
+		{"日本", 4, "日"},
+	}
+	for _, tt := range tests {
+		if got := Clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
