@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 FUZZTIME  ?= 2m
 
-.PHONY: build test unit node-deps fuzz bench load load-profile rss rss10k soak demo lint
+.PHONY: build test unit node-deps fuzz bench load load-profile rss rss10k soak demo lint jaeger jaeger-test
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/toolgate ./cmd/toolgate
@@ -28,6 +28,24 @@ node-deps:
 			(cd "$$d" && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 		done; \
 	else echo "npm not found: the Node SDK tests will be skipped (they fail under CI=true)"; fi
+
+# Jaeger v1.76.0 for traces (docs/tracing.md), built from test/jaeger, a
+# module of its own so that its dependencies stay out of toolgate's go.mod.
+# The first build takes long (see docs/tracing.md), so jaeger-test is not in
+# CI. jaeger runs it with its all-in-one defaults: OTLP on localhost:4318
+# and :4317, the UI and query API on http://localhost:16686.
+JAEGER ?= $(CURDIR)/bin/jaeger
+
+$(JAEGER):
+	cd test/jaeger && $(GO) build -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
+
+jaeger: $(JAEGER)
+	$(JAEGER)
+
+# jaeger-test starts Jaeger on loopback ports, sends it a recovered
+# request's trace through toolgate and reads it back from the query API.
+jaeger-test: $(JAEGER)
+	TOOLGATE_JAEGER_BIN=$(JAEGER) $(GO) test -tags jaeger -count=1 -run TestJaeger -v ./test/
 
 # fuzz runs every fuzz target for FUZZTIME each (default 2m); opt-in, not in CI.
 fuzz:

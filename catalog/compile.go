@@ -264,6 +264,9 @@ func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bo
 		}
 		sec.WebhookSecret = v
 	}
+	if name := c.Tracing.HeadersEnv; name != "" {
+		sec.TraceHeaders = traceHeaders(ps, name, lookupEnv)
+	}
 	return sec
 }
 
@@ -279,6 +282,44 @@ func optionalSecret(ps *problems, lookupEnv func(string) (string, bool), field, 
 		ps.add(field, "environment variable %s is not set or empty", name)
 	}
 	return v
+}
+
+// traceHeaders reads tracing.headers_env: k=v pairs split by commas. A
+// problem names the variable and the pair's position, never its text: the
+// values are the trace backend's credentials.
+func traceHeaders(ps *problems, name string, lookupEnv func(string) (string, bool)) map[string]string {
+	v, _ := lookupEnv(name)
+	out := map[string]string{}
+	for i, kv := range strings.Split(v, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || !validHeaderName(k) || strings.ContainsAny(val, "\r\n") {
+			ps.add("tracing.headers_env", "environment variable %s: entry %d is not a header=value pair", name, i+1)
+			continue
+		}
+		out[k] = strings.TrimSpace(val)
+	}
+	if len(out) == 0 {
+		ps.add("tracing.headers_env", "environment variable %s holds no header=value pairs", name)
+	}
+	return out
+}
+
+// validHeaderName reports an RFC 9110 token.
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // compileValidators resolves each validator's tools against the catalog and

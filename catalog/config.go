@@ -37,6 +37,7 @@ type Config struct {
 	Limits      Limits      `yaml:"limits"`
 	MCPServers  []MCPServer `yaml:"mcp_servers"`
 	Approvals   Approvals   `yaml:"approvals"`
+	Tracing     Tracing     `yaml:"tracing"`
 	Log         Log         `yaml:"log"`
 	Shutdown    Shutdown    `yaml:"shutdown"`
 
@@ -145,6 +146,24 @@ type Validator struct {
 	SecretEnv string `yaml:"secret_env"`
 	// AllowInsecure permits plain http to a host that is not loopback.
 	AllowInsecure bool `yaml:"allow_insecure"`
+}
+
+// tracing.protocol values.
+const (
+	TracingHTTP = "http/protobuf"
+	TracingGRPC = "grpc"
+)
+
+// Tracing is the OTLP trace export (SPEC §8a); off while Endpoint is empty.
+type Tracing struct {
+	Endpoint string `yaml:"endpoint"`
+	Protocol string `yaml:"protocol"`
+	// SampleRatio is for traces toolgate starts; a caller's sampled trace
+	// is always continued. A pointer, so that an explicit 0 survives.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+	// HeadersEnv names a variable holding k=v,k=v exporter headers
+	// (credentials of the trace backend).
+	HeadersEnv string `yaml:"headers_env"`
 }
 
 // catalog.formats values.

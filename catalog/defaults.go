@@ -106,6 +106,11 @@ func (c *Config) SetDefaults() {
 	setString(&c.Approvals.Store, DefaultApprovalsStore)
 	setDuration(&c.Approvals.TTL, DefaultApprovalsTTL)
 
+	setString(&c.Tracing.Protocol, TracingHTTP)
+	if c.Tracing.SampleRatio == nil {
+		v := 1.0
+		c.Tracing.SampleRatio = &v
+	}
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
 	setDuration(&c.Shutdown.Grace, DefaultShutdownGrace)

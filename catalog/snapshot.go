@@ -120,6 +120,8 @@ type Secrets struct {
 	ApprovalsAdminToken string
 	// ApprovalsNotifySecret signs approvals.notify deliveries.
 	ApprovalsNotifySecret string
+	// TraceHeaders go with every trace export (tracing.headers_env).
+	TraceHeaders map[string]string
 }
 
 // ValidatorSpec is one validator in compiled form.

@@ -47,6 +47,7 @@ func (c *Config) Validate() error {
 	c.validateValidators(ps)
 	c.validateMCP(ps)
 	c.validateApprovals(ps)
+	c.validateTracing(ps)
 
 	oneOf(ps, "recovery.strategy", c.Recovery.Strategy, StrategyDecision, StrategyCorrection)
 	checkAttempts(ps, "recovery.max_attempts", c.Recovery.MaxAttempts)
@@ -259,6 +260,31 @@ func (c *Config) validateValidators(ps *problems) {
 // validatorURLProblem says what is wrong with a validator URL, or "". Plain
 // http is only for loopback (the same host or pod) unless allowed: the body
 // carries the call, the conversation's tool results and the context values.
+// validateTracing checks the exporter's settings. The endpoint takes no
+// credentials: they would be logged with the config; headers_env is where
+// they go.
+func (c *Config) validateTracing(ps *problems) {
+	t := c.Tracing
+	oneOf(ps, "tracing.protocol", t.Protocol, TracingHTTP, TracingGRPC)
+	if p := t.SampleRatio; p != nil && (math.IsNaN(*p) || *p < 0 || *p > 1) {
+		ps.add("tracing.sample_ratio", "must be between 0 and 1, got %v", *p)
+	}
+	if t.Endpoint == "" {
+		return
+	}
+	raw := t.Endpoint
+	if !strings.Contains(raw, "://") && t.Protocol == TracingGRPC {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
+		ps.add("tracing.endpoint", "must be http://HOST:PORT or https://HOST:PORT (grpc also takes HOST:PORT)")
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		ps.add("tracing.endpoint", "may not carry credentials, a query or a fragment; put exporter headers in headers_env")
+	}
+}
+
 func validatorURLProblem(raw string, allowInsecure bool) string {
 	if msg := httpURLProblem(raw); msg != "" {
 		return msg

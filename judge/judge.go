@@ -56,6 +56,8 @@ func (j *Judge) Call(ctx context.Context, c validate.ToolCall) validate.Verdict 
 // timeout allow.
 func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) []validate.Verdict {
 	out := make([]validate.Verdict, len(at))
+	spans := j.startSpans(ctx, batch, at)
+	defer spans.end(out)
 	for k, i := range at {
 		out[k] = validate.CheckIn(batch, i, j.Local)
 		if j.Extra != nil {
@@ -90,7 +92,7 @@ func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) 
 		c := batch[at[jb.k]]
 		c.Name = j.toolName(out[jb.k].Tool.Name)
 		wg.Go(func() {
-			found[n] = j.Validators.call(ctx, jb.spec, j.payload(c))
+			found[n] = j.Validators.call(spans.ctx(ctx, jb.k), jb.spec, j.payload(c))
 		})
 	}
 	wg.Wait()

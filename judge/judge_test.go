@@ -24,7 +24,7 @@ type observed struct {
 	results []string
 }
 
-func (o *observed) observe(name, result string, _ time.Duration) {
+func (o *observed) observe(_ context.Context, name, result string, _ time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.results = append(o.results, name+"="+result)

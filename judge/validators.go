@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/signature"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -34,7 +35,8 @@ const (
 )
 
 // Observer records one validator call: its result and how long it took.
-type Observer func(validator, result string, d time.Duration)
+// ctx is the call's, for a trace exemplar.
+type Observer func(ctx context.Context, validator, result string, d time.Duration)
 
 // Validators calls the validators of one config generation. It is built
 // with the snapshot it belongs to and swapped with it on reload.
@@ -47,7 +49,7 @@ type Validators struct {
 // NewValidators prepares the calls of specs. observe may be nil.
 func NewValidators(specs []*catalog.ValidatorSpec, observe Observer) *Validators {
 	if observe == nil {
-		observe = func(string, string, time.Duration) {}
+		observe = func(context.Context, string, string, time.Duration) {}
 	}
 	tr := &http.Transport{
 		// Validator bodies carry context values and tool results; they go
@@ -93,8 +95,10 @@ type answer struct {
 func (v *Validators) call(ctx context.Context, s int, body []byte) []validate.Finding {
 	spec := v.specs[s]
 	start := time.Now()
+	ctx, sp := validatorSpan(ctx, spec.Name)
 	ans, result := v.ask(ctx, spec, body)
-	v.observe(spec.Name, result, time.Since(start))
+	v.observe(ctx, spec.Name, result, time.Since(start))
+	endValidatorSpan(sp, result)
 	switch result {
 	case ResultAllowed:
 		return nil
@@ -121,6 +125,7 @@ func (v *Validators) ask(ctx context.Context, spec *catalog.ValidatorSpec, body 
 		return nil, ResultError
 	}
 	req.Header.Set("Content-Type", "application/json")
+	telemetry.Inject(ctx, req.Header)
 	if len(spec.Secret) > 0 {
 		req.Header.Set(signature.Header, signature.Sign(spec.Secret, body))
 	}

@@ -21,7 +21,11 @@ type Admin struct {
 func NewAdmin(g prometheus.Gatherer) *Admin {
 	a := &Admin{}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		// Exemplars (the trace ids on latency buckets) only exist in
+		// OpenMetrics; a scraper that asks for it gets it.
+		EnableOpenMetrics: true,
+	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})

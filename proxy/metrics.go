@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/proxy/mcp"
@@ -41,8 +43,9 @@ type Metrics struct {
 	// StrictTools and StrictCalls follow strict mode (SPEC §3b): what
 	// became of each offered function tool, and the verdicts on calls to
 	// the tools toolgate marked.
-	StrictTools *prometheus.CounterVec
-	StrictCalls *prometheus.CounterVec
+	StrictTools       *prometheus.CounterVec
+	StrictCalls       *prometheus.CounterVec
+	TraceSpansDropped prometheus.Counter
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -117,6 +120,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		MCPOutput: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_mcp_output_violations_total", Help: "MCP tool results whose structuredContent failed the outputSchema, replaced by error results.",
 		}, []string{"catalog_version", "tool"}),
+		TraceSpansDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_trace_spans_dropped_total", Help: "Spans dropped because the export queue was full (a slow or absent collector).",
+		}),
 	}
 	m.StrictTools, m.StrictCalls = strictMetrics()
 	m.register(reg)
@@ -141,7 +147,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
 		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput,
-		m.StrictTools, m.StrictCalls)
+		m.StrictTools, m.StrictCalls, m.TraceSpansDropped)
 	for _, r := range refusalReasons {
 		m.RouteRefusals.WithLabelValues(string(r))
 	}
@@ -159,9 +165,21 @@ func (m *Metrics) initValidators(names []string) {
 
 // observeValidator records one validator call. The validator label is a
 // configured name, so it is bounded like the catalog's tool names.
-func (m *Metrics) observeValidator(validator, result string, d time.Duration) {
+func (m *Metrics) observeValidator(ctx context.Context, validator, result string, d time.Duration) {
 	m.ValidatorRequests.WithLabelValues(validator, result).Inc()
-	m.ValidatorDuration.WithLabelValues(validator).Observe(d.Seconds())
+	observe(ctx, m.ValidatorDuration.WithLabelValues(validator), d.Seconds())
+}
+
+// observe records v with the trace id of the span in ctx as its exemplar
+// when that span is sampled, so a slow bucket links to a trace.
+func observe(ctx context.Context, o prometheus.Observer, v float64) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	o.Observe(v)
 }
 
 // mcp is the collectors the MCP routes count in.

@@ -228,7 +228,8 @@ func (x *exchange) usageJSON() string {
 // and bodies are never logged.
 func (x *exchange) report() {
 	o := &x.out
-	x.series.added.Observe(x.overhead().Seconds())
+	observe(x.r.Context(), x.series.added, x.overhead().Seconds())
+	traceFields := x.traceOutcome()
 	x.series.requests(x.s.metrics, o.label).Inc()
 	model := ""
 	if x.req != nil {
@@ -240,7 +241,7 @@ func (x *exchange) report() {
 	if ce == nil {
 		return
 	}
-	ce.Write(
+	ce.Write(append([]zap.Field{
 		zap.String("request_id", x.rid),
 		zap.String("api", x.api.Name()),
 		zap.String("route", x.r.URL.Path),
@@ -251,5 +252,5 @@ func (x *exchange) report() {
 		zap.Int("upstream_calls", x.calls),
 		zap.Duration("duration", time.Since(x.start)),
 		zap.Duration("overhead", x.overhead()),
-	)
+	}, traceFields...)...)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
@@ -46,17 +47,21 @@ type exchange struct {
 	// toolgate's own replaces.
 	query string
 
-	start    time.Time
-	upWait   time.Duration
-	calls    int
-	usage    []usageEntry
-	upIDs    []string
-	req      *neutral.Request
-	eff      *catalog.Effective
-	settings recovery.Settings
-	header   http.Header
-	vctx     validate.Context
-	jd       *judge.Judge
+	start  time.Time
+	upWait time.Duration
+	calls  int
+	usage  []usageEntry
+	upIDs  []string
+	// upSpan is the client span of the latest upstream call; respModel
+	// the model its answer named.
+	upSpan    trace.Span
+	respModel string
+	req       *neutral.Request
+	eff       *catalog.Effective
+	settings  recovery.Settings
+	header    http.Header
+	vctx      validate.Context
+	jd        *judge.Judge
 	// strict is what strict mode marked on this request, or nil.
 	strict *strictRun
 	// unread is set when the client's request could not be decoded.
@@ -185,6 +190,7 @@ func (x *exchange) serveAnswer(c *call) {
 		x.refuseAnswer(err)
 		return
 	}
+	x.answerModel(answer)
 	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
 	results, ok := x.judge(resp.Choices, &asker{x: x, prev: resp}, false)
 	if !ok {
@@ -376,6 +382,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 	if err != nil || len(resp.Choices) == 0 {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
 	}
+	x.answerModel(answer)
 	x.note(q.Kind, resp.Usage, c.resp.Header)
 	return resp.Choices[0], nil
 }
@@ -401,6 +408,7 @@ func (x *exchange) parseRequest(body []byte) {
 	x.vctx = validate.Context{Eff: x.eff, Evidence: evidence, HistoryUpstream: req.HistoryUpstream,
 		History: validate.HistoryOf(req.History), Values: contextValues(x.r.Context())}
 	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.rt.validators, RequestID: x.rid, CatalogVersion: snap.Version}
+	x.traceRequest()
 }
 
 // send makes one upstream call and times it.
@@ -413,10 +421,13 @@ func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte
 	if fr, ok := x.cd.(api.FollowUpRouter); ok && kind != neutral.KindOriginal {
 		path, query = fr.FollowUpRoute(path, query)
 	}
-	c, err := x.up.do(ctx, http.MethodPost, path, query, x.header, body)
+	ctx, sp, header := x.startUpstream(ctx, kind)
+	c, err := x.up.do(ctx, http.MethodPost, path, query, header, body)
 	d := time.Since(t)
 	x.upWait += d
-	x.series.upstreamDuration(x.s.metrics, kind).Observe(d.Seconds())
+	observe(ctx, x.series.upstreamDuration(x.s.metrics, kind), d.Seconds())
+	upstreamSent(sp, c, err)
+	x.upSpan = sp
 	return c, err
 }
 
@@ -461,6 +472,7 @@ func keepEncoding(dst, src http.Header) {
 // note records an upstream answer's usage and request id.
 func (x *exchange) note(kind recovery.Kind, u recovery.Usage, h http.Header) {
 	x.usage = append(x.usage, usageEntry{Kind: kind, Input: u.Input, Output: u.Output})
+	x.traceUsage(u)
 	if id := upstreamRequestID(h); id != "" {
 		x.upIDs = append(x.upIDs, id)
 	}

@@ -6,6 +6,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -17,11 +18,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/anthropic"
@@ -52,6 +55,10 @@ type Options struct {
 	// Approvals, when set, holds confirm calls for a person and resumes
 	// them (SPEC §5a); nil escalates them with nothing to approve.
 	Approvals *approval.Service
+	// TraceTuning bounds the trace export queue (tests shorten it).
+	TraceTuning telemetry.Tuning
+	// Version is toolgate's, reported with every span.
+	Version string
 }
 
 // Server is the proxy listener's handler.
@@ -68,6 +75,7 @@ type Server struct {
 	keepalive time.Duration
 	observer  RecoveryObserver // may be nil
 	approvals *approval.Service
+	tracing   *tracing
 }
 
 func (s *Server) keepaliveInterval() time.Duration {
@@ -91,6 +99,8 @@ type runtime struct {
 	// context name.
 	contextHeaders map[string]string
 	mcps           []*mcp.Route
+	// tracer starts the generation's spans; nil with tracing off.
+	tracer trace.Tracer
 }
 
 // apis maps api_paths values and built-in routes to their wire formats.
@@ -137,6 +147,7 @@ func New(o Options) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
+	s.tracing = newTracing(o, s.log, s.metrics.TraceSpansDropped)
 	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation, ContextValues: contextValues,
 		Approvals: o.Approvals})
 	rt, err := s.build(o.Store.Load())
@@ -216,8 +227,23 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		names[i] = v.Name
 	}
 	s.metrics.initValidators(names)
+	// Last: nothing after it can fail, so a rejected config never
+	// replaces the live exporter.
+	tracer, err := s.tracing.tracer(snap)
+	if err != nil {
+		rt.validators.Close()
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	rt.tracer = tracer
 	return rt, nil
 }
+
+// CloseTracing flushes the spans still queued and stops the exporter,
+// within ctx. It is the last step of a shutdown.
+func (s *Server) CloseTracing(ctx context.Context) error { return s.tracing.close(ctx) }
+
+// FlushTracing exports the spans queued so far, within ctx.
+func (s *Server) FlushTracing(ctx context.Context) error { return s.tracing.flush(ctx) }
 
 // mcpMethods are every method an MCP route answers itself.
 var mcpMethods = []string{http.MethodPost, http.MethodGet, http.MethodDelete, http.MethodPut,
@@ -250,7 +276,7 @@ func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}
 		rt.mcps = append(rt.mcps, h)
-		routes.judgeServer("mcp", mc.PathPrefix, jsonRPCPlainError, h, mcpMethods...)
+		routes.judgeServer("mcp", mc.PathPrefix, jsonRPCPlainError, tracedMCP(h, mc.Name), mcpMethods...)
 	}
 	return nil
 }
@@ -288,6 +314,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt.contextHeaders != nil {
 		ctx = withContextValues(ctx, takeContext(r.Header, rt.contextHeaders))
 	}
+	if rt.tracer != nil {
+		var sp trace.Span
+		ctx, sp = startServer(ctx, rt.tracer, r)
+		defer func() { endServer(sp, int(bw.status.Load())) }()
+	}
 	s.route(w, r.WithContext(ctx), rt)
 }
 
@@ -314,17 +345,21 @@ func takeContext(h http.Header, headers map[string]string) map[string]string {
 type beganWriter struct {
 	http.ResponseWriter
 	began atomic.Bool
+	// status is the one sent, for the server span.
+	status atomic.Int32
 }
 
 func (b *beganWriter) WriteHeader(code int) {
-	if code >= 200 {
-		b.began.Store(true)
+	if code >= 200 && b.began.CompareAndSwap(false, true) {
+		b.status.Store(int32(code))
 	}
 	b.ResponseWriter.WriteHeader(code)
 }
 
 func (b *beganWriter) Write(p []byte) (int, error) {
-	b.began.Store(true)
+	if b.began.CompareAndSwap(false, true) {
+		b.status.Store(http.StatusOK)
+	}
 	return b.ResponseWriter.Write(p)
 }
 

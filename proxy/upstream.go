@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/httpx"
 )
@@ -77,6 +79,8 @@ type call struct {
 	resp   *http.Response
 	cancel context.CancelCauseFunc
 	body   io.ReadCloser
+	// span is the call's client span, ended once its body is done.
+	span trace.Span
 }
 
 func (c *call) Close() {
@@ -84,6 +88,9 @@ func (c *call) Close() {
 		c.body.Close()
 	}
 	c.cancel(context.Canceled)
+	if c.span != nil {
+		c.span.End()
+	}
 }
 
 func (u *upstream) do(ctx context.Context, method, path, rawQuery string, header http.Header, body []byte) (*call, error) {

@@ -31,7 +31,7 @@ const usage = `toolgate: only real tools with valid arguments reach your agent.
 Usage:
   toolgate serve   --config config.yaml   run the proxy
   toolgate check   --config config.yaml   validate the config and lint the catalog
-  toolgate demo                           run a scripted end-to-end demonstration
+  toolgate demo [--trace-endpoint URL]    run a scripted end-to-end demonstration (traces to an OTLP endpoint)
   toolgate eval    --config config.yaml --cases cases.jsonl --model M
                                           measure recovery and pick the threshold
   toolgate version                        print the version
@@ -52,7 +52,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "demo":
-		if err := demo.Run(context.Background(), stdout); err != nil {
+		fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		trace := fs.String("trace-endpoint", "", "export the demo's traces to this OTLP http/protobuf endpoint, e.g. http://127.0.0.1:4318")
+		if fs.Parse(args[1:]) != nil {
+			return 2
+		}
+		if err := demo.RunTraced(context.Background(), stdout, *trace); err != nil {
 			fmt.Fprintln(stderr, "demo failed:", err)
 			return 1
 		}
@@ -117,7 +123,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer stopLog()
-	a, err := app.Start(path, app.Options{Logger: log})
+	a, err := app.Start(path, app.Options{Logger: log, Version: version})
 	if err != nil {
 		log.Error("start failed", zap.Error(err))
 		return 1

@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/otlptest"
 )
 
 func freePort(t *testing.T) string {
@@ -146,5 +149,34 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// With --trace-endpoint the demo exports its three requests' traces, each
+// under the trace id it prints, and the first is the recovered request.
+func TestDemoTraced(t *testing.T) {
+	rcv := otlptest.NewHTTP(t)
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "--trace-endpoint", rcv.URL}, &out, &errb); code != 0 {
+		t.Fatalf("demo: code %d\n%s", code, errb.String())
+	}
+	ids := regexp.MustCompile(`(?m)^trace  ([0-9a-f]{32})$`).FindAllStringSubmatch(out.String(), -1)
+	if len(ids) != 3 {
+		t.Fatalf("demo printed %d trace ids:\n%s", len(ids), out.String())
+	}
+	// Shutdown flushed the spans before the demo returned.
+	spans := otlptest.Trace(rcv.Spans(), ids[0][1])
+	var outcome string
+	kinds := map[string]int{}
+	for _, s := range spans {
+		if s.Kind == 2 {
+			outcome = s.Attr("toolgate.outcome")
+		}
+		if k := s.Attr("toolgate.upstream.kind"); k != "" {
+			kinds[k]++
+		}
+	}
+	if outcome != "substituted" || kinds["original"] != 1 || kinds["recovery"] != 1 {
+		t.Errorf("first scene's trace: outcome %q, upstream calls %v (%d spans)", outcome, kinds, len(spans))
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
@@ -157,6 +159,7 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.outcome = outcomeInvalid
 	}
 	rt.g.deps.Metrics.Requests.WithLabelValues(apiMCP, x.outcome).Inc()
+	trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("toolgate.outcome", x.outcome))
 }
 
 const apiMCP = "mcp"

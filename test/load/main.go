@@ -90,6 +90,9 @@ type options struct {
 	keep       bool
 	nginx      string
 	profile    string
+	// traceRatio turns toolgate's tracing on at this sample ratio,
+	// exporting to the harness's collector; negative is off.
+	traceRatio float64
 }
 
 func run() int {
@@ -109,6 +112,7 @@ func run() int {
 	flag.DurationVar(&o.maxRuntime, "max-runtime", 25*time.Minute, "hard limit on the whole run")
 	flag.StringVar(&o.nginx, "nginx", "auto", `nginx binary for the nginx target ("auto": nginx on PATH if any; "off": no nginx target)`)
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder (config, logs, binary)")
+	flag.Float64Var(&o.traceRatio, "trace-ratio", -1, "run toolgate with tracing on at this sample_ratio (0 to 1), exporting to an OTLP collector in this process; negative: tracing off")
 	flag.StringVar(&o.profile, "profile", "", "run toolgate profiled: its CPU profile (cpu.prof) and allocation profile (allocs.prof) over the whole run go to this folder")
 	flag.Parse()
 
@@ -287,6 +291,10 @@ func orchestrate(ctx context.Context, o options, scs []scenario) error {
 	defer func() {
 		for _, c := range children {
 			c.stop()
+		}
+		if c := runCollector; c != nil {
+			fmt.Printf("tracing at sample_ratio %g: the collector received %d spans\n", o.traceRatio, c.spans.Load())
+			c.close()
 		}
 	}()
 	if err != nil {
@@ -471,6 +479,14 @@ func startToolgate(ctx context.Context, bin, dir, mockURL string, o options) (*c
 	cfg, err := toolgateConfig(listen, admin, mockURL, o.logLevel)
 	if err != nil {
 		return nil, "", err
+	}
+	if o.traceRatio >= 0 {
+		col, err := startCollector()
+		if err != nil {
+			return nil, "", err
+		}
+		runCollector = col
+		cfg += tracingYAML(col.addr, o.traceRatio)
 	}
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

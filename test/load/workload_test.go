@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -201,4 +202,42 @@ func countChildren(t *testing.T, pid int) int {
 		t.Skipf("no /proc children list: %v", err)
 	}
 	return len(strings.Fields(string(b)))
+}
+
+// With -trace-ratio the harness's config turns tracing on at that ratio,
+// toward its collector, and the collector counts what toolgate exports.
+func TestTracingConfigAndCollector(t *testing.T) {
+	cfgText, err := toolgateConfig("127.0.0.1:1", "127.0.0.1:2", "http://127.0.0.1:3", "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tracingYAML("127.0.0.1:4", -1) != "" {
+		t.Fatal("a negative ratio turned tracing on")
+	}
+	cfg, err := catalog.Parse([]byte(cfgText+tracingYAML("127.0.0.1:4", 0.01)), "load.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tracing.Endpoint != "http://127.0.0.1:4" || *cfg.Tracing.SampleRatio != 0.01 {
+		t.Fatalf("tracing %+v", cfg.Tracing)
+	}
+	col, err := startCollector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.close()
+	p, err := telemetry.New(telemetry.Config{Endpoint: "http://" + col.addr, Protocol: telemetry.ProtocolHTTP, SampleRatio: 1}, telemetry.Tuning{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_, sp := p.Tracer().Start(context.Background(), "s")
+		sp.End()
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := col.spans.Load(); n != 3 {
+		t.Errorf("collector counted %d spans, want 3", n)
+	}
 }

@@ -17,10 +17,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/sink"
 )
@@ -86,6 +88,10 @@ type Options struct {
 	// ReadTimeout bounds how long a client may take to send a whole
 	// request, body included (default 60s: 64 MiB at about 1 MiB/s).
 	ReadTimeout time.Duration
+	// TraceTuning bounds the trace export queue (tests shorten it).
+	TraceTuning telemetry.Tuning
+	// Version is toolgate's own, reported with every span.
+	Version string
 }
 
 // Start loads the config at path and starts both listeners.
@@ -122,6 +128,7 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 		}
 		a.sinks.Store(set)
 	}
+	otel.SetErrorHandler(exportErrors(log))
 	ap, err := openApprovals(snap, o.BaseDir, reg, log, store, auditApproval(sinkSwitch{a}))
 	if err != nil {
 		return nil, err
@@ -129,7 +136,7 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 	a.approvals, a.Approvals = ap, ap.svc
 	a.Admin.Mount(ap, "/approvals", "/approvals/{id}")
 	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: sinkSwitch{a}, Keepalive: o.Keepalive,
-		Observer: o.Observer, Approvals: ap.svc})
+		Observer: o.Observer, TraceTuning: o.TraceTuning, Version: o.Version, Approvals: ap.svc})
 	if err != nil {
 		ap.close()
 		return nil, err
@@ -259,6 +266,27 @@ func (a *App) Shutdown(ctx context.Context) error {
 	if set := a.sinks.Load(); set != nil {
 		set.Close()
 	}
+	// The spans of the drained requests go out last, within what is left
+	// of the grace period and never longer than a few seconds.
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = a.Server.CloseTracing(tctx)
+	cancel()
 	a.Log.Info("toolgate stopped")
 	return err
+}
+
+// exportErrors logs the trace exporter's failures, at most one a minute:
+// with the collector down every batch fails, and the log is not the place
+// to count them (toolgate_trace_spans_dropped_total is). The messages name
+// the endpoint and the failure, never the exporter's headers.
+func exportErrors(log *zap.Logger) otel.ErrorHandlerFunc {
+	var last atomic.Int64
+	return func(err error) {
+		now := time.Now().UnixNano()
+		prev := last.Load()
+		if now-prev < int64(time.Minute) || !last.CompareAndSwap(prev, now) {
+			return
+		}
+		log.Warn("trace export failed", zap.Error(err))
+	}
 }

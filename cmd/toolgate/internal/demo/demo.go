@@ -8,11 +8,14 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -67,7 +70,11 @@ catalog:
 `
 
 // Run executes the demo and narrates it to out.
-func Run(ctx context.Context, out io.Writer) error {
+func Run(ctx context.Context, out io.Writer) error { return RunTraced(ctx, out, "") }
+
+// RunTraced is Run exporting traces to an OTLP http/protobuf endpoint
+// (tracing.endpoint); each scene names its trace id. Empty traces nothing.
+func RunTraced(ctx context.Context, out io.Writer, traceEndpoint string) error {
 	model := &scriptedModel{out: out}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -77,7 +84,11 @@ func Run(ctx context.Context, out io.Writer) error {
 	go func() { _ = ms.Serve(ln) }()
 	defer ms.Close()
 
-	cfg, err := catalog.Parse([]byte(fmt.Sprintf(config, "http://"+ln.Addr().String())), "demo.yaml")
+	yaml := fmt.Sprintf(config, "http://"+ln.Addr().String())
+	if traceEndpoint != "" {
+		yaml += "tracing: {endpoint: " + strconv.Quote(traceEndpoint) + "}\n"
+	}
+	cfg, err := catalog.Parse([]byte(yaml), "demo.yaml")
 	if err != nil {
 		return err
 	}
@@ -109,9 +120,16 @@ func Run(ctx context.Context, out io.Writer) error {
 	for _, sc := range scenes {
 		p("== %s", sc.title)
 		p("agent  -> toolgate   user: %q", sc.question)
-		status, hdr, body, err := ask(ctx, base, sc.question)
+		traceID := ""
+		if traceEndpoint != "" {
+			traceID = newTraceID()
+		}
+		status, hdr, body, err := ask(ctx, base, sc.question, traceID)
 		if err != nil {
 			return err
+		}
+		if traceID != "" {
+			p("trace  %s", traceID)
 		}
 		p("agent  <- toolgate   HTTP %d, X-Toolgate-Outcome: %s, upstream calls: %s",
 			status, hdr.Get("X-Toolgate-Outcome"), hdr.Get("X-Toolgate-Upstream-Calls"))
@@ -132,7 +150,7 @@ func refundScene(ctx context.Context, p func(string, ...any), base, admin string
 	const question = "Refund order ord_1, 5 dollars."
 	p("== 4. A refund (policy: confirm) is held until a person approves it, then released once")
 	p("agent  -> toolgate   user: %q", question)
-	status, _, body, err := ask(ctx, base, question)
+	status, _, body, err := ask(ctx, base, question, "")
 	if err != nil {
 		return err
 	}
@@ -169,7 +187,7 @@ func refundScene(ctx context.Context, p func(string, ...any), base, admin string
 	before := model.requests()
 	for i := 0; i < 2; i++ {
 		p("agent  -> toolgate   the same request again, X-Toolgate-Approval: %s", id)
-		status, hdr, body, err := askWith(ctx, base, question, map[string]string{"X-Toolgate-Approval": id})
+		status, hdr, body, err := askWith(ctx, base, question, "", map[string]string{"X-Toolgate-Approval": id})
 		if err != nil {
 			return err
 		}
@@ -185,11 +203,11 @@ func refundScene(ctx context.Context, p func(string, ...any), base, admin string
 	return nil
 }
 
-func ask(ctx context.Context, base, question string) (int, http.Header, []byte, error) {
-	return askWith(ctx, base, question, nil)
+func ask(ctx context.Context, base, question, traceID string) (int, http.Header, []byte, error) {
+	return askWith(ctx, base, question, traceID, nil)
 }
 
-func askWith(ctx context.Context, base, question string, headers map[string]string) (int, http.Header, []byte, error) {
+func askWith(ctx context.Context, base, question, traceID string, headers map[string]string) (int, http.Header, []byte, error) {
 	req := map[string]any{
 		"model": "scripted-1",
 		"messages": []any{
@@ -211,6 +229,13 @@ func askWith(ctx context.Context, base, question string, headers map[string]stri
 	hr.Header.Set("Authorization", "Bearer demo-key-not-needed")
 	for k, v := range headers {
 		hr.Header.Set(k, v)
+	}
+	if traceID != "" {
+		// The agent's own trace, which toolgate continues: its spans
+		// are found under this id.
+		var span [8]byte
+		_, _ = rand.Read(span[:])
+		hr.Header.Set("Traceparent", "00-"+traceID+"-"+hex.EncodeToString(span[:])+"-01")
 	}
 	resp, err := http.DefaultClient.Do(hr)
 	if err != nil {
@@ -352,4 +377,10 @@ func writeCompletion(w http.ResponseWriter, id string, msg map[string]any, finis
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
 		"usage":   map[string]any{"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52},
 	})
+}
+
+func newTraceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

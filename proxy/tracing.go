@@ -1,0 +1,144 @@
+package proxy
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/telemetry"
+)
+
+// tracing keeps the exporter of the live tracing config. A reload that
+// leaves tracing as it was keeps the same exporter; one that changes it
+// starts a new one, and the old one keeps taking the spans of requests
+// that began under it until retireAfter has passed, then flushes and stops.
+type tracing struct {
+	mu      sync.Mutex
+	cfg     telemetry.Config
+	cur     *telemetry.Provider
+	tune    telemetry.Tuning
+	version string
+	log     *zap.Logger
+}
+
+// retireAfter is how long a replaced exporter stays up for the requests
+// that started under it.
+var retireAfter = 2 * time.Minute
+
+func newTracing(o Options, log *zap.Logger, dropped prometheus.Counter) *tracing {
+	tune := o.TraceTuning
+	if tune.Dropped == nil {
+		tune.Dropped = func(n int) { dropped.Add(float64(n)) }
+	}
+	return &tracing{tune: tune, version: o.Version, log: log}
+}
+
+// tracer is the tracer for a generation of snap, nil with tracing off.
+func (t *tracing) tracer(snap *catalog.Snapshot) (trace.Tracer, error) {
+	tc := snap.Config.Tracing
+	cfg := telemetry.Config{Endpoint: tc.Endpoint, Protocol: tc.Protocol, Headers: snap.Secrets.TraceHeaders, Version: t.version}
+	if tc.SampleRatio != nil {
+		cfg.SampleRatio = *tc.SampleRatio
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur != nil && sameTracing(cfg, t.cfg) {
+		return t.cur.Tracer(), nil
+	}
+	var next *telemetry.Provider
+	if cfg.Endpoint != "" {
+		p, err := telemetry.New(cfg, t.tune)
+		if err != nil {
+			return nil, err
+		}
+		next = p
+	}
+	if old := t.cur; old != nil {
+		time.AfterFunc(retireAfter, func() { shutdownProvider(old) })
+	}
+	t.cur, t.cfg = next, cfg
+	if next == nil {
+		return nil, nil
+	}
+	t.log.Info("trace export on", zap.String("protocol", cfg.Protocol), zap.Float64("sample_ratio", cfg.SampleRatio))
+	return next.Tracer(), nil
+}
+
+func sameTracing(a, b telemetry.Config) bool {
+	return a.Endpoint == b.Endpoint && a.Protocol == b.Protocol && a.SampleRatio == b.SampleRatio &&
+		maps.Equal(a.Headers, b.Headers)
+}
+
+func shutdownProvider(p *telemetry.Provider) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = p.Shutdown(ctx)
+}
+
+// close flushes and stops the live exporter within ctx.
+func (t *tracing) close(ctx context.Context) error {
+	t.mu.Lock()
+	p := t.cur
+	t.cur = nil
+	t.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Shutdown(ctx)
+}
+
+// flush exports what is queued, within ctx.
+func (t *tracing) flush(ctx context.Context) error {
+	t.mu.Lock()
+	p := t.cur
+	t.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.ForceFlush(ctx)
+}
+
+// startServer opens the request's server span, continuing the client's
+// trace, and puts its context in the request's headers, so that whatever
+// is forwarded as it came (pass-through routes, MCP servers) carries it.
+func startServer(ctx context.Context, tr trace.Tracer, r *http.Request) (context.Context, trace.Span) {
+	ctx = telemetry.Extract(ctx, r.Header)
+	ctx, sp := tr.Start(ctx, "toolgate", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+	telemetry.Inject(ctx, r.Header)
+	return ctx, sp
+}
+
+// endServer records the status the client got and ends the span.
+func endServer(sp trace.Span, status int) {
+	if status != 0 {
+		sp.SetAttributes(attribute.Int("http.response.status_code", status))
+	}
+	if status >= 500 {
+		sp.SetStatus(codes.Error, http.StatusText(status))
+	}
+	sp.End()
+}
+
+// tracedMCP names the server span of an MCP route's requests after the
+// server they are for.
+func tracedMCP(h http.Handler, server string) http.Handler {
+	name := "mcp " + server
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sp := trace.SpanFromContext(r.Context()); sp.IsRecording() {
+			sp.SetName(name)
+			sp.SetAttributes(attribute.String("toolgate.api", "mcp"), attribute.String("toolgate.mcp_server", server),
+				attribute.String("rpc.system", "jsonrpc"))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
