@@ -118,6 +118,7 @@ func (x *exchange) hold(v *verdict, contentType string, held []byte, stream bool
 	}
 	ticket, _ := json.Marshal(rec.Ticket(secret))
 	v.escalation.Body = withMember(v.escalation.Body, "approval", ticket)
+	x.out.approvalID = rec.ID
 	x.s.log.Info("call held for approval", zap.String("request_id", x.rid),
 		zap.String("approval_id", rec.ID), zap.String("escalation_id", rec.EscalationID))
 	return true
@@ -213,6 +214,7 @@ func (x *exchange) resume(body []byte) {
 		x.refuseResume(approval.CodeMismatch)
 		return
 	}
+	x.out.approvalID = id
 	m := approval.Match{RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name, Secret: secret}
 	ctx := context.WithoutCancel(x.r.Context())
 	rec, err := svc.Get(ctx, id)

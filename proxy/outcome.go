@@ -43,6 +43,9 @@ type outcome struct {
 	status  int
 	// escalationID is the escalation the answer carries, if any.
 	escalationID string
+	// approvalID is the approval the answer was held under or released
+	// by, if any.
+	approvalID string
 	// findings are every finding code and operator note of the answer.
 	findings []string
 }

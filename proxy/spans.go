@@ -135,6 +135,9 @@ func (x *exchange) traceOutcome() []zap.Field {
 		if x.out.escalationID != "" {
 			attrs = append(attrs, attribute.String("toolgate.escalation_id", x.out.escalationID))
 		}
+		if x.out.approvalID != "" {
+			attrs = append(attrs, attribute.String("toolgate.approval_id", x.out.approvalID))
+		}
 		sp.SetAttributes(attrs...)
 	}
 	return []zap.Field{zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String())}

@@ -418,3 +418,38 @@ func TestTracePassThroughCarriesTheServerSpan(t *testing.T) {
 		t.Errorf("server span %v", srv.Attrs)
 	}
 }
+
+// TestTraceApprovalID: the server spans of the request that held a confirm
+// call and of the resume that released it both name the approval.
+func TestTraceApprovalID(t *testing.T) {
+	rcv := otlptest.NewHTTP(t)
+	up := newRefundUpstream(t)
+	cfg := refundConfig(up.srv.URL, "  store: memory\n", 100000, "operator") +
+		"tracing: {endpoint: '" + rcv.URL + "'}\n"
+	g := startApprovalGate(t, t.TempDir(), cfg)
+	rt := routes[0]
+	tk := hold(t, rt, g.url(), false)
+	if st := g.decide(tk.ID, "approve"); st != http.StatusOK {
+		t.Fatalf("approve: %d", st)
+	}
+	if r := rt.send(t, g.url(), false, false, resumeWith(tk.ID)); r.status != http.StatusOK {
+		t.Fatalf("resume: %d %v", r.status, r.err)
+	}
+	outcomes := func(s []otlptest.Span) map[string]string {
+		got := map[string]string{}
+		for _, sp := range s {
+			if sp.Kind == 2 && sp.Attr("toolgate.approval_id") == tk.ID {
+				got[sp.Attr("toolgate.outcome")] = sp.Attr("toolgate.escalation_id")
+			}
+		}
+		return got
+	}
+	spans := rcv.Wait(t, 5*time.Second, func(s []otlptest.Span) bool { return len(outcomes(s)) == 2 })
+	got := outcomes(spans)
+	if _, ok := got["escalated"]; !ok {
+		t.Errorf("no server span of the held request names approval %s: %v", tk.ID, got)
+	}
+	if esc, ok := got["approved"]; !ok || esc == "" || esc != got["escalated"] {
+		t.Errorf("the resume's server span: %v, want outcome approved with the held escalation's id", got)
+	}
+}
