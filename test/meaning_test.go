@@ -63,7 +63,7 @@ var seedCases = []seedCase{
 
 // seedGate starts toolgate with the get_order and issue_refund tools and
 // the catalog.context of the shipped config.yaml, so the example the
-// README shows is the one tested.
+// docs/checks.md shows is the one tested.
 func seedGate(t *testing.T, upstreamURL string, extra func(*catalog.Config)) *gate {
 	t.Helper()
 	cfg, err := catalog.LoadConfig("../config.yaml")

@@ -120,7 +120,7 @@ func TestFormats(t *testing.T) {
 }
 
 // TestFormatsRegexUnderAnnotate: draft-07 asserts format regex even under
-// annotate (the schema library always checks it), as the README says;
+// annotate (the schema library always checks it), as docs/checks.md says;
 // 2020-12 does not.
 func TestFormatsRegexUnderAnnotate(t *testing.T) {
 	d7 := loadWays(t, `{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"re":{"format":"regex"}}}`, "formats: annotate")

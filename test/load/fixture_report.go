@@ -68,7 +68,7 @@ func fixtureTable(rows []summaryRow) []fixtureRow {
 }
 
 // printFixtureTable prints the fixture table as Markdown, ready for the
-// README.
+// docs/performance.md.
 func printFixtureTable(w io.Writer, rep *report) {
 	if len(rep.Fixture) == 0 {
 		return

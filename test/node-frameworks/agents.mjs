@@ -30,7 +30,7 @@ export async function run(c, weather) {
     return result.finalOutput;
   }
   // stage records which step of the streamed run the error came out of,
-  // for the README's table.
+  // for the table in docs/escalations.md.
   let stage = 'run(…, {stream: true})';
   try {
     const result = await runAgent(agent, question, { stream: true });

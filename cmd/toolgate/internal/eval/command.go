@@ -29,7 +29,7 @@ const commandUsage = `Usage:
   toolgate eval --from-sink escalations.jsonl --out cases.jsonl
 
 Measures decision recovery against the config's first upstream and
-recommends recovery.confidence_threshold (see the README, "Calibrating
+recommends recovery.confidence_threshold (see docs/recovery.md, "Calibrating
 recovery").
 
 Flags:
