@@ -31,9 +31,10 @@ node-deps:
 
 # Jaeger v1.76.0 for traces (docs/tracing.md), built from test/jaeger, a
 # module of its own so that its dependencies stay out of toolgate's go.mod.
-# The first build takes long (see docs/tracing.md), so jaeger-test is not in
-# CI. jaeger runs it with its all-in-one defaults: OTLP on localhost:4318
-# and :4317, the UI and query API on http://localhost:16686.
+# The first build takes several minutes (docs/tracing.md); .ci/run builds it
+# and runs jaeger-test after make test. jaeger runs it with its all-in-one
+# defaults: OTLP on localhost:4318 and :4317, the UI and query API on
+# http://localhost:16686.
 JAEGER ?= $(CURDIR)/bin/jaeger
 
 $(JAEGER):
