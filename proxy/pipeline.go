@@ -282,7 +282,7 @@ func (x *exchange) refuseAnswer(err error) {
 // A turn cut off by the token limit escalates as truncated anyway.
 func missingCallID(turns []*neutral.Turn) bool {
 	for _, t := range turns {
-		if t == nil || t.Truncated {
+		if t == nil || t.Truncated() {
 			continue
 		}
 		for _, c := range t.Calls {

@@ -179,7 +179,7 @@ func (l *ladder) run(ctx context.Context) error {
 		l.res.AbstainReason = reason
 		return nil
 	}
-	if l.in.Turn.Truncated {
+	if l.in.Turn.Truncated() {
 		if l.s.Truncated == catalog.TruncatedPass {
 			l.res.Outcome = l.pass()
 			return nil
@@ -501,7 +501,7 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 			l.res.AbstainReason = reason
 			return Abstained, nil
 		}
-		if next.Truncated {
+		if next.Truncated() {
 			ev.Result = "escalated"
 			l.res.Events = append(l.res.Events, ev)
 			return "", l.escalate(string(validate.Truncated), "the repaired answer was cut off by the token limit", -1)

@@ -147,3 +147,50 @@ func TestApprovalImports(t *testing.T) {
 		}
 	}
 }
+
+// parsedFiles parses the non-test Go files of dir whole, bodies included.
+func parsedFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	var files []*ast.File
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return fset, files
+}
+
+// TestCodecsDecideNoTruncation keeps the truncation rule out of the codecs:
+// a codec reports the provider's stop reason (neutral.Stop), and whether a
+// call was cut off is decided from it in one place. No codec may set,
+// name as a literal key, or read the decided Truncated.
+func TestCodecsDecideNoTruncation(t *testing.T) {
+	for _, dir := range codecs {
+		fset, files := parsedFiles(t, dir)
+		for _, f := range files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				var name *ast.Ident
+				switch x := n.(type) {
+				case *ast.SelectorExpr:
+					name = x.Sel
+				case *ast.KeyValueExpr:
+					name, _ = x.Key.(*ast.Ident)
+				}
+				if name != nil && name.Name == "Truncated" {
+					t.Errorf("%s: a codec touches the decided Truncated; report neutral.Stop instead", fset.Position(name.Pos()))
+				}
+				return true
+			})
+		}
+	}
+}

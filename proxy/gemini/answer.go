@@ -177,7 +177,7 @@ func (c *codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 			return nil, err
 		}
 		t.Text = string(text)
-		t.Truncated = finish == "MAX_TOKENS" && len(t.Calls) > 0
+		t.Stop = stopOf(finish)
 		resp.Choices = append(resp.Choices, t)
 	}
 	return resp, nil

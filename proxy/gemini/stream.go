@@ -363,7 +363,7 @@ func (s *stream) Turns() []*neutral.Turn {
 		var text []byte
 		_ = callsOf(parts, 0, t, &text)
 		t.Text = string(text)
-		t.Truncated = c.finish == "MAX_TOKENS" && len(t.Calls) > 0
+		t.Stop = stopOf(c.finish)
 		out = append(out, t)
 	}
 	return out
