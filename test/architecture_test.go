@@ -194,3 +194,48 @@ func TestCodecsDecideNoTruncation(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCodecAssertions keeps the codec contract whole: the pipeline calls
+// what api.Codec and api.Stream declare and never asks a codec or a
+// stream for an optional interface of package api.
+func TestNoCodecAssertions(t *testing.T) {
+	fset, files := parsedFiles(t, "proxy")
+	for _, f := range files {
+		apiName := ""
+		for _, im := range f.Imports {
+			if p, _ := strconv.Unquote(im.Path.Value); p == module+"/proxy/api" {
+				apiName = "api"
+				if im.Name != nil {
+					apiName = im.Name.Name
+				}
+			}
+		}
+		if apiName == "" {
+			continue
+		}
+		fromAPI := func(e ast.Expr) bool {
+			if s, ok := e.(*ast.SelectorExpr); ok {
+				x, ok := s.X.(*ast.Ident)
+				return ok && x.Name == apiName
+			}
+			return false
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.TypeAssertExpr:
+				if x.Type != nil && fromAPI(x.Type) {
+					t.Errorf("%s: a type assertion on a type of package api; make it part of the codec contract", fset.Position(x.Pos()))
+				}
+			case *ast.TypeSwitchStmt:
+				for _, cl := range x.Body.List {
+					for _, e := range cl.(*ast.CaseClause).List {
+						if fromAPI(e) {
+							t.Errorf("%s: a type switch on a type of package api; make it part of the codec contract", fset.Position(e.Pos()))
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+}
