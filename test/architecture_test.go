@@ -239,3 +239,17 @@ func TestNoCodecAssertions(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoveryHasNoHTTP keeps the ladder provider- and transport-neutral:
+// what an HTTP upstream answered is the pipeline's, carried through
+// recovery opaquely.
+func TestRecoveryHasNoHTTP(t *testing.T) {
+	_, files := sourceFiles(t, "recovery")
+	for _, f := range files {
+		for _, im := range f.Imports {
+			if p, _ := strconv.Unquote(im.Path.Value); p == "net/http" || strings.HasPrefix(p, "net/http/") {
+				t.Errorf("recovery imports %s; HTTP belongs to the pipeline", p)
+			}
+		}
+	}
+}
