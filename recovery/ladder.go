@@ -185,8 +185,7 @@ func (l *ladder) run(ctx context.Context) error {
 			return nil
 		}
 		for i := range calls {
-			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Finding{Code: validate.Truncated,
-				Message: "the answer was cut off by the token limit", Detail: "the answer was cut off by the token limit"})
+			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Cut())
 			l.res.Verdicts[i] = l.verdicts[i]
 		}
 		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1)
@@ -253,8 +252,7 @@ func (l *ladder) finishValid() error {
 				l.res.Outcome = ShadowWouldEscalate
 				return nil
 			}
-			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Finding{Code: validate.ConfirmationRequired,
-				Message: "the tool requires confirmation by a person", Detail: "the tool requires confirmation by a person"})
+			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.NeedsConfirmation(""))
 			return l.escalate(string(validate.ConfirmationRequired), "the call is valid but its tool needs a person to confirm it", i)
 		}
 	}
@@ -404,8 +402,7 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 	if confirm {
 		ev.Result = "escalated"
 		l.res.Events = append(l.res.Events, ev)
-		v.Findings = append(v.Findings, validate.Finding{Code: validate.ConfirmationRequired,
-			Message: "the tool requires confirmation by a person", Detail: "the tool requires confirmation by a person"})
+		v.Findings = append(v.Findings, validate.NeedsConfirmation(""))
 		l.res.Calls[i], l.res.Changed[i], l.verdicts[i] = sub, true, v
 		return l.escalate(string(validate.ConfirmationRequired), "the substitute's tool needs a person to confirm it", i)
 	}

@@ -253,3 +253,48 @@ func TestRecoveryHasNoHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestFindingsMadeInOnePlace keeps each finding code's wording in one
+// constructor of validate/findings.go: no other non-test file writes a
+// Finding literal.
+func TestFindingsMadeInOnePlace(t *testing.T) {
+	dirs := append([]string{"validate", "judge", "recovery", "proxy", "proxy/mcp", "sink", "approval"}, codecs...)
+	for _, dir := range dirs {
+		fset, files := parsedFiles(t, dir)
+		for _, f := range files {
+			if dir == "validate" && filepath.Base(fset.Position(f.Pos()).Filename) == "findings.go" {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				cl, ok := n.(*ast.CompositeLit)
+				if !ok {
+					return true
+				}
+				if findingType(cl.Type, dir) {
+					t.Errorf("%s: a Finding literal; use a constructor of validate/findings.go", fset.Position(cl.Pos()))
+				}
+				// The elements of a []Finding literal elide their type.
+				if at, ok := cl.Type.(*ast.ArrayType); ok && findingType(at.Elt, dir) {
+					for _, e := range cl.Elts {
+						if _, lit := e.(*ast.CompositeLit); lit {
+							t.Errorf("%s: a Finding literal; use a constructor of validate/findings.go", fset.Position(e.Pos()))
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// findingType reports the type validate.Finding (Finding inside validate).
+func findingType(e ast.Expr, dir string) bool {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return dir == "validate" && x.Name == "Finding"
+	case *ast.SelectorExpr:
+		pkg, ok := x.X.(*ast.Ident)
+		return ok && pkg.Name == "validate" && x.Sel.Name == "Finding"
+	}
+	return false
+}
