@@ -96,11 +96,12 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-// TestFunctionLength keeps every function of the pipeline and the codecs
-// short enough to read at once.
+// TestFunctionLength keeps every function of the pipeline, the codecs, the
+// ladder and the checks short enough to read at once.
 func TestFunctionLength(t *testing.T) {
 	const limit = 80
-	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/openaiwire", "proxy/sse", "proxy/mcp"}, codecs...)
+	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/openaiwire", "proxy/sse", "proxy/mcp",
+		"recovery", "judge", "validate", "catalog"}, codecs...)
 	for _, dir := range dirs {
 		fset := token.NewFileSet()
 		paths, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
