@@ -109,8 +109,7 @@ func (v *Validators) call(ctx context.Context, s int, body []byte) []validate.Fi
 		return nil
 	}
 	msg := "validator " + spec.Name + " gave no answer (" + result + "), so the call was not executed"
-	return []validate.Finding{{Code: validate.RuleViolation, Keyword: keyword(spec.Name), Message: msg,
-		Detail: msg + "; call the tool again"}}
+	return []validate.Finding{validate.RuleBroken("", keyword(spec.Name), msg, msg+"; call the tool again")}
 }
 
 // ask makes the HTTP exchange and classifies it.
@@ -187,13 +186,11 @@ func denial(name string, a *answer) []validate.Finding {
 		if detail == "" {
 			detail = "the call was refused by validator " + name
 		}
-		out = append(out, validate.Finding{Code: validate.RuleViolation, Pointer: ptr, Keyword: kw,
-			Message: where(ptr) + ": denied by validator " + name, Detail: detail, Reason: reason})
+		out = append(out, validate.RuleBroken(ptr, kw, where(ptr)+": denied by validator "+name, detail).WithReason(reason))
 	}
 	if len(out) == 0 {
 		msg := "arguments: denied by validator " + name
-		out = append(out, validate.Finding{Code: validate.RuleViolation, Keyword: kw, Message: msg,
-			Detail: "the call was refused by validator " + name})
+		out = append(out, validate.RuleBroken("", kw, msg, "the call was refused by validator "+name))
 	}
 	return out
 }

@@ -45,3 +45,23 @@ func TestActionChangedAt(t *testing.T) {
 		t.Fatal("Keep touches the choice")
 	}
 }
+
+func TestTurnTruncated(t *testing.T) {
+	call := []ToolCall{{ID: "c1", Name: "f"}}
+	for _, c := range []struct {
+		stop  Stop
+		calls []ToolCall
+		want  bool
+	}{
+		{StopMaxTokens, call, true},
+		{StopMaxTokens, nil, false},
+		{StopEnd, call, false},
+		{StopToolCalls, call, false},
+		{StopOther, call, false},
+		{StopUnknown, call, false},
+	} {
+		if got := (&Turn{Stop: c.stop, Calls: c.calls}).Truncated(); got != c.want {
+			t.Errorf("stop %q with %d calls: Truncated() = %v, want %v", c.stop, len(c.calls), got, c.want)
+		}
+	}
+}

@@ -5,8 +5,8 @@ type Turn struct {
 	Calls []ToolCall
 	// Text is the answer's visible text, read when a decision is expected.
 	Text string
-	// Truncated is set when the token limit cut the answer off.
-	Truncated bool
+	// Stop is the provider's reason the answer ended; Truncated reads it.
+	Stop Stop
 	// Usage of the upstream call that produced this turn.
 	Usage Usage
 	// ResponseID is the provider's id of the answer, where it has one.

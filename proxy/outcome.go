@@ -71,14 +71,18 @@ func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError) {
 		x.writeFailure(classify(ue, false))
 		return
 	}
+	rep, _ := ue.Reply.(*upstreamReply)
+	if rep == nil {
+		rep = &upstreamReply{}
+	}
 	h := x.w.Header()
-	copyHeader(h, ue.Header)
-	keepEncoding(h, ue.Header)
-	h.Set("Content-Length", strconv.Itoa(len(ue.Body)))
+	copyHeader(h, rep.header)
+	keepEncoding(h, rep.header)
+	h.Set("Content-Length", strconv.Itoa(len(rep.body)))
 	x.conclude(ue.Status, string(neutral.CodeUpstream), false)
 	x.headers(h)
 	x.w.WriteHeader(ue.Status)
-	_, _ = x.w.Write(ue.Body)
+	_, _ = x.w.Write(rep.body)
 	x.report()
 }
 

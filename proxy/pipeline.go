@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
@@ -147,11 +146,9 @@ func (x *exchange) serve() {
 	// The answer's own framing decides the path, not the request's stream
 	// flag: an upstream may ignore stream: true, and a request toolgate
 	// could not read may still have asked for a stream.
-	if f, ok := x.cd.(api.Framer); ok {
-		if st, rd, ok := f.NewFramedStream(c.resp.Header, c.body); ok {
-			x.serveStream(c, st, rd)
-			return
-		}
+	if st, rd, ok := x.cd.NewFramedStream(c.resp.Header, c.body); ok {
+		x.serveStream(c, st, rd)
+		return
 	}
 	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
 		x.serveStream(c, x.cd.NewStream(), nil)
@@ -202,12 +199,10 @@ func (x *exchange) serveAnswer(c *call) {
 // judge runs the ladder on every choice of an answer. It reports false when
 // the client went away during a re-query; nothing is then written.
 func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bool) ([]*recovery.Result, bool) {
-	if n, ok := x.cd.(api.Noter); ok {
-		for _, t := range turns {
-			for _, note := range n.Notes(t) {
-				x.out.findings = append(x.out.findings, note)
-				x.s.metrics.unvalidated(note)
-			}
+	for _, t := range turns {
+		for _, note := range x.cd.Notes(t) {
+			x.out.findings = append(x.out.findings, note)
+			x.s.metrics.unvalidated(note)
 		}
 	}
 	results := make([]*recovery.Result, len(turns))
@@ -230,22 +225,9 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 	return results, true
 }
 
-// protocolKeys are the keys of the three APIs that carry tool calls, text
-// and their framing.
-var protocolKeys = jsonx.NewKeyFold(
-	"choices", "message", "delta", "tool_calls", "function", "custom", "name", "arguments", "input",
-	"id", "type", "index", "content", "finish_reason", "usage", "error", "output", "call_id", "item",
-	"output_index", "content_block", "partial_json", "stop_reason", "response", "status", "role", "text",
-)
-
 // foldedKey reports a key that differs from a protocol key only in letter
-// case, where the adapter reads keys if it knows, else anywhere.
-func (x *exchange) foldedKey(data []byte) bool {
-	if k, ok := x.cd.(api.KeyChecker); ok {
-		return k.FoldedKey(data)
-	}
-	return protocolKeys.In(data)
-}
+// case, where the codec reads keys.
+func (x *exchange) foldedKey(data []byte) bool { return x.cd.FoldedKey(data) }
 
 // parseAnswer decodes a whole upstream answer. An error means it cannot
 // be read, or (enforce mode) holds a call no agent could answer.
@@ -288,7 +270,7 @@ func (x *exchange) refuseAnswer(err error) {
 // A turn cut off by the token limit escalates as truncated anyway.
 func missingCallID(turns []*neutral.Turn) bool {
 	for _, t := range turns {
-		if t == nil || t.Truncated {
+		if t == nil || t.Truncated() {
 			continue
 		}
 		for _, c := range t.Calls {
@@ -418,8 +400,8 @@ func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte
 	// The transport only reads the header map, and the upstream calls of
 	// one request are sequential, so all of them share it.
 	path, query := x.path, x.query
-	if fr, ok := x.cd.(api.FollowUpRouter); ok && kind != neutral.KindOriginal {
-		path, query = fr.FollowUpRoute(path, query)
+	if kind != neutral.KindOriginal {
+		path, query = x.cd.FollowUpRoute(path, query)
 	}
 	ctx, sp, header := x.startUpstream(ctx, kind)
 	c, err := x.up.do(ctx, http.MethodPost, path, query, header, body)

@@ -122,8 +122,6 @@ type keepaliveTimer struct {
 	stopped  bool
 }
 
-var keepaliveComment = sse.AppendComment(nil, "keepalive")
-
 func (k *keepaliveTimer) fire() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -452,18 +450,12 @@ func (r *streamRun) deliver(v verdict) bool {
 
 // keepaliveBytes is what the stream's clients take as a keepalive, asked
 // when it starts: a stream may match what it has seen.
-func keepaliveBytes(st api.Stream) []byte {
-	if k, ok := st.(api.Keepaliver); ok {
-		return k.Keepalive()
-	}
-	return keepaliveComment
-}
+func keepaliveBytes(st api.Stream) []byte { return st.Keepalive() }
 
 // completeAtEOF reports a stream without a terminal event that ended with
 // its body, cleanly (no read error, no idle timeout) and complete.
 func completeAtEOF(st api.Stream, rd api.EventReader, c *call) bool {
-	e, ok := st.(api.EOFEnder)
-	return ok && rd.Err() == nil && context.Cause(c.ctx) == nil && e.Complete()
+	return rd.Err() == nil && context.Cause(c.ctx) == nil && st.Complete()
 }
 
 // heldEvents are the events a stream keeps back, copied out of the

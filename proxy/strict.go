@@ -17,7 +17,7 @@ import (
 // strictRun is what strict mode (SPEC §3b) did to one request: the tools it
 // marked, so that a refusal can be undone and their calls counted apart.
 type strictRun struct {
-	marker   api.StrictMarker
+	marker   api.Codec
 	provider catalog.StrictProvider
 	tools    []catalog.StrictTool
 	marked   map[string]bool
@@ -32,14 +32,10 @@ var strictProviders = map[string]catalog.StrictProvider{
 }
 
 // strictOn reports whether this request may be marked: catalog.strict is
-// auto, the mode is not shadow (where requests reach the upstream as sent)
-// and the API has a strict flag.
+// auto and the mode is not shadow (where requests reach the upstream as
+// sent). Whether the API has a flag is markStrict's to find.
 func (x *exchange) strictOn() bool {
-	if x.rt.snap.Config.Catalog.Strict != catalog.StrictAuto || x.settings.Shadow {
-		return false
-	}
-	_, ok := x.cd.(api.StrictMarker)
-	return ok
+	return x.rt.snap.Config.Catalog.Strict == catalog.StrictAuto && !x.settings.Shadow
 }
 
 // markStrict asks the provider to constrain decoding for every offered
@@ -47,9 +43,9 @@ func (x *exchange) strictOn() bool {
 // to send: the client's with only the flags spliced in. Nothing changes
 // for a request toolgate could not read or whose tools fit nowhere.
 func (x *exchange) markStrict(body []byte) []byte {
-	m, ok := x.cd.(api.StrictMarker)
+	m := x.cd
 	provider, known := strictProviders[x.api.Name()]
-	if !ok || !known || x.unread {
+	if !known || x.unread {
 		return body
 	}
 	offered := m.StrictTools()

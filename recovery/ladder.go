@@ -148,8 +148,30 @@ func Run(ctx context.Context, in *Input) (*Result, error) {
 		}
 	}
 	l.recLeft, l.repLeft = l.s.RecoveryAttempts, l.s.RepromptAttempts
-	err := l.run(ctx)
+	r, err := l.run(ctx)
+	l.res.Outcome, l.res.Escalation, l.res.Upstream, l.res.AbstainReason = r.outcome, r.escalation, r.upstream, r.abstain
 	return &l.res, err
+}
+
+// rung is what one step of the ladder concluded. A rung that ends the
+// ladder carries its outcome and what goes with it (the escalation, the
+// upstream failure handed back, the abstain reason); a repair that worked
+// carries the outcome the ladder goes on with.
+type rung struct {
+	end        bool
+	outcome    Outcome
+	escalation *Escalation
+	upstream   *UpstreamError
+	abstain    string
+}
+
+// done ends the ladder with outcome o.
+func done(o Outcome) rung { return rung{end: true, outcome: o} }
+
+// event records one re-query's event with its metric result.
+func (l *ladder) event(ev Event, result string) {
+	ev.Result = result
+	l.res.Events = append(l.res.Events, ev)
 }
 
 type ladder struct {
@@ -162,7 +184,7 @@ type ladder struct {
 	attempts []Attempt
 }
 
-func (l *ladder) run(ctx context.Context) error {
+func (l *ladder) run(ctx context.Context) (rung, error) {
 	calls := l.in.Turn.Calls
 	judged := 0
 	for _, c := range calls {
@@ -171,70 +193,68 @@ func (l *ladder) run(ctx context.Context) error {
 		}
 	}
 	if judged == 0 {
-		l.res.Outcome = l.pass()
-		return nil
+		return done(l.pass()), nil
 	}
 	if reason, ok := l.abstention(l.in.Turn); ok {
-		l.res.Outcome = Abstained
-		l.res.AbstainReason = reason
-		return nil
+		return rung{end: true, outcome: Abstained, abstain: reason}, nil
 	}
-	if l.in.Turn.Truncated {
+	if l.in.Turn.Truncated() {
 		if l.s.Truncated == catalog.TruncatedPass {
-			l.res.Outcome = l.pass()
-			return nil
+			return done(l.pass()), nil
 		}
 		for i := range calls {
-			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Finding{Code: validate.Truncated,
-				Message: "the answer was cut off by the token limit", Detail: "the answer was cut off by the token limit"})
+			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Cut())
 			l.res.Verdicts[i] = l.verdicts[i]
 		}
-		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1)
+		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1), nil
 	}
 	if l.in.Eff.Len() == 0 {
-		return l.escalate(ReasonNoTools, "the model called a tool but no tool may be called in this request", -1)
+		return l.escalate(ReasonNoTools, "the model called a tool but no tool may be called in this request", -1), nil
 	}
-	bad := l.badPositions(validate.ClassName, validate.ClassArgs)
-	if len(bad) == 0 {
-		return l.finishValid()
+	if len(l.badPositions(validate.ClassName, validate.ClassArgs)) == 0 {
+		return l.finishValid(), nil
 	}
 	if l.s.Shadow {
 		if len(l.badPositions(validate.ClassName)) > 0 {
-			l.res.Outcome = ShadowWouldRecover
-		} else {
-			l.res.Outcome = ShadowWouldReprompt
+			return done(ShadowWouldRecover), nil
 		}
-		return nil
+		return done(ShadowWouldReprompt), nil
 	}
 	if l.in.Stateful {
-		return l.escalate(ReasonStateful, "the conversation is stored upstream, so the call cannot be repaired", -1)
+		return l.escalate(ReasonStateful, "the conversation is stored upstream, so the call cannot be repaired", -1), nil
 	}
+	return l.repair(ctx)
+}
+
+// repair runs the name rung, then the arguments rung, on the calls that
+// need them, and the last rung on the batch they leave.
+func (l *ladder) repair(ctx context.Context) (rung, error) {
 	outcome := Pass
 	if names := l.badPositions(validate.ClassName); len(names) > 0 {
+		var r rung
 		var err error
-		var o Outcome
 		if l.s.Strategy == catalog.StrategyCorrection {
-			o, err = l.chain(ctx, names, KindRecovery)
+			r, err = l.chain(ctx, names, KindRecovery)
 		} else {
-			o, err = l.decideAll(ctx, names)
+			r, err = l.decideAll(ctx, names)
 		}
-		if err != nil || l.res.Escalation != nil || l.res.Upstream != nil || o == Abstained {
-			return err
+		if err != nil || r.end {
+			return r, err
 		}
-		outcome = Worse(outcome, o)
+		outcome = Worse(outcome, r.outcome)
 	}
 	if args := l.badPositions(validate.ClassArgs); len(args) > 0 {
-		o, err := l.chain(ctx, args, KindReprompt)
-		if err != nil || l.res.Escalation != nil || l.res.Upstream != nil || o == Abstained {
-			return err
+		r, err := l.chain(ctx, args, KindReprompt)
+		if err != nil || r.end {
+			return r, err
 		}
-		outcome = Worse(outcome, o)
+		outcome = Worse(outcome, r.outcome)
 	}
-	if err := l.finishValid(); err != nil || l.res.Escalation != nil {
-		return err
+	r := l.finishValid()
+	if r.escalation != nil {
+		return r, nil
 	}
-	l.res.Outcome = Worse(l.res.Outcome, outcome)
-	return nil
+	return done(Worse(r.outcome, outcome)), nil
 }
 
 func (l *ladder) pass() Outcome {
@@ -246,20 +266,17 @@ func (l *ladder) pass() Outcome {
 
 // finishValid applies the last rung to a batch that is valid: a call to a
 // confirm tool needs a person before it runs.
-func (l *ladder) finishValid() error {
+func (l *ladder) finishValid() rung {
 	for i, v := range l.verdicts {
 		if v.Tool != nil && v.Tool.Policy == catalog.PolicyConfirm {
 			if l.s.Shadow {
-				l.res.Outcome = ShadowWouldEscalate
-				return nil
+				return done(ShadowWouldEscalate)
 			}
-			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Finding{Code: validate.ConfirmationRequired,
-				Message: "the tool requires confirmation by a person", Detail: "the tool requires confirmation by a person"})
+			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.NeedsConfirmation(""))
 			return l.escalate(string(validate.ConfirmationRequired), "the call is valid but its tool needs a person to confirm it", i)
 		}
 	}
-	l.res.Outcome = l.pass()
-	return nil
+	return done(l.pass())
 }
 
 // badPositions lists the positions whose worst finding is in one of classes.
@@ -304,56 +321,44 @@ func replies(turn *Turn, errs map[int]string) []Reply {
 
 // decideAll runs the decision strategy for each call naming a tool that does
 // not exist here. Each call costs one recovery attempt.
-func (l *ladder) decideAll(ctx context.Context, positions []int) (Outcome, error) {
+func (l *ladder) decideAll(ctx context.Context, positions []int) (rung, error) {
 	for _, i := range positions {
 		if l.recLeft <= 0 {
-			return "", l.escalate(ReasonBudget, "the recovery budget is spent", -1)
+			return l.escalate(ReasonBudget, "the recovery budget is spent", -1), nil
 		}
 		l.recLeft--
-		if err := l.decide(ctx, i); err != nil || l.res.Escalation != nil || l.res.Upstream != nil {
-			return "", err
+		if r, err := l.decide(ctx, i); err != nil || r.end {
+			return r, err
 		}
 	}
-	return Substituted, nil
+	return rung{outcome: Substituted}, nil
 }
 
-func (l *ladder) decide(ctx context.Context, i int) error {
+// decide asks the model what the call at position i meant and applies its
+// decision: a substitute that passes every check goes on, anything else
+// ends the ladder.
+func (l *ladder) decide(ctx context.Context, i int) (rung, error) {
 	orig := l.in.Turn.Calls[i]
 	start := time.Now()
 	ev := Event{Strategy: catalog.StrategyDecision, Name: orig.Name, ArgsBytes: len(orig.Args), Confidence: -1}
 	l.attempts = append(l.attempts, callAttempt("call", orig, l.verdicts[i].Findings))
-
-	prompt := FillPrompt(l.s.Prompt, PromptInput{
-		ToolName:     orig.Name,
-		Arguments:    string(orig.Args),
-		ErrorMessage: findingText(l.verdicts[i].Findings),
-		Tools:        l.promptTools(orig),
-		Threshold:    l.s.Threshold,
-	})
-	q := &Query{Kind: KindRecovery, Decision: true, History: []Exchange{{
-		Turn:    l.in.Turn,
-		Replies: replies(l.in.Turn, map[int]string{i: prompt}),
-	}}}
-	turn, err := l.ask(ctx, q)
+	turn, err := l.ask(ctx, l.decisionQuery(orig, i))
 	ev.Duration = time.Since(start)
 	if err != nil || turn == nil {
-		ev.Result = "upstream_error"
-		l.res.Events = append(l.res.Events, ev)
+		l.event(ev, "upstream_error")
 		return l.upstreamFailed(ctx, err)
 	}
 	code := string(l.verdicts[i].Codes()[0])
 	if len(turn.Calls) > 0 && strings.TrimSpace(turn.Text) == "" {
-		ev.Result = "invalid_decision"
-		l.res.Events = append(l.res.Events, ev)
+		l.event(ev, "invalid_decision")
 		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
-		return l.escalate(ReasonInvalidDecision, "the model answered the recovery prompt with a tool call instead of a decision", -1)
+		return l.escalate(ReasonInvalidDecision, "the model answered the recovery prompt with a tool call instead of a decision", -1), nil
 	}
 	d, perr := ParseDecision(turn.Text)
 	if perr != nil {
-		ev.Result = "invalid_decision"
-		l.res.Events = append(l.res.Events, ev)
+		l.event(ev, "invalid_decision")
 		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
-		return l.escalate(ReasonInvalidDecision, "the recovery answer was not a valid decision: "+perr.Error(), -1)
+		return l.escalate(ReasonInvalidDecision, "the recovery answer was not a valid decision: "+perr.Error(), -1), nil
 	}
 	conf := d.Confidence
 	ev.Confidence = conf
@@ -365,29 +370,47 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 	}
 	l.attempts = append(l.attempts, da)
 	if d.Decision == DecisionEscalate {
-		ev.Result = "escalated"
-		l.res.Events = append(l.res.Events, ev)
-		err := l.escalate(code, d.Reason, -1)
-		l.res.Escalation.OriginalIntent = d.OriginalIntent
-		l.res.Escalation.MissingCapability = d.MissingCapability
-		return err
+		l.event(ev, "escalated")
+		r := l.escalate(code, d.Reason, -1)
+		r.escalation.OriginalIntent = d.OriginalIntent
+		r.escalation.MissingCapability = d.MissingCapability
+		return r, nil
 	}
 	if conf < l.s.Threshold {
-		ev.Result = "escalated"
-		l.res.Events = append(l.res.Events, ev)
-		return l.escalate(code, "the proposed substitute is below the confidence threshold", -1)
+		l.event(ev, "escalated")
+		return l.escalate(code, "the proposed substitute is below the confidence threshold", -1), nil
 	}
+	return l.substitute(ctx, i, &d, ev), nil
+}
+
+// decisionQuery asks what the call at position i of the answer meant.
+func (l *ladder) decisionQuery(orig validate.ToolCall, i int) *Query {
+	prompt := FillPrompt(l.s.Prompt, PromptInput{
+		ToolName:     orig.Name,
+		Arguments:    string(orig.Args),
+		ErrorMessage: findingText(l.verdicts[i].Findings),
+		Tools:        l.promptTools(orig),
+		Threshold:    l.s.Threshold,
+	})
+	return &Query{Kind: KindRecovery, Decision: true, History: []Exchange{{
+		Turn:    l.in.Turn,
+		Replies: replies(l.in.Turn, map[int]string{i: prompt}),
+	}}}
+}
+
+// substitute checks the model's substitute for the call at position i and
+// puts it in place when it may run, or in front of a person when its tool
+// needs one.
+func (l *ladder) substitute(ctx context.Context, i int, d *Decision, ev Event) rung {
 	tool, st, stripped := l.in.Eff.Lookup(d.Tool)
 	if st != catalog.Found || stripped {
-		ev.Result = "invalid_decision"
-		l.res.Events = append(l.res.Events, ev)
+		l.event(ev, "invalid_decision")
 		return l.escalate(ReasonInvalidDecision, "the proposed substitute is not a tool of this request", -1)
 	}
-	sub := validate.ToolCall{ID: orig.ID, Name: d.Tool, Args: d.Arguments, Kind: validate.Function}
+	sub := validate.ToolCall{ID: l.in.Turn.Calls[i].ID, Name: d.Tool, Args: d.Arguments, Kind: validate.Function}
 	confirm := tool.Policy == catalog.PolicyConfirm
 	if !tool.Substitutable && !confirm {
-		ev.Result = "invalid_decision"
-		l.res.Events = append(l.res.Events, ev)
+		l.event(ev, "invalid_decision")
 		return l.escalate(ReasonInvalidDecision, "the proposed substitute's tool may not be substituted", -1)
 	}
 	// Checked before the confirm rung too: the escalation hands the call to a
@@ -396,23 +419,19 @@ func (l *ladder) decide(ctx context.Context, i int) error {
 	batch[i] = sub
 	v := l.in.Judge(ctx, batch, []int{i})[0]
 	if !v.Valid() {
-		ev.Result = "invalid_decision"
-		l.res.Events = append(l.res.Events, ev)
+		l.event(ev, "invalid_decision")
 		l.attempts = append(l.attempts, callAttempt("call", sub, v.Findings))
 		return l.escalate(ReasonInvalidDecision, "the proposed substitute's arguments are not valid", -1)
 	}
 	if confirm {
-		ev.Result = "escalated"
-		l.res.Events = append(l.res.Events, ev)
-		v.Findings = append(v.Findings, validate.Finding{Code: validate.ConfirmationRequired,
-			Message: "the tool requires confirmation by a person", Detail: "the tool requires confirmation by a person"})
+		l.event(ev, "escalated")
+		v.Findings = append(v.Findings, validate.NeedsConfirmation(""))
 		l.res.Calls[i], l.res.Changed[i], l.verdicts[i] = sub, true, v
 		return l.escalate(string(validate.ConfirmationRequired), "the substitute's tool needs a person to confirm it", i)
 	}
-	ev.Result = "substituted"
-	l.res.Events = append(l.res.Events, ev)
+	l.event(ev, "substituted")
 	l.res.Calls[i], l.res.Changed[i], l.verdicts[i] = sub, true, v
-	return nil
+	return rung{}
 }
 
 // promptTools lists the substitutable tools for the recovery prompt,
@@ -437,7 +456,7 @@ func (l *ladder) promptTools(bad validate.ToolCall) []PromptTool {
 // chain asks the model to fix the calls at positions by replying with the
 // reasons, and keeps asking with the new answer while the budget allows.
 // It serves the correction strategy and the reprompt step alike.
-func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome, error) {
+func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, error) {
 	turn := l.in.Turn
 	// at maps a call index of turn to the position it answers for, or -1.
 	at := make([]int, len(turn.Calls))
@@ -447,117 +466,134 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (Outcome
 	pending := positions
 	var history []Exchange
 	for {
-		nameLevel := false
-		for _, p := range pending {
-			if l.verdicts[p].Worst() == validate.ClassName {
-				nameLevel = true
-			}
+		qkind, spent := l.spend(pending)
+		if spent {
+			return l.escalate(ReasonBudget, "the "+budgetName(qkind)+" budget is spent", -1), nil
 		}
-		qkind := KindReprompt
-		if nameLevel {
-			qkind = KindRecovery
-			if l.recLeft <= 0 {
-				return "", l.escalate(ReasonBudget, "the recovery budget is spent", -1)
-			}
-			l.recLeft--
-		} else {
-			if l.repLeft <= 0 {
-				return "", l.escalate(ReasonBudget, "the reprompt budget is spent", -1)
-			}
-			l.repLeft--
-		}
-		errs := map[int]string{}
-		for j := range turn.Calls {
-			p := at[j]
-			if p < 0 || !contains(pending, p) {
-				continue
-			}
-			l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.verdicts[p].Findings))
-			errs[j] = l.errorText(turn.Calls[j], l.verdicts[p])
-		}
-		history = append(history, Exchange{Turn: turn, Replies: replies(turn, errs)})
+		history = append(history, Exchange{Turn: turn, Replies: replies(turn, l.rejections(turn, at, pending))})
 		start := time.Now()
-		strategy := "reprompt"
-		if qkind == KindRecovery {
-			strategy = catalog.StrategyCorrection
-		}
 		next, err := l.ask(ctx, &Query{Kind: qkind, History: append([]Exchange(nil), history...)})
-		ev := Event{Strategy: strategy, Confidence: -1, Duration: time.Since(start)}
+		ev := Event{Strategy: chainStrategy(qkind), Confidence: -1, Duration: time.Since(start)}
 		if len(pending) > 0 {
 			ev.Name = l.in.Turn.Calls[pending[0]].Name
 			ev.ArgsBytes = len(l.in.Turn.Calls[pending[0]].Args)
 		}
 		if err != nil || next == nil {
-			ev.Result = "upstream_error"
-			l.res.Events = append(l.res.Events, ev)
-			return "", l.upstreamFailed(ctx, err)
+			l.event(ev, "upstream_error")
+			return l.upstreamFailed(ctx, err)
 		}
 		if reason, ok := l.abstention(next); ok {
 			// The exit is offered in every re-query too: a model told its
 			// call was wrong may rightly answer that no tool fits.
-			ev.Result = string(Abstained)
-			l.res.Events = append(l.res.Events, ev)
-			l.res.Outcome = Abstained
-			l.res.AbstainReason = reason
-			return Abstained, nil
+			l.event(ev, string(Abstained))
+			return rung{end: true, outcome: Abstained, abstain: reason}, nil
 		}
-		if next.Truncated {
-			ev.Result = "escalated"
-			l.res.Events = append(l.res.Events, ev)
-			return "", l.escalate(string(validate.Truncated), "the repaired answer was cut off by the token limit", -1)
+		if next.Truncated() {
+			l.event(ev, "escalated")
+			return l.escalate(string(validate.Truncated), "the repaired answer was cut off by the token limit", -1), nil
 		}
 		nextAt, ok := l.mapCalls(next, pending)
 		if !ok {
-			ev.Result = "escalated"
-			l.res.Events = append(l.res.Events, ev)
+			l.event(ev, "escalated")
 			l.attempts = append(l.attempts, Attempt{Kind: string(qkind), Decision: "unmatched"})
-			return "", l.escalate(l.primaryCode(pending), "the model's new answer did not replace every rejected call", -1)
+			return l.escalate(l.primaryCode(pending), "the model's new answer did not replace every rejected call", -1), nil
 		}
-		// Every repaired call is placed first and then judged with the
-		// others, so its siblings are the answer as it now stands and its
-		// validators run side by side.
-		var fixedAt []int
-		for j, c := range next.Calls {
-			p := nextAt[j]
-			if p < 0 {
-				continue
-			}
-			l.res.Calls[p] = validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind, BadShape: c.BadShape}
-			l.res.Changed[p] = true
-			fixedAt = append(fixedAt, p)
-			ev.Suggested = c.Name
-		}
-		var still []int
-		for k, v := range l.in.Judge(ctx, l.res.Calls, fixedAt) {
-			p := fixedAt[k]
-			l.verdicts[p] = v
-			l.unprefix(p)
-			if !v.Valid() {
-				still = append(still, p)
-			}
-		}
+		still := l.place(ctx, next, nextAt, &ev)
 		if len(still) == 0 {
 			if qkind == KindRecovery {
-				ev.Result = "corrected"
-				l.res.Events = append(l.res.Events, ev)
-				return Corrected, nil
+				l.event(ev, "corrected")
+				return rung{outcome: Corrected}, nil
 			}
-			ev.Result = "reprompted"
-			l.res.Events = append(l.res.Events, ev)
-			return Reprompted, nil
+			l.event(ev, "reprompted")
+			return rung{outcome: Reprompted}, nil
 		}
-		ev.Result = "escalated"
 		if l.verdicts[still[0]].Worst() == validate.ClassFinal || !l.canRetry(still) {
 			// The model was asked and failed: the finding it left is the
 			// reason, and this was the chain's last event.
-			l.res.Events = append(l.res.Events, ev)
-			return "", l.escalate(l.primaryCode(still), "the repaired call is still not acceptable", -1)
+			l.event(ev, "escalated")
+			return l.escalate(l.primaryCode(still), "the repaired call is still not acceptable", -1), nil
 		}
 		// Only the last event of a chain decides the metric result.
-		ev.Result = ""
-		l.res.Events = append(l.res.Events, ev)
+		l.event(ev, "")
 		turn, at, pending = next, nextAt, still
 	}
+}
+
+// spend takes one attempt for the next round on the calls at pending: a
+// recovery attempt while any of them names a bad tool, else a reprompt
+// attempt. spent reports a budget already used up.
+func (l *ladder) spend(pending []int) (kind Kind, spent bool) {
+	for _, p := range pending {
+		if l.verdicts[p].Worst() == validate.ClassName {
+			if l.recLeft <= 0 {
+				return KindRecovery, true
+			}
+			l.recLeft--
+			return KindRecovery, false
+		}
+	}
+	if l.repLeft <= 0 {
+		return KindReprompt, true
+	}
+	l.repLeft--
+	return KindReprompt, false
+}
+
+func budgetName(k Kind) string {
+	if k == KindRecovery {
+		return "recovery"
+	}
+	return "reprompt"
+}
+
+func chainStrategy(k Kind) string {
+	if k == KindRecovery {
+		return catalog.StrategyCorrection
+	}
+	return "reprompt"
+}
+
+// rejections are the error replies to the calls of turn that answer for a
+// pending position, by the turn's call index; each is an attempt too.
+func (l *ladder) rejections(turn *Turn, at, pending []int) map[int]string {
+	errs := map[int]string{}
+	for j := range turn.Calls {
+		p := at[j]
+		if p < 0 || !contains(pending, p) {
+			continue
+		}
+		l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.verdicts[p].Findings))
+		errs[j] = l.errorText(turn.Calls[j], l.verdicts[p])
+	}
+	return errs
+}
+
+// place puts each repaired call of next at its position and judges them
+// with the others, so a call's siblings are the answer as it now stands
+// and its validators run side by side. It returns the positions still not
+// valid.
+func (l *ladder) place(ctx context.Context, next *Turn, nextAt []int, ev *Event) []int {
+	var fixedAt []int
+	for j, c := range next.Calls {
+		p := nextAt[j]
+		if p < 0 {
+			continue
+		}
+		l.res.Calls[p] = validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind, BadShape: c.BadShape}
+		l.res.Changed[p] = true
+		fixedAt = append(fixedAt, p)
+		ev.Suggested = c.Name
+	}
+	var still []int
+	for k, v := range l.in.Judge(ctx, l.res.Calls, fixedAt) {
+		p := fixedAt[k]
+		l.verdicts[p] = v
+		l.unprefix(p)
+		if !v.Valid() {
+			still = append(still, p)
+		}
+	}
+	return still
 }
 
 // canRetry reports whether the budget allows another round for the calls at
@@ -652,17 +688,16 @@ func (l *ladder) ask(ctx context.Context, q *Query) (*Turn, error) {
 // inside an UpstreamError while ctx is still live is the provider's own
 // (a first-byte or idle timeout), which the client's SDK retries; only ctx
 // running out is the recovery deadline.
-func (l *ladder) upstreamFailed(ctx context.Context, err error) error {
+func (l *ladder) upstreamFailed(ctx context.Context, err error) (rung, error) {
 	var ue *UpstreamError
 	isUpstream := errors.As(err, &ue)
 	switch {
 	case errors.Is(err, context.Canceled):
-		return ErrCanceled
+		return rung{end: true}, ErrCanceled
 	case errors.Is(err, context.DeadlineExceeded) && (ctx.Err() != nil || !isUpstream):
-		return l.escalate(ReasonDeadline, "the recovery deadline passed", -1)
+		return l.escalate(ReasonDeadline, "the recovery deadline passed", -1), nil
 	case isUpstream && ue.Retryable:
-		l.res.Upstream = ue
-		return nil
+		return rung{end: true, upstream: ue}, nil
 	}
 	a := Attempt{Kind: "upstream_error"}
 	if ue != nil {
@@ -670,7 +705,7 @@ func (l *ladder) upstreamFailed(ctx context.Context, err error) error {
 	}
 	l.attempts = append(l.attempts, a)
 	return l.escalate(l.primaryCode(l.badPositions(validate.ClassName, validate.ClassArgs, validate.ClassFinal)),
-		"the model could not be asked again", -1)
+		"the model could not be asked again", -1), nil
 }
 
 func (l *ladder) primaryCode(positions []int) string {
@@ -684,7 +719,7 @@ func (l *ladder) primaryCode(positions []int) string {
 
 // escalate ends the ladder with an escalation. label is the metric reason;
 // call is the position of a validated call to include, or -1.
-func (l *ladder) escalate(label, reason string, call int) error {
+func (l *ladder) escalate(label, reason string, call int) rung {
 	e := &Escalation{
 		ID:        NewEscalationID(),
 		Reason:    reason,
@@ -732,13 +767,10 @@ func (l *ladder) escalate(label, reason string, call int) error {
 		}
 	}
 	e.Attempts = l.attempts
-	l.res.Escalation = e
 	if l.s.Shadow {
-		l.res.Outcome = ShadowWouldEscalate
-	} else {
-		l.res.Outcome = Escalated
+		return rung{end: true, outcome: ShadowWouldEscalate, escalation: e}
 	}
-	return nil
+	return rung{end: true, outcome: Escalated, escalation: e}
 }
 
 func callAttempt(kind string, c validate.ToolCall, fs []validate.Finding) Attempt {

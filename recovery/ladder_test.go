@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/judge"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -268,7 +269,7 @@ func TestRunPassesWithoutAsking(t *testing.T) {
 		{"no calls", turnOf(), nil, Pass},
 		{"only other kinds", turnOf(validate.ToolCall{ID: "ws_1", Name: "web_search", Kind: validate.Other},
 			validate.ToolCall{ID: "mcp_1", Name: "anything", Args: []byte("\x00"), Kind: validate.Other}), nil, Pass},
-		{"truncated with truncated: pass", &Turn{Calls: []validate.ToolCall{invented, badArgs}, Truncated: true},
+		{"truncated with truncated: pass", &Turn{Calls: []validate.ToolCall{invented, badArgs}, Stop: neutral.StopMaxTokens},
 			func(s *Settings) { s.Truncated = catalog.TruncatedPass }, Pass},
 		{"shadow all valid", turnOf(validWeather), func(s *Settings) { s.Shadow = true }, ShadowPass},
 		{"shadow only other kinds", turnOf(validate.ToolCall{Kind: validate.Other}), func(s *Settings) { s.Shadow = true }, ShadowPass},
@@ -337,7 +338,7 @@ func TestRunAbstain(t *testing.T) {
 }
 
 func TestRunTruncated(t *testing.T) {
-	turn := &Turn{Calls: []validate.ToolCall{validWeather, mkCall("call_t", "get_weather", `{"ci`)}, Truncated: true}
+	turn := &Turn{Calls: []validate.ToolCall{validWeather, mkCall("call_t", "get_weather", `{"ci`)}, Stop: neutral.StopMaxTokens}
 	r := runLadder(t, turn, nil)
 	e := expectEscalation(t, r, string(validate.Truncated))
 	if len(r.asker.queries) != 0 {
@@ -792,7 +793,7 @@ func TestRunReprompt(t *testing.T) {
 		})
 	}
 	t.Run("repaired answer truncated", func(t *testing.T) {
-		answer := &Turn{Calls: []validate.ToolCall{mkCall("c1", "get_weather", `{"ci`)}, Truncated: true}
+		answer := &Turn{Calls: []validate.ToolCall{mkCall("c1", "get_weather", `{"ci`)}, Stop: neutral.StopMaxTokens}
 		r := runLadder(t, turnOf(badArgs), nil, askStep{turn: answer})
 		expectEscalation(t, r, "truncated")
 	})
@@ -878,7 +879,7 @@ func TestRunShadow(t *testing.T) {
 		{"unknown and bad arguments", turnOf(badArgs, invented), ShadowWouldRecover, false},
 		{"bad arguments", turnOf(badArgs), ShadowWouldReprompt, false},
 		{"confirm", turnOf(refund), ShadowWouldEscalate, false},
-		{"truncated", &Turn{Calls: []validate.ToolCall{validWeather}, Truncated: true}, ShadowWouldEscalate, true},
+		{"truncated", &Turn{Calls: []validate.ToolCall{validWeather}, Stop: neutral.StopMaxTokens}, ShadowWouldEscalate, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -934,8 +935,8 @@ func TestRunUpstreamFailures(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"429", &UpstreamError{Retryable: true, Status: 429, Header: retryAfter, Body: []byte(`{"error":"slow down"}`)}},
-		{"503", &UpstreamError{Retryable: true, Status: 503, Body: []byte("unavailable")}},
+		{"429", &UpstreamError{Retryable: true, Status: 429, Reply: retryAfter}},
+		{"503", &UpstreamError{Retryable: true, Status: 503, Reply: []byte("unavailable")}},
 		{"500", &UpstreamError{Retryable: true, Status: 500}},
 		{"408", &UpstreamError{Retryable: true, Status: 408}},
 		{"409", &UpstreamError{Retryable: true, Status: 409}},
@@ -971,7 +972,7 @@ func TestRunUpstreamFailures(t *testing.T) {
 		err    error
 		status int
 	}{
-		{"400", &UpstreamError{Status: 400, Body: []byte(`{"error":{"message":"bad tool message"}}`)}, 400},
+		{"400", &UpstreamError{Status: 400, Reply: []byte(`{"error":{"message":"bad tool message"}}`)}, 400},
 		{"401", &UpstreamError{Status: 401}, 401},
 		{"unreadable answer", fmt.Errorf("%w: eof", ErrBadAnswer), 0},
 	}
@@ -1053,7 +1054,7 @@ func TestEscalationCodesLeadWithLabel(t *testing.T) {
 		{"deadline", turnOf(badArgs), func(s *Settings) { s.Deadline = time.Millisecond }, []askStep{{block: true}}, "deadline", []string{"deadline", "schema_violation"}},
 		{"confirm after a substitution", turnOf(invented), nil, []askStep{{turn: substitute("issue_refund", `{"order_id":"o","amount_cents":1}`, 0.9)}}, "confirmation_required", []string{"confirmation_required", "unknown_tool"}},
 		{"several findings", turnOf(invented, badArgs), func(s *Settings) { s.RecoveryAttempts = 0 }, nil, "budget", []string{"budget", "unknown_tool", "schema_violation"}},
-		{"truncated", &Turn{Calls: []validate.ToolCall{invented}, Truncated: true}, nil, nil, "truncated", []string{"truncated", "unknown_tool"}},
+		{"truncated", &Turn{Calls: []validate.ToolCall{invented}, Stop: neutral.StopMaxTokens}, nil, nil, "truncated", []string{"truncated", "unknown_tool"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/toolgate/toolgate/neutral"
@@ -51,8 +50,10 @@ type Asker interface {
 // UpstreamError is a re-query the provider did not answer with success.
 type UpstreamError struct {
 	Status int
-	Header http.Header
-	Body   []byte
+	// Reply is the failed answer as the Asker read it (for an HTTP
+	// upstream, its headers and body), which the caller relays to the
+	// client when the failure is handed back. Recovery never looks inside.
+	Reply any
 	// Err is set for transport failures (timeouts, resets) with no status.
 	Err error
 	// Retryable is set by the Asker, which classifies the failure: the

@@ -96,11 +96,12 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-// TestFunctionLength keeps every function of the pipeline and the codecs
-// short enough to read at once.
+// TestFunctionLength keeps every function of the pipeline, the codecs, the
+// ladder and the checks short enough to read at once.
 func TestFunctionLength(t *testing.T) {
 	const limit = 80
-	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/openaiwire", "proxy/sse", "proxy/mcp"}, codecs...)
+	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/openaiwire", "proxy/sse", "proxy/mcp",
+		"recovery", "judge", "validate", "catalog"}, codecs...)
 	for _, dir := range dirs {
 		fset := token.NewFileSet()
 		paths, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
@@ -146,4 +147,155 @@ func TestApprovalImports(t *testing.T) {
 			}
 		}
 	}
+}
+
+// parsedFiles parses the non-test Go files of dir whole, bodies included.
+func parsedFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	var files []*ast.File
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return fset, files
+}
+
+// TestCodecsDecideNoTruncation keeps the truncation rule out of the codecs:
+// a codec reports the provider's stop reason (neutral.Stop), and whether a
+// call was cut off is decided from it in one place. No codec may set,
+// name as a literal key, or read the decided Truncated.
+func TestCodecsDecideNoTruncation(t *testing.T) {
+	for _, dir := range codecs {
+		fset, files := parsedFiles(t, dir)
+		for _, f := range files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				var name *ast.Ident
+				switch x := n.(type) {
+				case *ast.SelectorExpr:
+					name = x.Sel
+				case *ast.KeyValueExpr:
+					name, _ = x.Key.(*ast.Ident)
+				}
+				if name != nil && name.Name == "Truncated" {
+					t.Errorf("%s: a codec touches the decided Truncated; report neutral.Stop instead", fset.Position(name.Pos()))
+				}
+				return true
+			})
+		}
+	}
+}
+
+// TestNoCodecAssertions keeps the codec contract whole: the pipeline calls
+// what api.Codec and api.Stream declare and never asks a codec or a
+// stream for an optional interface of package api.
+func TestNoCodecAssertions(t *testing.T) {
+	fset, files := parsedFiles(t, "proxy")
+	for _, f := range files {
+		apiName := ""
+		for _, im := range f.Imports {
+			if p, _ := strconv.Unquote(im.Path.Value); p == module+"/proxy/api" {
+				apiName = "api"
+				if im.Name != nil {
+					apiName = im.Name.Name
+				}
+			}
+		}
+		if apiName == "" {
+			continue
+		}
+		fromAPI := func(e ast.Expr) bool {
+			if s, ok := e.(*ast.SelectorExpr); ok {
+				x, ok := s.X.(*ast.Ident)
+				return ok && x.Name == apiName
+			}
+			return false
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.TypeAssertExpr:
+				if x.Type != nil && fromAPI(x.Type) {
+					t.Errorf("%s: a type assertion on a type of package api; make it part of the codec contract", fset.Position(x.Pos()))
+				}
+			case *ast.TypeSwitchStmt:
+				for _, cl := range x.Body.List {
+					for _, e := range cl.(*ast.CaseClause).List {
+						if fromAPI(e) {
+							t.Errorf("%s: a type switch on a type of package api; make it part of the codec contract", fset.Position(e.Pos()))
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+}
+
+// TestRecoveryHasNoHTTP keeps the ladder provider- and transport-neutral:
+// what an HTTP upstream answered is the pipeline's, carried through
+// recovery opaquely.
+func TestRecoveryHasNoHTTP(t *testing.T) {
+	_, files := sourceFiles(t, "recovery")
+	for _, f := range files {
+		for _, im := range f.Imports {
+			if p, _ := strconv.Unquote(im.Path.Value); p == "net/http" || strings.HasPrefix(p, "net/http/") {
+				t.Errorf("recovery imports %s; HTTP belongs to the pipeline", p)
+			}
+		}
+	}
+}
+
+// TestFindingsMadeInOnePlace keeps each finding code's wording in one
+// constructor of validate/findings.go: no other non-test file writes a
+// Finding literal.
+func TestFindingsMadeInOnePlace(t *testing.T) {
+	dirs := append([]string{"validate", "judge", "recovery", "proxy", "proxy/mcp", "sink", "approval"}, codecs...)
+	for _, dir := range dirs {
+		fset, files := parsedFiles(t, dir)
+		for _, f := range files {
+			if dir == "validate" && filepath.Base(fset.Position(f.Pos()).Filename) == "findings.go" {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				cl, ok := n.(*ast.CompositeLit)
+				if !ok {
+					return true
+				}
+				if findingType(cl.Type, dir) {
+					t.Errorf("%s: a Finding literal; use a constructor of validate/findings.go", fset.Position(cl.Pos()))
+				}
+				// The elements of a []Finding literal elide their type.
+				if at, ok := cl.Type.(*ast.ArrayType); ok && findingType(at.Elt, dir) {
+					for _, e := range cl.Elts {
+						if _, lit := e.(*ast.CompositeLit); lit {
+							t.Errorf("%s: a Finding literal; use a constructor of validate/findings.go", fset.Position(e.Pos()))
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// findingType reports the type validate.Finding (Finding inside validate).
+func findingType(e ast.Expr, dir string) bool {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return dir == "validate" && x.Name == "Finding"
+	case *ast.SelectorExpr:
+		pkg, ok := x.X.(*ast.Ident)
+		return ok && pkg.Name == "validate" && x.Sel.Name == "Finding"
+	}
+	return false
 }

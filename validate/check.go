@@ -161,16 +161,13 @@ func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
 	v.Stripped = stripped
 	switch st {
 	case catalog.Unknown:
-		v.Findings = append(v.Findings, Finding{Code: UnknownTool,
-			Message: "the tool does not exist", Detail: "no tool named " + strconv.Quote(c.Name) + " exists"})
+		v.Findings = append(v.Findings, Unknown(c.Name))
 		return v
 	case catalog.NotOffered:
-		v.Findings = append(v.Findings, Finding{Code: ToolNotOffered,
-			Message: "the tool was not offered in this request", Detail: "the tool " + strconv.Quote(c.Name) + " is not available in this request"})
+		v.Findings = append(v.Findings, NotOffered(c.Name))
 		return v
 	case catalog.NotInCatalog:
-		v.Findings = append(v.Findings, Finding{Code: ToolNotInCatalog,
-			Message: "the tool is not in the configured catalog", Detail: "the tool " + strconv.Quote(c.Name) + " is not an approved tool"})
+		v.Findings = append(v.Findings, NotInCatalog(c.Name))
 		return v
 	}
 	v.Tool = tool
@@ -180,13 +177,13 @@ func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
 		// wrong shape rather than a call checked by name alone.
 		if tool.Schema != nil || tool.SchemaError != nil {
 			msg := "the tool takes JSON arguments, not free text"
-			v.Findings = append(v.Findings, Finding{Code: MalformedArguments, Message: msg, Detail: msg + "; call it as a function with a JSON object"})
+			v.Findings = append(v.Findings, Malformed(msg, msg+"; call it as a function with a JSON object"))
 		}
 		return v
 	}
 	if c.BadShape {
 		msg := "the arguments are not in the shape the API defines"
-		v.Findings = append(v.Findings, Finding{Code: MalformedArguments, Message: msg, Detail: msg})
+		v.Findings = append(v.Findings, Malformed(msg, msg))
 		return v
 	}
 	if fastArgs(&v, tool, c.Args) {
@@ -248,7 +245,8 @@ func fastArgs(v *Verdict, tool *catalog.Tool, raw []byte) bool {
 // and CEL read. Numbers stay json.Number so no precision is lost.
 func decodeArgs(raw []byte) (any, *Finding) {
 	malformed := func(msg string) *Finding {
-		return &Finding{Code: MalformedArguments, Message: msg, Detail: msg}
+		f := Malformed(msg, msg)
+		return &f
 	}
 	if len(raw) > maxArgBytes {
 		return nil, malformed("the arguments exceed " + strconv.Itoa(maxArgBytes) + " bytes")
@@ -292,7 +290,7 @@ var printer = message.NewPrinter(language.English)
 func appendSchemaFindings(dst []Finding, err error) []Finding {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return append(dst, Finding{Code: SchemaViolation, Message: "the arguments do not match the schema", Detail: err.Error()})
+		return append(dst, SchemaError("", "", "the arguments do not match the schema", err.Error()))
 	}
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -307,13 +305,8 @@ func appendSchemaFindings(dst []Finding, err error) []Finding {
 		if kw == "" {
 			kw = unnamedKeyword(e)
 		}
-		dst = append(dst, Finding{
-			Code:    SchemaViolation,
-			Pointer: ptr,
-			Keyword: kw,
-			Message: safeMessage(ptr, kw, e.ErrorKind),
-			Detail:  displayPointer(ptr) + ": " + e.ErrorKind.LocalizedString(printer),
-		})
+		dst = append(dst, SchemaError(ptr, kw, safeMessage(ptr, kw, e.ErrorKind),
+			displayPointer(ptr)+": "+e.ErrorKind.LocalizedString(printer)))
 	}
 	walk(ve)
 	return dst
@@ -408,12 +401,12 @@ func checkRules(dst []Finding, tool *catalog.Tool, args any, calls []ToolCall, s
 		switch {
 		case errors.As(err, &missing):
 			msg := fmt.Sprintf("context value %q is missing, so the rule cannot hold: %s", missing.Key, r.Message)
-			dst = append(dst, Finding{Code: RuleViolation, Keyword: "rule", Message: msg, Detail: msg})
+			dst = append(dst, RuleBroken("", "rule", msg, msg))
 		case err != nil:
 			msg := fmt.Sprintf("rule could not be evaluated: %s", r.Message)
-			dst = append(dst, Finding{Code: RuleViolation, Keyword: "rule", Message: msg, Detail: msg})
+			dst = append(dst, RuleBroken("", "rule", msg, msg))
 		case !ok:
-			dst = append(dst, Finding{Code: RuleViolation, Keyword: "rule", Message: r.Message, Detail: r.Message})
+			dst = append(dst, RuleBroken("", "rule", r.Message, r.Message))
 		}
 	}
 	return dst
@@ -442,8 +435,7 @@ func patternFinding(pe *catalog.PatternError, args any) Finding {
 	}
 	p := pointer(ptr)
 	msg := displayPointer(p) + ": the value could not be checked against the pattern in time"
-	return Finding{Code: SchemaViolation, Pointer: p, Keyword: kw, Message: msg,
-		Detail: msg + "; use a shorter, simpler value that matches " + strconv.Quote(pe.Pattern)}
+	return SchemaError(p, kw, msg, msg+"; use a shorter, simpler value that matches "+strconv.Quote(pe.Pattern))
 }
 
 // locateString returns the path of the first string value equal to s in

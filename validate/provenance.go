@@ -22,17 +22,12 @@ func checkProvenance(dst []Finding, tool *catalog.Tool, args any, cx *Context) [
 			continue
 		}
 		if cx.Evidence == nil || cx.HistoryUpstream {
-			dst = append(dst, Finding{Code: ProvenanceUnverifiable, Pointer: ptr,
-				Message: displayPointer(ptr) + ": the conversation history is not in the request",
-				Detail:  displayPointer(ptr) + ": the conversation history is not in the request"})
+			dst = append(dst, Unverifiable(ptr))
 			continue
 		}
 		for _, tok := range provenanceTokens(v) {
 			if !cx.Evidence.Seen(tok) {
-				dst = append(dst, Finding{Code: Provenance, Pointer: ptr,
-					Message: displayPointer(ptr) + ": the value did not appear in user content or a tool result",
-					Detail: displayPointer(ptr) + ": the value " + strconv.Quote(tok) +
-						" did not appear in anything the user wrote or a tool returned; use a value from the conversation or ask the user"})
+				dst = append(dst, Unvouched(ptr, tok))
 				break
 			}
 		}

@@ -51,7 +51,7 @@ func (c *codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 		}
 	}
 	t.Text = string(text)
-	t.Truncated = w.StopReason == "max_tokens" && len(t.Calls) > 0
+	t.Stop = stopOf(w.StopReason)
 	a.Choices = []*neutral.Turn{t}
 	return a, nil
 }

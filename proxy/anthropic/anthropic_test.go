@@ -234,8 +234,8 @@ func TestParseResponseFixtures(t *testing.T) {
 				t.Errorf("%s call %d args not the input bytes exactly: %q", tc.file, i, c.Args)
 			}
 		}
-		if !strings.HasPrefix(turn.Text, "I'll") || turn.Truncated {
-			t.Errorf("%s: text %q truncated %v", tc.file, turn.Text, turn.Truncated)
+		if !strings.HasPrefix(turn.Text, "I'll") || turn.Truncated() {
+			t.Errorf("%s: text %q truncated %v", tc.file, turn.Text, turn.Truncated())
 		}
 		if resp.Usage != (neutral.Usage{Input: tc.in, Output: tc.out}) || turn.Usage != resp.Usage {
 			t.Errorf("%s: usage %+v", tc.file, resp.Usage)
@@ -286,11 +286,11 @@ func TestParseResponseMixedBlocks(t *testing.T) {
 
 	trunc := strings.Replace(mixedResponse, `"stop_reason":"tool_use"`, `"stop_reason":"max_tokens"`, 1)
 	resp, _ = newCodec().DecodeAnswer([]byte(trunc))
-	if !resp.Choices[0].Truncated {
+	if !resp.Choices[0].Truncated() {
 		t.Error("max_tokens with a tool_use is not truncated")
 	}
 	resp, _ = newCodec().DecodeAnswer([]byte(`{"type":"message","content":[{"type":"text","text":"x"}],"stop_reason":"max_tokens"}`))
-	if resp.Choices[0].Truncated {
+	if resp.Choices[0].Truncated() {
 		t.Error("max_tokens without a call is truncated")
 	}
 	future := `{"type":"message","content":[{"type":"future_block","text":{"a":1},"name":5},{"type":"tool_use","id":"t","name":"n","input":{}}],"stop_reason":"tool_use"}`

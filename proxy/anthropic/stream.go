@@ -271,7 +271,7 @@ func (s *stream) Turns() []*neutral.Turn {
 		}
 	}
 	t.Text = string(text)
-	t.Truncated = s.stop == "max_tokens" && len(t.Calls) > 0
+	t.Stop = stopOf(s.stop)
 	t.Raw = s.content()
 	return []*neutral.Turn{t}
 }

@@ -112,7 +112,7 @@ func TestStreamFixtureReplay(t *testing.T) {
 				t.Errorf("%s call %d: %+v, twin %+v", tc.sse, i, c, w)
 			}
 		}
-		if turns[0].Text != twin.Choices[0].Text || turns[0].Truncated {
+		if turns[0].Text != twin.Choices[0].Text || turns[0].Truncated() {
 			t.Errorf("%s: text %q", tc.sse, turns[0].Text)
 		}
 		if f.st.Usage() != twin.Usage || turns[0].Usage != twin.Usage {
@@ -460,7 +460,7 @@ func TestStreamArguments(t *testing.T) {
 func TestStreamTruncatedAndTypedTools(t *testing.T) {
 	trunc := strings.Replace(evDelta, `"tool_use"`, `"max_tokens"`, 1)
 	f := feedAll(t, nil, streamOf(evStart, evToolHead, partial(`{"a`), evStop0, trunc, evMsgStop))
-	if !f.st.Turns()[0].Truncated {
+	if !f.st.Turns()[0].Truncated() {
 		t.Error("max_tokens inside a call is not truncated")
 	}
 	req, _ := mustDecode(t, `{"model":"m","tools":[{"type":"bash_20250124","name":"bash"},{"name":"ping_server","input_schema":{"type":"object"}}],"messages":[]}`)

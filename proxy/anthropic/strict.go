@@ -13,8 +13,6 @@ import (
 // there (https://platform.claude.com/docs/en/build-with-claude/structured-outputs);
 // a client that still sends one keeps it, as every header is forwarded.
 
-var _ api.StrictMarker = (*codec)(nil)
-
 // strictSite is one function tool of the request: the tool object (a
 // slice of the body) and what it declares.
 type strictSite struct {
@@ -57,7 +55,7 @@ func (c *codec) strictSites() (sites []strictSite, names []string) {
 	return sites, names
 }
 
-// StrictTools implements api.StrictMarker.
+// StrictTools implements api.Codec.
 func (c *codec) StrictTools() []api.StrictTool {
 	sites, _ := c.strictSites()
 	out := make([]api.StrictTool, len(sites))
@@ -67,10 +65,10 @@ func (c *codec) StrictTools() []api.StrictTool {
 	return out
 }
 
-// StrictPerRequest implements api.StrictMarker: the flag is per tool.
+// StrictPerRequest implements api.Codec: the flag is per tool.
 func (*codec) StrictPerRequest() bool { return false }
 
-// MarkStrict implements api.StrictMarker.
+// MarkStrict implements api.Codec.
 func (c *codec) MarkStrict(names []string) ([]byte, error) {
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -94,7 +92,7 @@ func (c *codec) MarkStrict(names []string) ([]byte, error) {
 	return c.body, nil
 }
 
-// UpstreamError implements api.StrictMarker: Anthropic's envelope is
+// UpstreamError implements api.Codec: Anthropic's envelope is
 // {"type":"error","error":{"type":…,"message":…}}, and its messages
 // point at a tool by its place ("tools.2.input_schema…").
 func (c *codec) UpstreamError(body []byte) (string, string) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
@@ -51,30 +52,43 @@ type Codec interface {
 	InjectTool(t neutral.Offered) ([]byte, error)
 	// NewStream follows one streamed answer (SSE) to the request.
 	NewStream() Stream
-}
-
-// FollowUpRouter is implemented by codecs whose re-queries go to another
-// path or query than the client's request: a re-query is read whole, and
-// Gemini asks for a stream by the path's verb and alt=sse, not in the body.
-type FollowUpRouter interface {
+	// NewFramedStream follows a streamed answer that is not SSE (Gemini's
+	// :streamGenerateContent without alt=sse answers one JSON array written
+	// element by element), with the reader of its elements. ok is false
+	// for an answer that is not such a stream, as it always is for an API
+	// whose streams are SSE only; the pipeline then looks for SSE.
+	NewFramedStream(h http.Header, body io.Reader) (st Stream, rd EventReader, ok bool)
+	// FollowUpRoute is the path and query of a re-query, given the
+	// client's: a re-query is read whole, and Gemini asks for a stream by
+	// the path's verb and alt=sse, not in the body. Most APIs keep both.
 	FollowUpRoute(path, rawQuery string) (string, string)
-}
-
-// Noter is implemented by codecs whose answers can carry facts the
-// operator must see although no call is judged (Gemini's finish reason
-// MALFORMED_FUNCTION_CALL). Notes are fixed, bounded labels.
-type Noter interface {
+	// Notes are facts the operator must see about a turn although no
+	// call is judged (Gemini's finish reason MALFORMED_FUNCTION_CALL):
+	// fixed, bounded labels, usually none.
 	Notes(t *neutral.Turn) []string
+	// FoldedKey reports a key of data that differs from a protocol key
+	// only in letter case. A codec that knows where its wire format's
+	// keys are read checks there only (a check of every key would refuse
+	// a Gemini argument named "Type"); the others check every key of the
+	// document against ProtocolKeys.
+	FoldedKey(data []byte) bool
+	// Strict mode (SPEC §3b): the codec only reads and writes the flag;
+	// which tools get it is the pipeline's decision.
+	StrictMarker
 }
 
-// KeyChecker is implemented by codecs that find, themselves, keys that
-// differ from a protocol key only in letter case, at the places of their
-// wire format where keys are read. The pipeline's check of every key of a
-// document would also refuse an argument named like a protocol key
-// ("Type", "Name") where a call's arguments are an object, as in Gemini.
-type KeyChecker interface {
-	FoldedKey(data []byte) bool
-}
+// ProtocolKeys are the keys of the three APIs that carry tool calls, text
+// and their framing; a key that differs from one only in letter case is
+// refused by codecs that check every key of a document.
+var ProtocolKeys = jsonx.NewKeyFold(
+	"choices", "message", "delta", "tool_calls", "function", "custom", "name", "arguments", "input",
+	"id", "type", "index", "content", "finish_reason", "usage", "error", "output", "call_id", "item",
+	"output_index", "content_block", "partial_json", "stop_reason", "response", "status", "role", "text",
+)
+
+// KeepaliveComment is the keepalive of an SSE stream whose clients take
+// comments.
+var KeepaliveComment = sse.AppendComment(nil, "keepalive")
 
 // EventReader yields a streamed answer's events; *sse.Reader is one.
 type EventReader interface {
@@ -84,28 +98,6 @@ type EventReader interface {
 	Buffered() bool
 	// Err is what ended the events early, or nil at a clean end.
 	Err() error
-}
-
-// Framer is implemented by codecs whose streams are not always SSE:
-// Gemini's :streamGenerateContent without alt=sse answers one JSON array
-// written element by element. ok is false for an answer that is not such
-// a stream.
-type Framer interface {
-	NewFramedStream(h http.Header, body io.Reader) (st Stream, rd EventReader, ok bool)
-}
-
-// EOFEnder is implemented by streams that have no terminal event (Gemini's
-// SSE stream just ends): at a clean end of the body the pipeline asks
-// whether the answer is complete.
-type EOFEnder interface {
-	Complete() bool
-}
-
-// Keepaliver is implemented by streams whose clients cannot take the SSE
-// comment the pipeline writes while holding (the Go GenAI SDK fails on
-// one); it returns the bytes to write instead.
-type Keepaliver interface {
-	Keepalive() []byte
 }
 
 // Stream follows one streamed answer: it assembles the calls from deltas and
@@ -135,4 +127,13 @@ type Stream interface {
 	// Committed reports whether the client has already been given an id
 	// that a re-query would have to change (a stored Responses id).
 	Committed() bool
+	// Keepalive is what the pipeline writes while it holds the stream:
+	// KeepaliveComment, unless the stream's clients cannot take an SSE
+	// comment (the Go GenAI SDK fails on one). It is asked when holding
+	// starts, so it may match what the stream has seen.
+	Keepalive() []byte
+	// Complete reports, at a clean end of the body, whether the answer is
+	// whole although no terminal event came: true only for streams that
+	// have none (Gemini's just end).
+	Complete() bool
 }

@@ -16,9 +16,9 @@ type StrictTool struct {
 	Client bool
 }
 
-// StrictMarker is implemented by codecs whose provider can constrain its
-// decoding to a tool's schema. The codec only reads and writes the flag;
-// which tools get it is the pipeline's decision.
+// StrictMarker is the part of the Codec contract that reads and writes the
+// strict flag of the provider, which constrains its decoding to a tool's
+// schema.
 type StrictMarker interface {
 	// StrictTools lists the request's function tools in request order.
 	StrictTools() []StrictTool

@@ -177,7 +177,7 @@ func (c *codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 			return nil, err
 		}
 		t.Text = string(text)
-		t.Truncated = finish == "MAX_TOKENS" && len(t.Calls) > 0
+		t.Stop = stopOf(finish)
 		resp.Choices = append(resp.Choices, t)
 	}
 	return resp, nil
@@ -200,7 +200,7 @@ func contentParts(raw []byte) ([][]byte, error) {
 	return parts, nil
 }
 
-// Notes implements api.Noter. A candidate the API ended because the model's
+// Notes implements api.Codec. A candidate the API ended because the model's
 // call was malformed, called a tool it may not call, or called too many
 // passes as the API sent it when it carries no call (the SDKs report the
 // finish reason, and the client decides whether to retry); the operator

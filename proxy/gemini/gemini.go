@@ -40,13 +40,7 @@ type codec struct {
 	path string
 }
 
-var (
-	_ api.Codec          = (*codec)(nil)
-	_ api.KeyChecker     = (*codec)(nil)
-	_ api.Noter          = (*codec)(nil)
-	_ api.FollowUpRouter = (*codec)(nil)
-	_ api.Framer         = (*codec)(nil)
-)
+var _ api.Codec = (*codec)(nil)
 
 // ErrShape reports JSON that is not in the shape of the Gemini API.
 var ErrShape = errors.New("gemini: not a Gemini API object")
@@ -77,7 +71,7 @@ var keys = func() *jsonx.KeyFold {
 	return jsonx.NewKeyFold(names...)
 }()
 
-// FoldedKey implements api.KeyChecker: keys are checked at every level
+// FoldedKey implements api.Codec: keys are checked at every level
 // toolgate reads (the response, its usage, candidates, contents, parts,
 // functionCall objects and their partial arguments), never inside args,
 // whose keys are the function's parameters and judged by its schema. An

@@ -167,7 +167,7 @@ func TestDecodeAnswerTruncatedAndIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tn := resp.Choices[0]
-	if !tn.Truncated || tn.Calls[0].ID != "fc_1" || string(tn.Calls[0].Args) != "{}" {
+	if !tn.Truncated() || tn.Calls[0].ID != "fc_1" || string(tn.Calls[0].Args) != "{}" {
 		t.Errorf("%+v", tn)
 	}
 	resp, _ = decodeAnswer([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":"x"}}]}}]}`))

@@ -77,7 +77,7 @@ func TestDecodeRequestRecordedIntEnums(t *testing.T) {
 func TestDecodeAnswerSnakeCase(t *testing.T) {
 	body := `{"candidates":[{"content":{"parts":[{"function_call":{"name":"f","args":{"a":1}},"thought_signature":"CgA="}],"role":"model"},"finish_reason":"MAX_TOKENS"}],"usage_metadata":{"prompt_token_count":3,"candidates_token_count":2},"response_id":"r"}`
 	resp, err := decodeAnswer([]byte(body))
-	if err != nil || len(resp.Choices[0].Calls) != 1 || !resp.Choices[0].Truncated || resp.Usage != (neutral.Usage{Input: 3, Output: 2}) || resp.Choices[0].ResponseID != "r" {
+	if err != nil || len(resp.Choices[0].Calls) != 1 || !resp.Choices[0].Truncated() || resp.Usage != (neutral.Usage{Input: 3, Output: 2}) || resp.Choices[0].ResponseID != "r" {
 		t.Fatalf("%+v %v", resp, err)
 	}
 	for _, b := range []string{

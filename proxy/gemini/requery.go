@@ -111,7 +111,7 @@ func functionResponse(id, name string, r neutral.Reply) []byte {
 	return jsonx.Object{{Key: "functionResponse", Value: fr.Bytes()}}.Bytes()
 }
 
-// FollowUpRoute implements api.FollowUpRouter: a re-query is always a
+// FollowUpRoute implements api.Codec: a re-query is always a
 // plain generateContent call, whatever verb and framing the client asked
 // for; every other query parameter (a key among them) stays as sent.
 func (*codec) FollowUpRoute(path, rawQuery string) (string, string) {

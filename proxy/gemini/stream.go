@@ -79,17 +79,14 @@ type stream struct {
 	opened bool
 }
 
-var (
-	_ api.EOFEnder   = (*stream)(nil)
-	_ api.Keepaliver = (*stream)(nil)
-)
+var _ api.Stream = (*stream)(nil)
 
 // NewStream implements api.Codec: an SSE stream (alt=sse).
 func (c *codec) NewStream() api.Stream {
 	return &stream{holdAt: -1, vertex: c.vertex()}
 }
 
-// NewFramedStream implements api.Framer: an answer to :streamGenerateContent
+// NewFramedStream implements api.Codec: an answer to :streamGenerateContent
 // (the verb of the path DecodeRequest read) that is not SSE is the
 // JSON-array stream.
 func (c *codec) NewFramedStream(h http.Header, body io.Reader) (api.Stream, api.EventReader, bool) {
@@ -275,7 +272,7 @@ func (s *stream) call(cs *candidate, n int, raw []byte) error {
 	return nil
 }
 
-// Complete implements api.EOFEnder: neither framing has a terminal event
+// Complete implements api.Stream: neither framing has a terminal event
 // the body may not go on after, so a stream is complete when its body ends
 // cleanly: a JSON array after its closing bracket, an SSE stream once every
 // candidate has a finish reason (or the prompt was refused with no
@@ -298,7 +295,7 @@ func (s *stream) Complete() bool {
 	return true
 }
 
-// Keepalive implements api.Keepaliver: an empty event, which the Go SDK
+// Keepalive implements api.Stream: an empty event, which the Go SDK
 // skips (it fails on an SSE comment), in the line breaks of the upstream's
 // own events (the SDK splits at the first blank line of either kind, so a
 // mix would cut an event); between the elements of a JSON array it is
@@ -363,7 +360,7 @@ func (s *stream) Turns() []*neutral.Turn {
 		var text []byte
 		_ = callsOf(parts, 0, t, &text)
 		t.Text = string(text)
-		t.Truncated = c.finish == "MAX_TOKENS" && len(t.Calls) > 0
+		t.Stop = stopOf(c.finish)
 		out = append(out, t)
 	}
 	return out

@@ -78,8 +78,8 @@ func feedAll(t testing.TB, arrayFraming bool, src io.Reader) fed {
 	if f.err == nil {
 		f.err = rd.Err()
 	}
-	if e, ok := st.(api.EOFEnder); ok && !f.done && f.err == nil {
-		f.done = e.Complete()
+	if !f.done && f.err == nil {
+		f.done = st.Complete()
 	}
 	return f
 }

@@ -12,12 +12,10 @@ import (
 // calls are constrained to the declarations' schemas
 // (https://ai.google.dev/gemini-api/docs/function-calling#function_calling_modes).
 
-var _ api.StrictMarker = (*codec)(nil)
-
 // validatedMode is the mode toolgate sets.
 var validatedMode = []byte(`"VALIDATED"`)
 
-// StrictTools implements api.StrictMarker: the declarations as DecodeRequest
+// StrictTools implements api.Codec: the declarations as DecodeRequest
 // reads them (their schemas as JSON Schema); every one counts as the
 // client's when the client set a function calling mode itself.
 func (c *codec) StrictTools() []api.StrictTool {
@@ -66,10 +64,10 @@ func (c *codec) callingConfig() (tc []byte, snake bool, fc []byte) {
 	return tc, snake, fc
 }
 
-// StrictPerRequest implements api.StrictMarker.
+// StrictPerRequest implements api.Codec.
 func (*codec) StrictPerRequest() bool { return true }
 
-// MarkStrict implements api.StrictMarker: the mode is set where the
+// MarkStrict implements api.Codec: the mode is set where the
 // client's own toolConfig would hold it, or a toolConfig is added.
 func (c *codec) MarkStrict(names []string) ([]byte, error) {
 	if len(names) == 0 {
@@ -99,7 +97,7 @@ func (c *codec) MarkStrict(names []string) ([]byte, error) {
 	return c.body, nil
 }
 
-// UpstreamError implements api.StrictMarker: Google's envelope is
+// UpstreamError implements api.Codec: Google's envelope is
 // {"error":{"code":…,"message":…,"status":…}}. The mode is the request's,
 // so no one tool is named.
 func (c *codec) UpstreamError(body []byte) (string, string) {

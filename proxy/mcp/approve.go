@@ -59,7 +59,7 @@ func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 	if svc == nil || err != nil || err2 != nil {
 		return x.refuseUnconfirmed(h, why)
 	}
-	f := validate.Finding{Code: validate.ConfirmationRequired, Message: "the tool requires confirmation by a person", Detail: why}
+	f := validate.NeedsConfirmation(why)
 	e := x.escalate(h.set, h.call, append(h.v.Findings, f), why)
 	approver := approval.Operator
 	if h.v.Tool != nil && h.v.Tool.Approver == catalog.ApproverCaller {

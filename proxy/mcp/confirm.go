@@ -17,7 +17,7 @@ const maxArgsShown = 4096
 // refuseUnconfirmed answers a confirm call that no person can be asked
 // about with an error result that says so.
 func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
-	f := validate.Finding{Code: validate.ConfirmationRequired, Message: "the tool requires confirmation by a person", Detail: why}
+	f := validate.NeedsConfirmation(why)
 	e := x.escalate(h.set, h.call, append(h.v.Findings, f), why)
 	return refuse(h.m, h.call.Name, e, []validate.Finding{f},
 		"A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question.")

@@ -86,14 +86,12 @@ func (x *exchange) check(call validate.ToolCall, set *catalog.MCPSet) validate.V
 // tool the catalog hides, and the server's own inputSchema.
 func serverChecks(call validate.ToolCall, v *validate.Verdict, set *catalog.MCPSet) {
 	if v.Tool == nil && set.Hidden[call.Name] {
-		msg := "the tool is not in the configured catalog"
-		v.Findings = []validate.Finding{{Code: validate.ToolNotInCatalog, Message: msg,
-			Detail: "the tool " + strconv.Quote(call.Name) + " is not an approved tool"}}
+		v.Findings = []validate.Finding{validate.NotInCatalog(call.Name)}
 	}
 	if own := set.Input[call.Name]; own != nil && v.Tool != nil && v.Valid() {
 		if own.Err != nil {
 			msg := "the server's inputSchema could not be compiled, so the arguments cannot be checked"
-			v.Findings = append(v.Findings, validate.Finding{Code: validate.SchemaViolation, Message: msg, Detail: msg + ": " + own.Err.Error()})
+			v.Findings = append(v.Findings, validate.SchemaError("", "", msg, msg+": "+own.Err.Error()))
 		} else {
 			v.Findings = append(v.Findings, validate.CheckJSON(own.Schema, call.Args, "arguments")...)
 		}

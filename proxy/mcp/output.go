@@ -35,10 +35,10 @@ func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
 	switch {
 	case t.output.Err != nil:
 		msg := "the tool's outputSchema could not be compiled, so the result cannot be checked"
-		fs = []validate.Finding{{Code: validate.SchemaViolation, Keyword: "outputSchema", Message: msg, Detail: msg + ": " + t.output.Err.Error()}}
+		fs = []validate.Finding{validate.SchemaError("", "outputSchema", msg, msg+": "+t.output.Err.Error())}
 	case sc == nil:
 		msg := "structuredContent is missing, but the tool declares an outputSchema"
-		fs = []validate.Finding{{Code: validate.SchemaViolation, Pointer: "", Keyword: "outputSchema", Message: msg, Detail: msg}}
+		fs = []validate.Finding{validate.SchemaError("", "outputSchema", msg, msg)}
 	default:
 		fs = validate.CheckJSON(t.output.Schema, sc, "structuredContent")
 	}

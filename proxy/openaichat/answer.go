@@ -85,7 +85,7 @@ func readChoice(t *neutral.Turn, raw []byte) error {
 			return ErrShape
 		}
 	}
-	t.Truncated = finish == "length" && len(t.Calls) > 0
+	t.Stop = stopOf(finish)
 	return nil
 }
 

@@ -208,7 +208,7 @@ func TestDecodeAnswer(t *testing.T) {
 		t.Fatalf("answer %+v", a)
 	}
 	turn := a.Choices[0]
-	if turn.ResponseID != "chatcmpl-sWmflzdE1F8ResqEDusTpkr0cStY4" || turn.Usage != a.Usage || turn.Truncated || len(turn.Calls) != 2 {
+	if turn.ResponseID != "chatcmpl-sWmflzdE1F8ResqEDusTpkr0cStY4" || turn.Usage != a.Usage || turn.Truncated() || len(turn.Calls) != 2 {
 		t.Fatalf("turn %+v", turn)
 	}
 	cut := `{"choices":[{"message":{"content":"hi","tool_calls":[{"id":"c","type":"custom","custom":{"name":"g","input":"x"}},{"id":"d","type":"mcp","function":{"name":"m"}}]},"finish_reason":"length"},{"message":{"content":"text"},"finish_reason":"length"}]}`
@@ -216,7 +216,7 @@ func TestDecodeAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	one, two := a.Choices[0], a.Choices[1]
-	if one.Text != "hi" || !one.Truncated || two.Truncated || two.Usage != (neutral.Usage{}) {
+	if one.Text != "hi" || !one.Truncated() || two.Truncated() || two.Usage != (neutral.Usage{}) {
 		t.Errorf("turns %+v %+v", one, two)
 	}
 	if one.Calls[0].Kind != neutral.Custom || one.Calls[0].Name != "g" || one.Calls[0].BadShape {

@@ -245,7 +245,7 @@ func (s *stream) Turns() []*neutral.Turn {
 			}
 			t.Calls = append(t.Calls, call)
 		}
-		t.Truncated = c.finish == "length" && len(c.calls) > 0
+		t.Stop = stopOf(c.finish)
 		// The message is rebuilt only if a re-query needs it.
 		t.Raw = c
 	}

@@ -145,7 +145,7 @@ func TestStreamFixturesMatchTheirTwins(t *testing.T) {
 					t.Errorf("call %d: id %q badShape %v", i, got[i].ID, got[i].BadShape)
 				}
 			}
-			if turns[0].Truncated {
+			if turns[0].Truncated() {
 				t.Error("a stream ending in finish_reason tool_calls is not truncated")
 			}
 			if st.Usage() != c.usage {
@@ -339,12 +339,12 @@ func TestStreamArgumentsOfTheWrongShape(t *testing.T) {
 func TestStreamTruncatedOnlyWithACall(t *testing.T) {
 	cut := chunkLine(callStart, "") + chunkLine(argFrag(`"{\"loc"`), "") + chunkLine(`{}`, "length") + "data: [DONE]\n\n"
 	st, _ := mustFeed(t, []byte(cut))
-	if !st.Turns()[0].Truncated {
+	if !st.Turns()[0].Truncated() {
 		t.Error("finish_reason length inside a call must mark the turn truncated")
 	}
 	text := chunkLine(`{"content":"long text"}`, "") + chunkLine(`{}`, "length") + "data: [DONE]\n\n"
 	st, _ = mustFeed(t, []byte(text))
-	if st.Turns()[0].Truncated {
+	if st.Turns()[0].Truncated() {
 		t.Error("a text answer cut by the token limit has no call to judge")
 	}
 }

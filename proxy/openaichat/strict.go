@@ -9,8 +9,6 @@ import (
 // Strict mode on Chat Completions is `strict: true` on a tool's function
 // object (https://platform.openai.com/docs/guides/function-calling#strict-mode).
 
-var _ api.StrictMarker = (*codec)(nil)
-
 // chatStrictSite is where a Chat tool keeps its flag: its function
 // object, for a function tool (type "function", or no type).
 func chatStrictSite(_ []byte, tool jsonx.Object) []byte {
@@ -21,7 +19,7 @@ func chatStrictSite(_ []byte, tool jsonx.Object) []byte {
 	return tool.Get("function")
 }
 
-// StrictTools implements api.StrictMarker.
+// StrictTools implements api.Codec.
 func (c *codec) StrictTools() []api.StrictTool {
 	sites, _, err := openaiwire.StrictSites(c.req.Body, chatStrictSite)
 	if err != nil {
@@ -30,10 +28,10 @@ func (c *codec) StrictTools() []api.StrictTool {
 	return openaiwire.StrictTools(sites)
 }
 
-// StrictPerRequest implements api.StrictMarker: the flag is per tool.
+// StrictPerRequest implements api.Codec: the flag is per tool.
 func (*codec) StrictPerRequest() bool { return false }
 
-// MarkStrict implements api.StrictMarker.
+// MarkStrict implements api.Codec.
 func (c *codec) MarkStrict(names []string) ([]byte, error) {
 	sites, _, err := openaiwire.StrictSites(c.req.Body, chatStrictSite)
 	if err != nil {
@@ -47,7 +45,7 @@ func (c *codec) MarkStrict(names []string) ([]byte, error) {
 	return body, nil
 }
 
-// UpstreamError implements api.StrictMarker.
+// UpstreamError implements api.Codec.
 func (c *codec) UpstreamError(body []byte) (string, string) {
 	_, names, _ := openaiwire.StrictSites(c.req.Body, chatStrictSite)
 	return openaiwire.UpstreamError(body, names)

@@ -71,10 +71,20 @@ func (h *wireHead) usage() neutral.Usage {
 	return neutral.Usage{Input: h.Usage.InputTokens, Output: h.Usage.OutputTokens}
 }
 
-// truncated reports an answer the token limit cut off inside a call.
-func (h *wireHead) truncated(calls int) bool {
-	return h.Status == "incomplete" && h.IncompleteDetails != nil &&
-		h.IncompleteDetails.Reason == "max_output_tokens" && calls > 0
+// stop translates the response's status: Responses has no stop reason of
+// its own, only a status and, for an incomplete one, why.
+func (h *wireHead) stop() neutral.Stop {
+	switch h.Status {
+	case "":
+		return neutral.StopUnknown
+	case "completed":
+		return neutral.StopEnd
+	case "incomplete":
+		if h.IncompleteDetails != nil && h.IncompleteDetails.Reason == "max_output_tokens" {
+			return neutral.StopMaxTokens
+		}
+	}
+	return neutral.StopOther
 }
 
 // DecodeAnswer implements api.Codec. A response has one assistant turn.
@@ -94,6 +104,6 @@ func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 	t := readTurn(items)
 	t.ResponseID = h.ID
 	t.Usage = h.usage()
-	t.Truncated = h.truncated(len(t.Calls))
+	t.Stop = h.stop()
 	return &neutral.Answer{Body: body, Choices: []*neutral.Turn{t}, Usage: t.Usage}, nil
 }

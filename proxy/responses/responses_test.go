@@ -180,7 +180,7 @@ func TestDecodeAnswerFixture(t *testing.T) {
 		t.Fatalf("%d turns", len(resp.Choices))
 	}
 	turn := resp.Choices[0]
-	if turn.ResponseID != "resp_791e558e08baa7196b50ac2f86702824c1c099724caf4941" || turn.Truncated {
+	if turn.ResponseID != "resp_791e558e08baa7196b50ac2f86702824c1c099724caf4941" || turn.Truncated() {
 		t.Errorf("turn %+v", turn)
 	}
 	if len(turn.Calls) != 1 {
@@ -218,12 +218,12 @@ func TestDecodeAnswerMixedItems(t *testing.T) {
 
 	cut := strings.Replace(responseOf("resp_3", itemCall), `"status":"completed","error":null,"incomplete_details":null`,
 		`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`, 1)
-	if !mustDecodeAnswer(t, cut).Choices[0].Truncated {
+	if !mustDecodeAnswer(t, cut).Choices[0].Truncated() {
 		t.Error("a call cut off by max_output_tokens is not truncated")
 	}
 	textOnly := strings.Replace(responseOf("resp_4", itemMessage), `"status":"completed","error":null,"incomplete_details":null`,
 		`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`, 1)
-	if mustDecodeAnswer(t, textOnly).Choices[0].Truncated {
+	if mustDecodeAnswer(t, textOnly).Choices[0].Truncated() {
 		t.Error("cut-off text without a call is not a truncated call")
 	}
 	for _, b := range []string{`{"object":"list","data":[]}`, `[]`, `{"output":null}`} {

@@ -552,7 +552,7 @@ func (s *stream) Turns() []*neutral.Turn {
 			Reason string `json:"reason"`
 		}{s.incompleteReason}
 	}
-	t.Truncated = h.truncated(len(calls))
+	t.Stop = h.stop()
 	return []*neutral.Turn{t}
 }
 

@@ -55,8 +55,8 @@ func TestStreamFixturesPassUnchanged(t *testing.T) {
 					t.Errorf("usage %+v", st.Usage())
 				}
 			}
-			if turn.Truncated || st.Committed() {
-				t.Errorf("truncated %v committed %v", turn.Truncated, st.Committed())
+			if turn.Truncated() || st.Committed() {
+				t.Errorf("truncated %v committed %v", turn.Truncated(), st.Committed())
 			}
 			out, err := st.Encode(f.held, []neutral.Action{{Kind: neutral.Keep}})
 			if err != nil {
@@ -263,7 +263,7 @@ func TestStreamEncodeEscalationMessage(t *testing.T) {
 	if f, err = feed(t, st, []byte(cut)); err != nil {
 		t.Fatal(err)
 	}
-	if !st.Turns()[0].Truncated {
+	if !st.Turns()[0].Truncated() {
 		t.Error("not truncated")
 	}
 	out, err = st.Encode(f.held, []neutral.Action{abstaining("Nothing fits.")})

@@ -9,8 +9,6 @@ import (
 // Strict mode on Responses is `strict: true` on the function tool
 // itself (https://platform.openai.com/docs/guides/function-calling#strict-mode).
 
-var _ api.StrictMarker = (*codec)(nil)
-
 // responsesStrictSite is where a Responses tool keeps its flag: on the
 // function tool itself, beside its name and parameters.
 func responsesStrictSite(raw []byte, tool jsonx.Object) []byte {
@@ -20,7 +18,7 @@ func responsesStrictSite(raw []byte, tool jsonx.Object) []byte {
 	return raw
 }
 
-// StrictTools implements api.StrictMarker.
+// StrictTools implements api.Codec.
 func (c *codec) StrictTools() []api.StrictTool {
 	sites, _, err := openaiwire.StrictSites(c.body, responsesStrictSite)
 	if err != nil {
@@ -29,10 +27,10 @@ func (c *codec) StrictTools() []api.StrictTool {
 	return openaiwire.StrictTools(sites)
 }
 
-// StrictPerRequest implements api.StrictMarker: the flag is per tool.
+// StrictPerRequest implements api.Codec: the flag is per tool.
 func (*codec) StrictPerRequest() bool { return false }
 
-// MarkStrict implements api.StrictMarker.
+// MarkStrict implements api.Codec.
 func (c *codec) MarkStrict(names []string) ([]byte, error) {
 	sites, _, err := openaiwire.StrictSites(c.body, responsesStrictSite)
 	if err != nil {
@@ -46,7 +44,7 @@ func (c *codec) MarkStrict(names []string) ([]byte, error) {
 	return body, nil
 }
 
-// UpstreamError implements api.StrictMarker.
+// UpstreamError implements api.Codec.
 func (c *codec) UpstreamError(body []byte) (string, string) {
 	_, names, _ := openaiwire.StrictSites(c.body, responsesStrictSite)
 	return openaiwire.UpstreamError(body, names)

@@ -1,0 +1,24 @@
+package gemini
+
+import (
+	"testing"
+
+	"github.com/toolgate/toolgate/neutral"
+)
+
+func TestStopOf(t *testing.T) {
+	for _, c := range []struct {
+		reason string
+		want   neutral.Stop
+	}{
+		{"", neutral.StopUnknown},
+		{"STOP", neutral.StopEnd},
+		{"MAX_TOKENS", neutral.StopMaxTokens},
+
+		{"SAFETY", neutral.StopOther},
+	} {
+		if got := stopOf(c.reason); got != c.want {
+			t.Errorf("stopOf(%q) = %q, want %q", c.reason, got, c.want)
+		}
+	}
+}
