@@ -32,6 +32,8 @@ func (API) NewCodec() api.Codec { return &codec{} }
 
 // codec is one request's exchange.
 type codec struct {
+	api.SSECodec
+
 	// body is the request as it goes upstream: the client's, or with the
 	// abstain exit once InjectTool added it. Re-queries extend it.
 	body []byte

@@ -36,6 +36,8 @@ type streamBlock struct {
 
 // stream follows one Messages stream.
 type stream struct {
+	api.SSEStream
+
 	c       *codec
 	dec     decoder
 	ev      event

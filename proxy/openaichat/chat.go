@@ -25,6 +25,8 @@ func (API) NewCodec() api.Codec { return &codec{} }
 // codec is one request's translator. The neutral request lives inside it,
 // so decoding a request allocates no second value for it.
 type codec struct {
+	api.SSECodec
+
 	req neutral.Request
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -57,6 +58,8 @@ func (c *streamChoice) call(i int) *streamCall {
 
 // stream follows one Chat Completions stream.
 type stream struct {
+	api.SSEStream
+
 	scratch scratch
 	id      string
 	choices map[int]*streamChoice

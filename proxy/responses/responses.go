@@ -25,6 +25,8 @@ func (API) NewCodec() api.Codec { return &codec{} }
 
 // codec translates one request's exchange.
 type codec struct {
+	api.SSECodec
+
 	// body is the request as sent upstream: the client's, or with the
 	// tool InjectTool appended. Re-queries start from it.
 	body []byte

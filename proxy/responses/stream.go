@@ -82,6 +82,8 @@ type opened struct {
 // repaired and answered with the re-query's id instead of escalating
 // stateful_unrecoverable.
 type stream struct {
+	api.SSEStream
+
 	info requestInfo
 
 	id               string
