@@ -107,6 +107,9 @@ func TestToolFileFormats(t *testing.T) {
 				{Name: "b", Parameters: JSONValue(schema), Origin: "f[0].functionDeclarations[1]"},
 				{Name: "c", Parameters: JSONValue(`{"type":"object","properties":{},"additionalProperties":false}`), Origin: "f[0].functionDeclarations[2]"},
 			}},
+		// As the Python SDK writes them: proto field names.
+		{"gemini snake_case", `{"tools":[{"function_declarations":[{"name":"b","parameters_json_schema":` + schema + `}]},{"code_execution":{}}]}`,
+			[]ToolConfig{{Name: "b", Parameters: JSONValue(schema), Origin: "f[0].functionDeclarations[0]"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +140,8 @@ func TestToolFileFormats(t *testing.T) {
 		{"neither json nor yaml", "a: [\n", "neither JSON nor YAML"},
 		{"empty object entry", `[{}]`, "not a tool"},
 		{"gemini without name", `[{"functionDeclarations":[{"description":"x"}]}]`, "f[0].functionDeclarations[0]: tool has no name"},
+		{"gemini both spellings", `[{"functionDeclarations":[{"name":"a"}],"function_declarations":[{"name":"b"}]}]`, "both functionDeclarations and function_declarations"},
+		{"gemini both schema spellings", `[{"functionDeclarations":[{"name":"a","parametersJsonSchema":{},"parameters_json_schema":{}}]}]`, "both parametersJsonSchema and parameters_json_schema"},
 		{"gemini bad schema", `[{"functionDeclarations":[{"name":"a","parameters":{"type":"MAP"}}]}]`, "f[0].functionDeclarations[0]: parameters"},
 	}
 	for _, tt := range bad {

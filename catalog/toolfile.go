@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -151,28 +152,42 @@ var geminiBuiltins = map[string]bool{
 	"retrieval": true, "fileSearch": true, "googleMaps": true, "computerUse": true, "enterpriseWebSearch": true,
 }
 
-// geminiTools reads a Gemini tool entry, whose functionDeclarations hold
-// any number of functions. ok is false for an entry of another shape; a
-// Gemini tool without declarations (googleSearch, codeExecution…) is read
-// and holds none. OpenAPI-style parameters become the JSON Schema they
-// mean; parametersJsonSchema is taken as is.
+// geminiDecl is one function declaration of a Gemini tool file. Google's
+// parsers take each field under its JSON name or its proto name, and tool
+// lists written from the Python SDK use the latter, so both are read; one
+// declaration holding both spellings of a field is refused.
+type geminiDecl struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	Parameters           json.RawMessage `json:"parameters"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+	ParametersSnake      json.RawMessage `json:"parameters_json_schema"`
+}
+
+// geminiTools reads a Gemini tool entry, whose functionDeclarations (or
+// function_declarations) hold any number of functions. ok is false for an
+// entry of another shape; a Gemini tool without declarations (googleSearch,
+// code_execution…) is read and holds none. OpenAPI-style parameters become
+// the JSON Schema they mean; parametersJsonSchema is taken as is.
 func geminiTools(raw json.RawMessage, origin string) (out []ToolConfig, ok bool, err error) {
 	var gt struct {
-		FunctionDeclarations *[]struct {
-			Name                 string          `json:"name"`
-			Description          string          `json:"description"`
-			Parameters           json.RawMessage `json:"parameters"`
-			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
-		} `json:"functionDeclarations"`
+		FunctionDeclarations *[]geminiDecl `json:"functionDeclarations"`
+		Snake                *[]geminiDecl `json:"function_declarations"`
 	}
 	if json.Unmarshal(raw, &gt) != nil {
 		return nil, false, nil
+	}
+	if gt.FunctionDeclarations != nil && gt.Snake != nil {
+		return nil, true, fmt.Errorf("%s: both functionDeclarations and function_declarations", origin)
+	}
+	if gt.FunctionDeclarations == nil {
+		gt.FunctionDeclarations = gt.Snake
 	}
 	if gt.FunctionDeclarations == nil {
 		var keys map[string]json.RawMessage
 		_ = json.Unmarshal(raw, &keys)
 		for k := range keys {
-			if geminiBuiltins[k] {
+			if geminiBuiltins[camelKey(k)] {
 				return nil, true, nil
 			}
 		}
@@ -183,6 +198,12 @@ func geminiTools(raw json.RawMessage, origin string) (out []ToolConfig, ok bool,
 		if d.Name == "" {
 			return nil, true, fmt.Errorf("%s: tool has no name", at)
 		}
+		if d.ParametersJSONSchema != nil && d.ParametersSnake != nil {
+			return nil, true, fmt.Errorf("%s: both parametersJsonSchema and parameters_json_schema", at)
+		}
+		if d.ParametersJSONSchema == nil {
+			d.ParametersJSONSchema = d.ParametersSnake
+		}
 		params, err := geminischema.Declaration(d.Parameters, d.ParametersJSONSchema)
 		if err != nil {
 			return nil, true, fmt.Errorf("%s: parameters: %v", at, err)
@@ -190,4 +211,19 @@ func geminiTools(raw json.RawMessage, origin string) (out []ToolConfig, ok bool,
 		out = append(out, ToolConfig{Name: d.Name, Description: d.Description, Parameters: JSONValue(params), Origin: at})
 	}
 	return out, true, nil
+}
+
+// camelKey is the JSON name of a proto field name (code_execution is
+// codeExecution); a name without an underscore is its own.
+func camelKey(k string) string {
+	if !strings.Contains(k, "_") {
+		return k
+	}
+	parts := strings.Split(k, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
 }
