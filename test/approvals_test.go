@@ -35,6 +35,7 @@ import (
 
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
 	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
 // ticket is an escalation's approval object (SPEC §5a).
@@ -665,6 +666,9 @@ func startTestRedis(t *testing.T) *testRedis {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
 	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	// The kernel ends redis-server should the test binary die without its
+	// cleanups (a timeout's panic).
+	proc.SetParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
