@@ -162,19 +162,8 @@ func (a chatAnswer) errorCode() string {
 // resumeChat sends chatRefundBody again with the approval id; safe to call
 // from any goroutine.
 func resumeChat(base, id string) chatAnswer {
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(chatRefundBody))
-	if err != nil {
-		return chatAnswer{err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Toolgate-Approval", id)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return chatAnswer{err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return chatAnswer{status: resp.StatusCode, header: resp.Header, body: b, err: err}
+	st, hdr, b, err := postRaw(base+"/v1/chat/completions", chatRefundBody, map[string]string{"X-Toolgate-Approval": id})
+	return chatAnswer{status: st, header: hdr, body: b, err: err}
 }
 
 // raceResume resumes id at every gate at once.

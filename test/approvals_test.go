@@ -698,21 +698,34 @@ func (r *testRedis) stop() {
 var chatRefundBody = `{"model":"gpt-4o","messages":[{"role":"user","content":"Refund order ord_1, 5 dollars."}],` +
 	`"tools":[{"type":"function","function":{"name":"issue_refund","parameters":` + fmt.Sprintf(refundSchema, 100000) + `}}]}`
 
-// rawChat posts chatRefundBody to a gate with the headers h.
-func rawChat(t *testing.T, base string, h map[string]string) (int, http.Header, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(chatRefundBody))
+// postRaw posts a JSON body to url with the headers h and reads the whole
+// answer; it needs no *testing.T, so any goroutine may call it.
+func postRaw(url, body string, h map[string]string) (int, http.Header, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range h {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b, err
+}
+
+// rawChat posts chatRefundBody to a gate with the headers h.
+func rawChat(t *testing.T, base string, h map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	st, hdr, b, err := postRaw(base+"/v1/chat/completions", chatRefundBody, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, hdr, b
 }
 
 // rawHold holds the refund at base and returns the approval id.
@@ -984,18 +997,11 @@ func TestApprovalsGeminiJSONArrayStream(t *testing.T) {
 	body := `{"contents":[{"role":"user","parts":[{"text":"Refund order ord_1, 5 dollars."}]}],` +
 		`"tools":[{"functionDeclarations":[{"name":"issue_refund","parametersJsonSchema":` + fmt.Sprintf(refundSchema, 100000) + `}]}]}`
 	send := func(h map[string]string) (int, http.Header, []byte) {
-		req, _ := http.NewRequest(http.MethodPost, g.url()+"/v1beta/models/gemini-2.5-flash:streamGenerateContent", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		st, hdr, b, err := postRaw(g.url()+"/v1beta/models/gemini-2.5-flash:streamGenerateContent", body, h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, b
+		return st, hdr, b
 	}
 	st, _, b := send(nil)
 	var v any
