@@ -51,4 +51,11 @@ type Escalated struct {
 	Text string
 	// Body is the escalation object as JSON, embedded as it is.
 	Body []byte
+	// Codes are every code of the escalation, Code first.
+	Codes []string
+	// CatalogVersion is the catalog the call was judged against.
+	CatalogVersion string
+	// Findings are the escalated call's findings, for an API whose
+	// refusal lists them one by one (MCP's error result).
+	Findings []Finding
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
-	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -29,20 +28,43 @@ type EscalationRecord struct {
 	Session string `json:"session,omitempty"`
 }
 
-// mcpEscalation hands an MCP refusal to the sinks like any other.
-func (s *Server) mcpEscalation(e *mcp.Escalation) {
-	s.sink.Record(&EscalationRecord{Time: e.Escalation.Time, API: "mcp", Escalation: e.Escalation, Server: e.Server, Session: e.Session})
+// site is where an escalation happened: the facts the pipeline adds to
+// the ladder's escalation before it is counted and recorded, the same for
+// a model route and an MCP server.
+type site struct {
+	api     string
+	model   string
+	rid     string
+	version string
+	upIDs   []string
+	// server and session say where an MCP call was refused; the session
+	// is a hash of its id.
+	server, session string
+	// callJSON writes the escalated call as the API spells it.
+	callJSON func(neutral.ToolCall) []byte
 }
 
 // escalated completes the ladder's escalation with request facts, counts
 // it and hands it to the sinks.
 func (x *exchange) escalated(r *recovery.Result) *neutral.Escalated {
+	model := ""
+	if x.req != nil {
+		model = x.req.Model
+	}
+	return x.s.record(&site{api: x.api.Name(), model: model, rid: x.rid, version: x.rt.snap.Version,
+		upIDs: x.upIDs, callJSON: x.cd.CallJSON}, r)
+}
+
+// record completes r's escalation with the site's facts, counts it, logs
+// it and hands it to the sinks: the one place an escalation is recorded,
+// for every API and MCP.
+func (s *Server) record(at *site, r *recovery.Result) *neutral.Escalated {
 	e := r.Escalation
-	e.CatalogVersion = x.rt.snap.Version
-	e.RequestID = x.rid
-	e.UpstreamRequestIDs = append([]string{}, x.upIDs...)
+	e.CatalogVersion = at.version
+	e.RequestID = at.rid
+	e.UpstreamRequestIDs = append([]string{}, at.upIDs...)
 	if e.CallIndex >= 0 && e.CallIndex < len(r.Calls) {
-		e.Call = x.cd.CallJSON(r.Calls[e.CallIndex])
+		e.Call = at.callJSON(r.Calls[e.CallIndex])
 	}
 	if e.Attempts == nil {
 		e.Attempts = []recovery.Attempt{}
@@ -53,20 +75,22 @@ func (x *exchange) escalated(r *recovery.Result) *neutral.Escalated {
 		// must never be lost to it.
 		body = []byte(`{"id":` + string(jsonx.String(e.ID)) + `}`)
 	}
-	x.s.metrics.Escalations.WithLabelValues(e.CatalogVersion, e.Label).Inc()
-	model := ""
-	if x.req != nil {
-		model = x.req.Model
-	}
-	x.s.sink.Record(&EscalationRecord{Time: e.Time, API: x.api.Name(), Model: model, Escalation: e})
-	x.s.log.Info("escalation",
-		zap.String("request_id", x.rid),
+	s.metrics.Escalations.WithLabelValues(e.CatalogVersion, e.Label).Inc()
+	s.sink.Record(&EscalationRecord{Time: e.Time, API: at.api, Model: at.model, Escalation: e,
+		Server: at.server, Session: at.session})
+	fields := []zap.Field{
+		zap.String("request_id", at.rid),
 		zap.String("escalation_id", e.ID),
 		zap.String("reason", e.Label),
 		zap.Strings("codes", e.Codes),
 		zap.String("catalog_version", e.CatalogVersion),
-	)
-	return &neutral.Escalated{ID: e.ID, Code: e.Code(), Text: userText(e), Body: body}
+	}
+	if at.server != "" {
+		fields = append(fields, zap.String("mcp_server", at.server), zap.String("session", at.session))
+	}
+	s.log.Info("escalation", fields...)
+	return &neutral.Escalated{ID: e.ID, Code: e.Code(), Text: userText(e), Body: body,
+		Codes: e.Codes, CatalogVersion: e.CatalogVersion}
 }
 
 // userText is the sentence a person reads in message mode, and the error
@@ -79,74 +103,107 @@ func userText(e *recovery.Escalation) string {
 	return "This step needs a person: " + reason + ". [toolgate:" + e.ID + "]"
 }
 
-// account counts the answer's calls and the ladder's steps. Only the
-// original answer's calls are counted, so the hallucination rate is per
-// model answer, not inflated by repairs.
+// account counts the answer's calls and the ladder's steps.
 func (x *exchange) account(results []*recovery.Result) {
-	m := x.s.metrics
-	version := x.rt.snap.Version
-	api := x.api.Name()
+	t := &tally{api: x.api.Name(), version: x.rt.snap.Version, rid: x.rid, abstain: x.settings.AbstainTool,
+		label: x.toolLabel, strict: x.strictMarked}
+	x.out.findings = append(x.out.findings, x.s.count(t, results)...)
+}
+
+// tally is what counting one request's calls needs to know of it.
+type tally struct {
+	api, version, rid string
+	// abstain is the abstain exit's name when it was offered.
+	abstain string
+	// label is the bounded tool label of a call.
+	label func(name string, v validate.Verdict) string
+	// strict reports a tool sent with the provider's strict flag; nil
+	// for none.
+	strict func(name string) bool
+}
+
+// count counts judged calls and the ladder's steps, for the model routes
+// and MCP alike, and returns every finding code for the log line. Only
+// the original answer's calls are counted, so the hallucination rate is
+// per model answer, not inflated by repairs.
+func (s *Server) count(t *tally, results []*recovery.Result) []string {
+	m := s.metrics
+	var findings []string
 	for _, r := range results {
 		for i, v := range r.Verdicts {
 			orig := r.Original[i]
-			if orig.Kind == validate.Other || (x.settings.AbstainTool != "" && orig.Name == x.settings.AbstainTool) {
+			if orig.Kind == validate.Other || (t.abstain != "" && orig.Name == t.abstain) {
 				// Built-in and server tools are not judged, and the abstain
 				// exit is toolgate's own tool: neither is a model's tool call.
 				continue
 			}
-			result := "valid"
-			switch {
-			case v.Stripped && v.Valid():
-				result = "prefix_stripped"
-				x.s.log.Info("tool name prefix stripped",
-					zap.String("request_id", x.rid),
-					zap.String("tool", v.Tool.Name))
-			case !v.Valid():
-				for _, f := range v.Findings {
-					if f.Blocking() && result == "valid" {
-						result = string(f.Code)
-					}
-					if f.Code == validate.Truncated {
-						// A cut-off call is the token limit's doing, not a
-						// malformed call by the model.
-						result = string(validate.Truncated)
-						break
-					}
-				}
-			}
+			result := s.callResult(t.rid, v)
 			for _, f := range v.Findings {
-				x.out.findings = append(x.out.findings, string(f.Code))
-				if f.Code == validate.ProvenanceUnverifiable && result == "valid" {
-					result = string(validate.ProvenanceUnverifiable)
-				}
+				findings = append(findings, string(f.Code))
 			}
-			m.ToolCalls.WithLabelValues(api, version, x.toolLabel(orig.Name, v), result).Inc()
-			if x.strictMarked(orig.Name) {
-				m.StrictCalls.WithLabelValues(api, result).Inc()
+			m.ToolCalls.WithLabelValues(t.api, t.version, t.label(orig.Name, v), result).Inc()
+			if t.strict != nil && t.strict(orig.Name) {
+				m.StrictCalls.WithLabelValues(t.api, result).Inc()
 			}
-			x.accountUnvalidated(v)
+			s.accountUnvalidated(t.rid, v)
 			if result == string(validate.UnknownTool) {
-				m.Hallucinations.WithLabelValues(api, version).Inc()
+				m.Hallucinations.WithLabelValues(t.api, t.version).Inc()
 			}
 		}
-		for _, ev := range r.Events {
-			if ev.Result != "" {
-				m.Recoveries.WithLabelValues(version, ev.Strategy, ev.Result).Inc()
+		s.countSteps(t, r.Events)
+	}
+	return findings
+}
+
+// callResult is the toolgate_tool_calls_total result of one verdict.
+func (s *Server) callResult(rid string, v validate.Verdict) string {
+	result := "valid"
+	switch {
+	case v.Stripped && v.Valid():
+		result = "prefix_stripped"
+		s.log.Info("tool name prefix stripped",
+			zap.String("request_id", rid),
+			zap.String("tool", v.Tool.Name))
+	case !v.Valid():
+		for _, f := range v.Findings {
+			if f.Blocking() && result == "valid" {
+				result = string(f.Code)
 			}
-			if ev.Confidence >= 0 {
-				m.RecoveryConf.Observe(ev.Confidence)
+			if f.Code == validate.Truncated {
+				// A cut-off call is the token limit's doing, not a
+				// malformed call by the model.
+				return string(validate.Truncated)
 			}
-			x.s.log.Info("recovery attempt",
-				zap.String("request_id", x.rid),
-				zap.String("strategy", ev.Strategy),
-				zap.String("hallucinated_name", ev.Name),
-				zap.Int("arguments_bytes", ev.ArgsBytes),
-				zap.String("suggested_tool", ev.Suggested),
-				zap.Float64("confidence", ev.Confidence),
-				zap.String("result", ev.Result),
-				zap.Duration("duration", ev.Duration),
-			)
 		}
+	}
+	for _, f := range v.Findings {
+		if f.Code == validate.ProvenanceUnverifiable && result == "valid" {
+			result = string(validate.ProvenanceUnverifiable)
+		}
+	}
+	return result
+}
+
+// countSteps counts and logs the ladder's re-queries.
+func (s *Server) countSteps(t *tally, events []recovery.Event) {
+	m := s.metrics
+	for _, ev := range events {
+		if ev.Result != "" {
+			m.Recoveries.WithLabelValues(t.version, ev.Strategy, ev.Result).Inc()
+		}
+		if ev.Confidence >= 0 {
+			m.RecoveryConf.Observe(ev.Confidence)
+		}
+		s.log.Info("recovery attempt",
+			zap.String("request_id", t.rid),
+			zap.String("strategy", ev.Strategy),
+			zap.String("hallucinated_name", ev.Name),
+			zap.Int("arguments_bytes", ev.ArgsBytes),
+			zap.String("suggested_tool", ev.Suggested),
+			zap.Float64("confidence", ev.Confidence),
+			zap.String("result", ev.Result),
+			zap.Duration("duration", ev.Duration),
+		)
 	}
 }
 
@@ -168,17 +225,17 @@ func (x *exchange) toolLabel(name string, v validate.Verdict) string {
 // accountUnvalidated counts a call whose arguments were not judged in full.
 // An uncompilable request schema is logged once per schema, not on every
 // request that offers it: agents resend the same tools with every turn.
-func (x *exchange) accountUnvalidated(v validate.Verdict) {
+func (s *Server) accountUnvalidated(rid string, v validate.Verdict) {
 	if v.Unvalidated == "" {
 		return
 	}
-	x.s.metrics.unvalidated(string(v.Unvalidated))
+	s.metrics.unvalidated(string(v.Unvalidated))
 	if v.Unvalidated != validate.SchemaUncompilable || v.Tool == nil {
 		return
 	}
 	if hash, first := v.Tool.ReportSchemaError(); first {
-		x.s.log.Warn("request tool schema does not compile; its calls pass with only their object shape checked",
-			zap.String("request_id", x.rid),
+		s.log.Warn("request tool schema does not compile; its calls pass with only their object shape checked",
+			zap.String("request_id", rid),
 			zap.String("tool", v.Tool.Name),
 			zap.String("schema_sha256", hash),
 			zap.Error(v.Tool.SchemaError))

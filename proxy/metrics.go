@@ -184,8 +184,7 @@ func observe(ctx context.Context, o prometheus.Observer, v float64) {
 
 // mcp is the collectors the MCP routes count in.
 func (m *Metrics) mcp() *mcp.Metrics {
-	return &mcp.Metrics{Requests: m.Requests, ToolCalls: m.ToolCalls, Hallucinations: m.Hallucinations,
-		Escalations: m.Escalations, UpstreamDuration: m.UpstreamDuration, OutputViolations: m.MCPOutput}
+	return &mcp.Metrics{UpstreamDuration: m.UpstreamDuration}
 }
 
 // maxInitTools bounds the per-tool series created ahead of traffic.

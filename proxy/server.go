@@ -148,8 +148,7 @@ func New(o Options) (*Server, error) {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
 	s.tracing = newTracing(o, s.log, s.metrics.TraceSpansDropped)
-	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Escalate: s.mcpEscalation, ContextValues: contextValues,
-		Approvals: o.Approvals})
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Approvals: o.Approvals})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err
@@ -271,7 +270,7 @@ func jsonRPCPlainError(f neutral.Failure) []byte {
 // through to a model API's pass-through.
 func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
 	for _, mc := range rt.snap.Config.MCPServers {
-		h, err := s.mcp.Route(rt.snap, rt.validators, mc)
+		h, err := s.mcp.Route(rt.snap, &mcpPipeline{s: s, rt: rt}, mc)
 		if err != nil {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}

@@ -74,7 +74,9 @@ type Input struct {
 	Judge    JudgeFunc
 	Eff      *catalog.Effective
 	Settings *Settings
-	Ask      Asker
+	// Ask asks the model again. nil means nobody can be asked: a bad
+	// call escalates with its own finding as the reason.
+	Ask Asker
 	// Stateful is set when the conversation lives upstream and cannot be
 	// extended by a re-query (Responses `conversation`, or a stream whose
 	// stored id was already sent).
@@ -208,7 +210,9 @@ func (l *ladder) run(ctx context.Context) (rung, error) {
 		}
 		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1), nil
 	}
-	if l.in.Eff.Len() == 0 {
+	if l.in.Eff.Len() == 0 && l.in.Ask != nil {
+		// Without an asker the call's own finding says it: the tool
+		// does not exist here.
 		return l.escalate(ReasonNoTools, "the model called a tool but no tool may be called in this request", -1), nil
 	}
 	if len(l.badPositions(validate.ClassName, validate.ClassArgs)) == 0 {
@@ -223,7 +227,22 @@ func (l *ladder) run(ctx context.Context) (rung, error) {
 	if l.in.Stateful {
 		return l.escalate(ReasonStateful, "the conversation is stored upstream, so the call cannot be repaired", -1), nil
 	}
+	if l.in.Ask == nil {
+		return l.unaskable(), nil
+	}
 	return l.repair(ctx)
+}
+
+// unaskable ends the ladder of an answer no model can be asked about
+// again (an MCP client's call): the refusal's findings go to the caller,
+// whose model may call again. The reason is the first bad call's.
+func (l *ladder) unaskable() rung {
+	bad := l.badPositions(validate.ClassName, validate.ClassArgs)
+	reason := "the arguments do not pass the tool's checks"
+	if v := l.verdicts[bad[0]]; v.Worst() == validate.ClassName {
+		reason = v.Findings[0].Message
+	}
+	return l.escalate(l.primaryCode(bad), reason, -1)
 }
 
 // repair runs the name rung, then the arguments rung, on the calls that

@@ -7,9 +7,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
-	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/validate"
+	"github.com/toolgate/toolgate/neutral"
 )
 
 // Approvals for MCP (SPEC §5a): a client without elicitation gets its
@@ -45,7 +44,7 @@ func resumeMeta(params []byte) (id, secret string, ok bool) {
 
 // callMatch binds an approval to the exact call: its tool and canonical
 // arguments, on this route's server.
-func (x *exchange) callMatch(call validate.ToolCall) (approval.Match, error) {
+func (x *exchange) callMatch(call neutral.ToolCall) (approval.Match, error) {
 	d, err := approval.CallDigest(call.Name, call.Args)
 	return approval.Match{RequestDigest: d, Route: x.r.URL.Path, Upstream: x.rt.cfg.Name}, err
 }
@@ -54,25 +53,25 @@ func (x *exchange) callMatch(call validate.ToolCall) (approval.Match, error) {
 // to approve, when approvals are on.
 func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 	svc := x.rt.g.deps.Approvals
-	m, err := x.callMatch(h.call)
-	ac, err2 := approval.NewCall(h.call.Name, h.call.Args)
+	call := h.call.Call
+	m, err := x.callMatch(call)
+	ac, err2 := approval.NewCall(call.Name, call.Args)
 	if svc == nil || err != nil || err2 != nil {
 		return x.refuseUnconfirmed(h, why)
 	}
-	f := validate.NeedsConfirmation(why)
-	e := x.escalate(h.set, h.call, append(h.v.Findings, f), why)
+	e := x.refused(&h.d, why)
 	approver := approval.Operator
-	if h.v.Tool != nil && h.v.Tool.Approver == catalog.ApproverCaller {
+	if h.d.CallerApproves {
 		approver = approval.Caller
 	}
 	rec, secret, err := svc.Request(context.WithoutCancel(x.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
-		Route: m.Route, Upstream: m.Upstream, CatalogVersion: h.set.Version, EscalationID: e.ID, Calls: []approval.Call{ac}})
+		Route: m.Route, Upstream: m.Upstream, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.Call{ac}})
 	if err != nil {
 		x.log().Warn("approval store failed; the call stays held", zap.Error(err))
 		return errorResponse(h.m.id, codeUnavailable, "the approval store cannot be reached; the call was not run, retry it",
 			map[string]any{"code": "store_unavailable"})
 	}
-	res := refusal(h.call.Name, e, []validate.Finding{f},
+	res := refusal(call.Name, e,
 		"A person must approve this call; once approved, call the tool again with the same arguments and params._meta[\"toolgate/approval\"] set to "+rec.ID+".")
 	res.Meta[metaApproval] = rec.Ticket(secret)
 	return response(h.m.id, res)
@@ -90,7 +89,7 @@ func (x *exchange) resume(h *held) bool {
 		x.refuseResume(h, approval.CodeUnknown)
 		return true
 	}
-	m, err := x.callMatch(h.call)
+	m, err := x.callMatch(h.call.Call)
 	if err != nil {
 		x.refuseResume(h, approval.CodeMismatch)
 		return true
@@ -115,7 +114,7 @@ func (x *exchange) resume(h *held) bool {
 	x.outcome = outcomeApproved
 	msg := *h.m
 	msg.raw = withoutApprovalMeta(h.m.raw)
-	x.trackCall(&msg, h.set, h.call.Name)
+	x.trackCall(&msg, h.call.Set, h.call.Call.Name)
 	x.forward(msg.raw, []message{msg}, nil)
 	return true
 }
@@ -157,16 +156,16 @@ func withoutApprovalMeta(raw []byte) []byte {
 // catalog with approval_stale, instead of the refusal a new call would
 // get. It is nil when the call passes, presents no approval, or is not
 // the approved call (the claim then says why).
-func (x *exchange) staleResume(msg *message, call validate.ToolCall, v validate.Verdict) []byte {
+func (x *exchange) staleResume(msg *message, c *Call, d Decision) []byte {
 	svc := x.rt.g.deps.Approvals
-	if svc == nil || (v.Tool != nil && v.Valid()) {
+	if svc == nil || d.Verdict == Forward || d.Verdict == Confirm {
 		return nil
 	}
 	id, _, ok := resumeMeta(msg.params)
 	if !ok {
 		return nil
 	}
-	m, err := x.callMatch(call)
+	m, err := x.callMatch(c.Call)
 	if err != nil {
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // maxArgsShown bounds the arguments an elicitation shows a person.
@@ -17,9 +16,7 @@ const maxArgsShown = 4096
 // refuseUnconfirmed answers a confirm call that no person can be asked
 // about with an error result that says so.
 func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
-	f := validate.NeedsConfirmation(why)
-	e := x.escalate(h.set, h.call, append(h.v.Findings, f), why)
-	return refuse(h.m, h.call.Name, e, []validate.Finding{f},
+	return refuse(h.m, h.call.Call.Name, x.refused(&h.d, why),
 		"A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question.")
 }
 
@@ -72,17 +69,17 @@ func (x *exchange) confirm(h *held) {
 // question is the elicitation/create params: what the call does and one
 // yes/no field.
 func (x *exchange) question(h *held) any {
-	args := string(h.call.Args)
+	args := string(h.call.Call.Args)
 	if len(args) > maxArgsShown {
 		args = args[:maxArgsShown] + "…"
 	}
 	p := map[string]any{
-		"message": "The agent wants to run the tool " + strconv.Quote(h.call.Name) + " on the MCP server " +
+		"message": "The agent wants to run the tool " + strconv.Quote(h.call.Call.Name) + " on the MCP server " +
 			strconv.Quote(x.rt.cfg.Name) + " with these arguments:\n" + args + "\nAllow this call?",
 		"requestedSchema": map[string]any{
 			"type": "object",
 			"properties": map[string]any{"confirm": map[string]any{
-				"type": "boolean", "title": "Allow " + h.call.Name, "description": "Yes runs the call once."}},
+				"type": "boolean", "title": "Allow " + h.call.Call.Name, "description": "Yes runs the call once."}},
 			"required": []string{"confirm"},
 		},
 	}
@@ -106,7 +103,7 @@ func accepted(a json.RawMessage) bool {
 // forwardConfirmed sends a confirmed call and relays the server's answer
 // into the SSE stream already open to the client.
 func (x *exchange) forwardConfirmed(h *held) {
-	x.trackCall(h.m, h.set, h.call.Name)
+	x.trackCall(h.m, h.call.Set, h.call.Call.Name)
 	resp, done, err := x.sendTimed(h.m.raw)
 	if err != nil {
 		x.outcome = outcomeUpstreamError

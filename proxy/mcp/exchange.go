@@ -39,11 +39,16 @@ type exchange struct {
 	upstreamSession string
 	// gone is set when the server said it no longer knows the session.
 	gone *sessionGone
+	// start, upWait and findings are for the request's report: when it
+	// began, how long the server took, and the finding codes judged.
+	start    time.Time
+	upWait   time.Duration
+	findings []string
 }
 
 func (rt *Route) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
 	return &exchange{rt: rt, w: w, r: r, ctx: r.Context(), rid: w.Header().Get("X-Toolgate-Request-Id"),
-		outcome: outcomePass, tracked: map[string]tracked{}}
+		outcome: outcomePass, tracked: map[string]tracked{}, start: time.Now()}
 }
 
 func (x *exchange) log() *zap.Logger {
@@ -265,7 +270,9 @@ func (x *exchange) sendTimed(body []byte) (*http.Response, func(), error) {
 	return resp, func() {
 		resp.Body.Close()
 		cancel()
-		x.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
+		d := time.Since(start)
+		x.upWait += d
+		x.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(d.Seconds())
 	}, nil
 }
 

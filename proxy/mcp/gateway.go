@@ -11,7 +11,6 @@
 package mcp
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"sync"
@@ -24,39 +23,18 @@ import (
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/httpx"
-	"github.com/toolgate/toolgate/judge"
-	"github.com/toolgate/toolgate/recovery"
 )
 
-// Metrics are the proxy's collectors the MCP routes count in, with
-// api="mcp" wherever there is an api label.
+// Metrics are the proxy's collectors an MCP route observes itself; the
+// pipeline counts requests, calls and escalations.
 type Metrics struct {
-	Requests         *prometheus.CounterVec   // api, outcome
-	ToolCalls        *prometheus.CounterVec   // api, catalog_version, tool, result
-	Hallucinations   *prometheus.CounterVec   // api, catalog_version
-	Escalations      *prometheus.CounterVec   // catalog_version, reason
 	UpstreamDuration *prometheus.HistogramVec // api, kind
-	OutputViolations *prometheus.CounterVec   // catalog_version, tool
-}
-
-// Escalation is a refused call on its way to the sinks.
-type Escalation struct {
-	Server string
-	// Session is a hash of the session id, never the id itself.
-	Session    string
-	Escalation *recovery.Escalation
 }
 
 // Deps are what the MCP routes need from the proxy around them.
 type Deps struct {
 	Log     *zap.Logger
 	Metrics *Metrics
-	// Escalate hands a refusal to the sinks; it must not block.
-	Escalate func(*Escalation)
-	// ContextValues returns the catalog.context values the proxy took
-	// from the request's headers (and removed from them) before routing
-	// it; nil, or a nil result, means none.
-	ContextValues func(context.Context) map[string]string
 	// Approvals, when set, holds a confirm call of a client without
 	// elicitation for a person's yes and releases it once (approve.go).
 	Approvals *approval.Service
@@ -74,12 +52,6 @@ type Gateway struct {
 func NewGateway(d Deps) *Gateway {
 	if d.Log == nil {
 		d.Log = zap.NewNop()
-	}
-	if d.Escalate == nil {
-		d.Escalate = func(*Escalation) {}
-	}
-	if d.ContextValues == nil {
-		d.ContextValues = func(context.Context) map[string]string { return nil }
 	}
 	return &Gateway{deps: d, states: map[string]*serverState{}}
 }
@@ -103,18 +75,18 @@ func (g *Gateway) state(cfg catalog.MCPServer) *serverState {
 type Route struct {
 	g    *Gateway
 	snap *catalog.Snapshot
-	// validators are the snapshot's validators, swapped with it.
-	validators *judge.Validators
-	cfg        catalog.MCPServer
-	key        string
-	target     *url.URL
-	client     *http.Client
-	st         *serverState
+	// pipe judges, counts and records under the snapshot, swapped with it.
+	pipe   Pipeline
+	cfg    catalog.MCPServer
+	key    string
+	target *url.URL
+	client *http.Client
+	st     *serverState
 }
 
-// Route builds the handler of server cfg under snap, whose validators vs
-// judge its calls (nil calls none).
-func (g *Gateway) Route(snap *catalog.Snapshot, vs *judge.Validators, cfg catalog.MCPServer) (*Route, error) {
+// Route builds the handler of server cfg under snap, whose calls pipe
+// judges.
+func (g *Gateway) Route(snap *catalog.Snapshot, pipe Pipeline, cfg catalog.MCPServer) (*Route, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, err
@@ -123,7 +95,7 @@ func (g *Gateway) Route(snap *catalog.Snapshot, vs *judge.Validators, cfg catalo
 	// in JSON sends none until the tool is done.
 	tr := httpx.NewTransport(cfg.ConnectTimeout.D(), cfg.IdleTimeout.D())
 	return &Route{
-		g: g, snap: snap, validators: vs, cfg: cfg, key: snap.Secrets.MCPKeys[cfg.Name], target: u, st: g.state(cfg),
+		g: g, snap: snap, pipe: pipe, cfg: cfg, key: snap.Secrets.MCPKeys[cfg.Name], target: u, st: g.state(cfg),
 		client: &http.Client{Transport: tr, CheckRedirect: httpx.NoRedirects},
 	}, nil
 }
@@ -138,11 +110,17 @@ func (rt *Route) Close() {
 // ServeHTTP implements http.Handler for the three methods of Streamable
 // HTTP, and the CORS preflight a browser sends before them.
 func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if rt.rebinding(w, r) {
-		rt.g.deps.Metrics.Requests.WithLabelValues(apiMCP, outcomeForbidden).Inc()
+	sw := &statusWriter{ResponseWriter: w}
+	x := rt.newExchange(sw, r)
+	defer func() {
+		rt.pipe.Done(r.Context(), &Done{RequestID: x.rid, Route: r.URL.Path, Server: rt.cfg.Name, Status: sw.status,
+			Outcome: x.outcome, Findings: x.findings, Start: x.start, Upstream: x.upWait})
+		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("toolgate.outcome", x.outcome))
+	}()
+	if rt.rebinding(sw, r) {
+		x.outcome = outcomeForbidden
 		return
 	}
-	x := rt.newExchange(w, r)
 	switch r.Method {
 	case http.MethodPost:
 		x.post()
@@ -158,9 +136,31 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.writeJSON(http.StatusMethodNotAllowed, errorResponse(nil, codeInvalidRequest, "MCP Streamable HTTP takes POST, GET and DELETE", nil))
 		x.outcome = outcomeInvalid
 	}
-	rt.g.deps.Metrics.Requests.WithLabelValues(apiMCP, x.outcome).Inc()
-	trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("toolgate.outcome", x.outcome))
 }
+
+// statusWriter remembers the status the route answered with, for the
+// request's report.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's Flush.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 const apiMCP = "mcp"
 

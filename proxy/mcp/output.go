@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/validate"
 )
 
 // called checks a tool result against the tool's outputSchema. A result
@@ -30,22 +29,10 @@ func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
 		x.sess.trackTask(id, t)
 		return nil, false
 	}
-	var fs []validate.Finding
-	sc := res.Get("structuredContent")
-	switch {
-	case t.output.Err != nil:
-		msg := "the tool's outputSchema could not be compiled, so the result cannot be checked"
-		fs = []validate.Finding{validate.SchemaError("", "outputSchema", msg, msg+": "+t.output.Err.Error())}
-	case sc == nil:
-		msg := "structuredContent is missing, but the tool declares an outputSchema"
-		fs = []validate.Finding{validate.SchemaError("", "outputSchema", msg, msg)}
-	default:
-		fs = validate.CheckJSON(t.output.Schema, sc, "structuredContent")
-	}
+	fs := x.rt.pipe.Output(&Output{Schema: t.output, Structured: res.Get("structuredContent"), Version: t.version, Label: t.label})
 	if len(fs) == 0 {
 		return nil, false
 	}
-	x.rt.g.deps.Metrics.OutputViolations.WithLabelValues(t.version, t.label).Inc()
 	msgs := make([]string, len(fs))
 	for i, f := range fs {
 		msgs[i] = f.Message
