@@ -1231,3 +1231,37 @@ func TestLadderJudgesBatches(t *testing.T) {
 		t.Fatalf("judged\n %+v\nwant\n %+v", got, want)
 	}
 }
+
+// With nobody to ask (an MCP client's call), a bad call escalates at once
+// with its own finding as the label and reason, a valid one passes, and a
+// confirm call still reaches the last rung.
+func TestLadderWithoutAsker(t *testing.T) {
+	eff := ladderEffective(t, catalog.ToolChoice{})
+	run := func(calls ...validate.ToolCall) *Result {
+		s := baseSettings()
+		vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus([]string{"weather in Paris please"})}
+		res, err := Run(context.Background(), &Input{Turn: &Turn{Calls: calls}, Judge: localJudge(vcx), Eff: eff, Settings: &s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if r := run(invented); r.Escalation == nil || r.Escalation.Label != "unknown_tool" ||
+		!reflect.DeepEqual(r.Escalation.Codes, []string{"unknown_tool"}) || r.Escalation.Reason != r.Verdicts[0].Findings[0].Message {
+		t.Errorf("unknown tool: %+v", r.Escalation)
+	}
+	if r := run(badArgs); r.Escalation == nil || r.Escalation.Label != "schema_violation" ||
+		r.Escalation.Reason != "the arguments do not pass the tool's checks" || len(r.Escalation.Attempts) != 1 {
+		t.Errorf("bad arguments: %+v", r.Escalation)
+	}
+	if r := run(badArgs); r.Outcome != Escalated || len(r.Events) != 0 {
+		t.Errorf("outcome %q, %d re-queries", r.Outcome, len(r.Events))
+	}
+	empty := ladderEffective(t, catalog.ToolChoice{Kind: catalog.ChoiceNone})
+	s := baseSettings()
+	res, _ := Run(context.Background(), &Input{Turn: &Turn{Calls: []validate.ToolCall{invented}},
+		Judge: localJudge(&validate.Context{Eff: empty}), Eff: empty, Settings: &s})
+	if res.Escalation == nil || res.Escalation.Label == ReasonNoTools {
+		t.Errorf("no tools: %+v; the call's own finding names what is wrong", res.Escalation)
+	}
+}
