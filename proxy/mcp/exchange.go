@@ -270,9 +270,7 @@ func (x *exchange) sendTimed(body []byte) (*http.Response, func(), error) {
 	return resp, func() {
 		resp.Body.Close()
 		cancel()
-		d := time.Since(start)
-		x.upWait += d
-		x.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(d.Seconds())
+		x.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
 	}, nil
 }
 
@@ -348,7 +346,11 @@ func (x *exchange) send(method string, body []byte, idle bool) (*http.Response, 
 	if x.rt.key != "" && req.Header.Get("Authorization") == "" {
 		req.Header.Set("Authorization", "Bearer "+x.rt.key)
 	}
+	sent := time.Now()
 	resp, err := x.rt.client.Do(req)
+	// The server's time to answer is not toolgate's: the report's
+	// overhead leaves it out.
+	x.upWait += time.Since(sent)
 	if err != nil {
 		cancel(err)
 		return nil, nil, httpx.WithoutURL(err)
