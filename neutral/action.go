@@ -58,4 +58,13 @@ type Escalated struct {
 	// Findings are the escalated call's findings, for an API whose
 	// refusal lists them one by one (MCP's error result).
 	Findings []Finding
+	// Available, when set, are the tools that may be called instead: the
+	// refusal of a call to a tool that does not exist lists them (MCP).
+	Available []string
+	// Advice is what the caller should do next, for an API whose refusal
+	// says it; empty leaves the API's own.
+	Advice string
+	// Approval is the approval ticket (SPEC §5a) as JSON, when the call
+	// is held for a person's yes.
+	Approval []byte
 }

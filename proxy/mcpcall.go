@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,6 +9,8 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
@@ -27,14 +27,23 @@ type mcpPipeline struct {
 
 var _ mcp.Pipeline = (*mcpPipeline)(nil)
 
-// judged is what Judge keeps of a call for Unconfirmed.
+// judged is what Judge keeps of a call for a later refusal.
 type judged struct {
 	res  *recovery.Result
 	site *site
+	cd   api.Codec
 }
 
 // Judge runs the call through the ladder and decides what the route does.
 func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
+	cd := jsonrpc.API{}.NewCodec()
+	ans, err := cd.DecodeAnswer(c.Message)
+	if err != nil {
+		// The route reads a call before it asks; one it could not read
+		// is still never forwarded.
+		return mcp.Decision{Verdict: mcp.Refuse, Reply: cd.EncodeError(neutral.Failure{
+			Code: "invalid_request", Message: "Invalid params: " + err.Error(), Refusal: true})}
+	}
 	j := &judge.Judge{
 		Local:          &validate.Context{Eff: c.Set.Eff, Values: contextValues(ctx)},
 		Validators:     p.rt.validators,
@@ -43,17 +52,10 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 		Server:         c.Server,
 		Extra:          func(call validate.ToolCall, v *validate.Verdict) { serverChecks(call, v, c.Set) },
 	}
-	// An MCP request has no shadow mode, abstain exit or token limit:
-	// the ladder's other settings do not apply to it.
+	// An MCP request has no shadow mode, abstain exit or token limit,
+	// and nobody to ask again: the ladder's other settings do not apply.
 	settings := recovery.Settings{}
-	res, _ := recovery.Run(ctx, &recovery.Input{
-		Turn:     &neutral.Turn{Calls: []neutral.ToolCall{c.Call}},
-		Judge:    j.Batch,
-		Eff:      c.Set.Eff,
-		Settings: &settings,
-	})
-	at := &site{api: apiMCP, rid: c.RequestID, version: c.Set.Version, server: c.Server, session: c.Session,
-		callJSON: mcpCallJSON}
+	res, _ := recovery.Run(ctx, &recovery.Input{Turn: ans.Choices[0], Judge: j.Batch, Eff: c.Set.Eff, Settings: &settings})
 	labels := func(name string, v validate.Verdict) string {
 		if l, ok := c.Set.Labels[name]; ok && v.Tool != nil {
 			return l
@@ -61,32 +63,33 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 		return "_unknown"
 	}
 	noted := p.s.count(&tally{api: apiMCP, version: c.Set.Version, rid: c.RequestID, label: labels}, []*recovery.Result{res})
-	d := mcp.Decision{Noted: noted, State: &judged{res: res, site: at}}
+	at := &site{api: apiMCP, rid: c.RequestID, version: c.Set.Version, server: c.Server, session: c.Session, callJSON: cd.CallJSON}
+	d := mcp.Decision{Noted: noted, State: &judged{res: res, site: at, cd: cd}}
 	v := res.Verdicts[0]
 	switch {
 	case res.Escalation == nil:
 		d.Verdict = mcp.Forward
+		return d
 	case v.Tool != nil && v.Valid():
 		// The ladder's last rung: a valid call that needs a person.
 		d.Verdict = mcp.Confirm
 		d.CallerApproves = v.Tool.Approver == catalog.ApproverCaller
-	case v.Tool == nil:
-		d.Verdict = mcp.UnknownTool
-	default:
-		d.Verdict = mcp.Refuse
+		return d
 	}
+	e := p.record(&d, v.Findings)
+	d.Verdict = mcp.Refuse
+	if v.Tool == nil {
+		d.Verdict = mcp.UnknownTool
+		e.Available = append([]string{}, c.Set.Visible...)
+	}
+	d.Reply = cd.EncodeEscalation(e)
 	return d
 }
 
-// Record records the ladder's escalation of a refused call, or of a
-// confirm call with the reason no person said yes.
-func (p *mcpPipeline) Record(d *mcp.Decision, why string) *neutral.Escalated {
+// record records the ladder's escalation of the call, whose refusal
+// lists fs.
+func (p *mcpPipeline) record(d *mcp.Decision, fs []validate.Finding) *neutral.Escalated {
 	j := d.State.(*judged)
-	fs := j.res.Verdicts[0].Findings
-	if why != "" {
-		j.res.Escalation.Reason = why
-		fs = []validate.Finding{validate.NeedsConfirmation(why)}
-	}
 	// MCP records the call whole, as its params spell it.
 	j.res.Escalation.CallIndex = 0
 	e := p.s.record(j.site, j.res)
@@ -94,8 +97,20 @@ func (p *mcpPipeline) Record(d *mcp.Decision, why string) *neutral.Escalated {
 	return e
 }
 
+// Confirmation records the ladder's confirmation escalation with the
+// reason no person said yes.
+func (p *mcpPipeline) Confirmation(d *mcp.Decision, why string) *neutral.Escalated {
+	d.State.(*judged).res.Escalation.Reason = why
+	return p.record(d, []validate.Finding{validate.NeedsConfirmation(why)})
+}
+
+// Refusal writes e in the call's own JSON-RPC shape.
+func (p *mcpPipeline) Refusal(d *mcp.Decision, e *neutral.Escalated) []byte {
+	return d.State.(*judged).cd.EncodeEscalation(e)
+}
+
 // Output checks a tool result against the tool's outputSchema.
-func (p *mcpPipeline) Output(o *mcp.Output) []neutral.Finding {
+func (p *mcpPipeline) Output(o *mcp.Output) ([]byte, []neutral.Finding) {
 	var fs []validate.Finding
 	switch {
 	case o.Schema.Err != nil:
@@ -107,10 +122,12 @@ func (p *mcpPipeline) Output(o *mcp.Output) []neutral.Finding {
 	default:
 		fs = validate.CheckJSON(o.Schema.Schema, o.Structured, "structuredContent")
 	}
-	if len(fs) > 0 {
-		p.s.metrics.MCPOutput.WithLabelValues(o.Version, o.Label).Inc()
+	if len(fs) == 0 {
+		return nil, nil
 	}
-	return neutralFindings(fs)
+	p.s.metrics.MCPOutput.WithLabelValues(o.Version, o.Label).Inc()
+	nf := neutralFindings(fs)
+	return jsonrpc.Withheld(o.Message, o.Tool, nf, o.Meta), nf
 }
 
 // Done counts the request and writes its one log line, as report does for
@@ -167,19 +184,3 @@ func neutralFindings(fs []validate.Finding) []neutral.Finding {
 	return out
 }
 
-// mcpCallJSON is a call as MCP's tools/call params spell it.
-func mcpCallJSON(c neutral.ToolCall) []byte {
-	b, _ := json.Marshal(struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments,omitempty"`
-	}{c.Name, objectOrNil(c.Args)})
-	return b
-}
-
-func objectOrNil(b []byte) json.RawMessage {
-	t := strings.TrimSpace(string(b))
-	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
-		return json.RawMessage(t)
-	}
-	return nil
-}

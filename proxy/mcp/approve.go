@@ -2,13 +2,13 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/neutral"
 )
 
 // Approvals for MCP (SPEC §5a): a client without elicitation gets its
@@ -44,8 +44,8 @@ func resumeMeta(params []byte) (id, secret string, ok bool) {
 
 // callMatch binds an approval to the exact call: its tool and canonical
 // arguments, on this route's server.
-func (x *exchange) callMatch(call neutral.ToolCall) (approval.Match, error) {
-	d, err := approval.CallDigest(call.Name, call.Args)
+func (x *exchange) callMatch(name string, args []byte) (approval.Match, error) {
+	d, err := approval.CallDigest(name, args)
 	return approval.Match{RequestDigest: d, Route: x.r.URL.Path, Upstream: x.rt.cfg.Name}, err
 }
 
@@ -53,13 +53,13 @@ func (x *exchange) callMatch(call neutral.ToolCall) (approval.Match, error) {
 // to approve, when approvals are on.
 func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 	svc := x.rt.g.deps.Approvals
-	call := h.call.Call
-	m, err := x.callMatch(call)
-	ac, err2 := approval.NewCall(call.Name, call.Args)
+	m, err := x.callMatch(h.name, h.args)
+	ac, err2 := approval.NewCall(h.name, h.args)
 	if svc == nil || err != nil || err2 != nil {
 		return x.refuseUnconfirmed(h, why)
 	}
-	e := x.refused(&h.d, why)
+	x.outcome = outcomeEscalated
+	e := x.rt.pipe.Confirmation(&h.d, why)
 	approver := approval.Operator
 	if h.d.CallerApproves {
 		approver = approval.Caller
@@ -71,10 +71,9 @@ func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 		return errorResponse(h.m.id, codeUnavailable, "the approval store cannot be reached; the call was not run, retry it",
 			map[string]any{"code": "store_unavailable"})
 	}
-	res := refusal(call.Name, e,
-		"A person must approve this call; once approved, call the tool again with the same arguments and params._meta[\"toolgate/approval\"] set to "+rec.ID+".")
-	res.Meta[metaApproval] = rec.Ticket(secret)
-	return response(h.m.id, res)
+	e.Advice = "A person must approve this call; once approved, call the tool again with the same arguments and params._meta[\"toolgate/approval\"] set to " + rec.ID + "."
+	e.Approval, _ = json.Marshal(rec.Ticket(secret))
+	return x.rt.pipe.Refusal(&h.d, e)
 }
 
 // resume releases an approved call once, or answers why not. It reports
@@ -89,7 +88,7 @@ func (x *exchange) resume(h *held) bool {
 		x.refuseResume(h, approval.CodeUnknown)
 		return true
 	}
-	m, err := x.callMatch(h.call.Call)
+	m, err := x.callMatch(h.name, h.args)
 	if err != nil {
 		x.refuseResume(h, approval.CodeMismatch)
 		return true
@@ -114,7 +113,7 @@ func (x *exchange) resume(h *held) bool {
 	x.outcome = outcomeApproved
 	msg := *h.m
 	msg.raw = withoutApprovalMeta(h.m.raw)
-	x.trackCall(&msg, h.call.Set, h.call.Call.Name)
+	x.trackCall(&msg, h.call.Set, h.name)
 	x.forward(msg.raw, []message{msg}, nil)
 	return true
 }
@@ -156,7 +155,7 @@ func withoutApprovalMeta(raw []byte) []byte {
 // catalog with approval_stale, instead of the refusal a new call would
 // get. It is nil when the call passes, presents no approval, or is not
 // the approved call (the claim then says why).
-func (x *exchange) staleResume(msg *message, c *Call, d Decision) []byte {
+func (x *exchange) staleResume(msg *message, name string, args []byte, d Decision) []byte {
 	svc := x.rt.g.deps.Approvals
 	if svc == nil || d.Verdict == Forward || d.Verdict == Confirm {
 		return nil
@@ -165,7 +164,7 @@ func (x *exchange) staleResume(msg *message, c *Call, d Decision) []byte {
 	if !ok {
 		return nil
 	}
-	m, err := x.callMatch(c.Call)
+	m, err := x.callMatch(name, args)
 	if err != nil {
 		return nil
 	}

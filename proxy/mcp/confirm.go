@@ -16,8 +16,10 @@ const maxArgsShown = 4096
 // refuseUnconfirmed answers a confirm call that no person can be asked
 // about with an error result that says so.
 func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
-	return refuse(h.m, h.call.Call.Name, x.refused(&h.d, why),
-		"A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question.")
+	x.outcome = outcomeEscalated
+	e := x.rt.pipe.Confirmation(&h.d, why)
+	e.Advice = "A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question."
+	return x.rt.pipe.Refusal(&h.d, e)
 }
 
 // confirm asks the person behind the client through MCP elicitation, on an
@@ -69,17 +71,17 @@ func (x *exchange) confirm(h *held) {
 // question is the elicitation/create params: what the call does and one
 // yes/no field.
 func (x *exchange) question(h *held) any {
-	args := string(h.call.Call.Args)
+	args := string(h.args)
 	if len(args) > maxArgsShown {
 		args = args[:maxArgsShown] + "…"
 	}
 	p := map[string]any{
-		"message": "The agent wants to run the tool " + strconv.Quote(h.call.Call.Name) + " on the MCP server " +
+		"message": "The agent wants to run the tool " + strconv.Quote(h.name) + " on the MCP server " +
 			strconv.Quote(x.rt.cfg.Name) + " with these arguments:\n" + args + "\nAllow this call?",
 		"requestedSchema": map[string]any{
 			"type": "object",
 			"properties": map[string]any{"confirm": map[string]any{
-				"type": "boolean", "title": "Allow " + h.call.Call.Name, "description": "Yes runs the call once."}},
+				"type": "boolean", "title": "Allow " + h.name, "description": "Yes runs the call once."}},
 			"required": []string{"confirm"},
 		},
 	}
@@ -103,7 +105,7 @@ func accepted(a json.RawMessage) bool {
 // forwardConfirmed sends a confirmed call and relays the server's answer
 // into the SSE stream already open to the client.
 func (x *exchange) forwardConfirmed(h *held) {
-	x.trackCall(h.m, h.call.Set, h.call.Call.Name)
+	x.trackCall(h.m, h.call.Set, h.name)
 	resp, done, err := x.sendTimed(h.m.raw)
 	if err != nil {
 		x.outcome = outcomeUpstreamError

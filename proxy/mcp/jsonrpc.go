@@ -233,16 +233,6 @@ func checkKeys(b []byte) error {
 	}
 }
 
-// response encodes a JSON-RPC result for id.
-func response(id []byte, result any) []byte {
-	type resp struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result"`
-	}
-	b, _ := jsonx.Marshal(resp{JSONRPC: "2.0", ID: idOrNull(id), Result: result})
-	return b
-}
 
 // errorResponse encodes a JSON-RPC error for id (null when nil).
 func errorResponse(id []byte, code int, msg string, data any) []byte {

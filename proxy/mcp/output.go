@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"encoding/json"
-	"strconv"
 
 	"go.uber.org/zap"
 
@@ -29,8 +27,9 @@ func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
 		x.sess.trackTask(id, t)
 		return nil, false
 	}
-	fs := x.rt.pipe.Output(&Output{Schema: t.output, Structured: res.Get("structuredContent"), Version: t.version, Label: t.label})
-	if len(fs) == 0 {
+	out, fs := x.rt.pipe.Output(&Output{Schema: t.output, Message: m.raw, Tool: t.tool, Structured: res.Get("structuredContent"),
+		Meta: res.Get("_meta"), Version: t.version, Label: t.label})
+	if out == nil {
 		return nil, false
 	}
 	msgs := make([]string, len(fs))
@@ -39,28 +38,5 @@ func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
 	}
 	x.log().Warn("mcp result fails outputSchema; replaced by an error result",
 		zap.String("tool", t.label), zap.String("catalog_version", t.version), zap.Strings("findings", msgs))
-	text := "toolgate withheld the result of " + strconv.Quote(t.tool) + ": it does not match the tool's outputSchema:\n"
-	for _, f := range fs {
-		text += "- " + f.Message + "\n"
-	}
-	out := toolResult{
-		Content: []textContent{{Type: "text", Text: text + "The tool may have misbehaved; do not rely on this call having produced data."}},
-		IsError: true,
-		Meta:    keptMeta(res.Get("_meta")),
-	}
-	out.Meta["toolgate/output"] = map[string]any{"findings": findingsJSON(fs)}
-	b, _ := jsonx.Marshal(out)
-	return replaceMember(m.raw, "result", b), true
-}
-
-// keptMeta is the _meta of a replaced result: what the server put there
-// stays, e.g. the related-task entry a tasks/result answer must carry.
-func keptMeta(raw []byte) map[string]any {
-	meta := map[string]any{}
-	if obj, err := jsonx.ParseObject(raw); err == nil {
-		for _, f := range obj {
-			meta[f.Key] = json.RawMessage(f.Value)
-		}
-	}
-	return meta
+	return out, true
 }

@@ -17,14 +17,17 @@ import (
 type Pipeline interface {
 	// Judge decides one tools/call before the server sees it.
 	Judge(ctx context.Context, c *Call) Decision
-	// Record records the escalation of a call the route refuses: counted,
-	// logged and sent to the sinks like a model's. why is the reason a
-	// confirm call was refused or held for an approval ("" for the
-	// others, whose findings are the reason).
-	Record(d *Decision, why string) *neutral.Escalated
-	// Output judges a tool result's structuredContent (nil when absent)
-	// against the tool's outputSchema, counting a violation.
-	Output(o *Output) []neutral.Finding
+	// Confirmation records the escalation of a confirm call no person
+	// said yes to, refused or held for an approval, with why as its
+	// reason. The route may add its advice and approval before Refusal.
+	Confirmation(d *Decision, why string) *neutral.Escalated
+	// Refusal writes the answer to a refused call: the codec's refusal
+	// for e.
+	Refusal(d *Decision, e *neutral.Escalated) []byte
+	// Output judges a tool result against the tool's outputSchema,
+	// counting a violation. It returns the message to send instead, or
+	// nil when the result passes, and the findings.
+	Output(o *Output) ([]byte, []neutral.Finding)
 	// Done counts one MCP request and writes its log line.
 	Done(ctx context.Context, r *Done)
 }
@@ -36,7 +39,8 @@ type Call struct {
 	// Session is a hash of the session id, never the id itself.
 	Session string
 	Set     *catalog.MCPSet
-	Call    neutral.ToolCall
+	// Message is the tools/call exactly as the client sent it.
+	Message []byte
 }
 
 // Verdict is what the pipeline made of a tools/call.
@@ -58,6 +62,9 @@ const (
 // Decision is the pipeline's answer on one tools/call.
 type Decision struct {
 	Verdict Verdict
+	// Reply is what the client is answered with instead (Refuse,
+	// UnknownTool), already recorded.
+	Reply []byte
 	// Noted are every finding code of the call, for the log line.
 	Noted []string
 	// CallerApproves is set when the confirm tool's approver is the
@@ -71,8 +78,12 @@ type Decision struct {
 // Output is a tool result to check against the tool's outputSchema.
 type Output struct {
 	Schema *catalog.MCPSchema
-	// Structured is the result's structuredContent, nil when absent.
-	Structured []byte
+	// Message is the server's response; Tool the called tool's name.
+	Message []byte
+	Tool    string
+	// Structured is the result's structuredContent, nil when absent, and
+	// Meta the result's _meta, which a replacement keeps.
+	Structured, Meta []byte
 	// Version and Label say where a violation is counted.
 	Version, Label string
 }

@@ -67,17 +67,6 @@ func declaresElicitation(params []byte) bool {
 	return len(el) == 0 || el.Has("form")
 }
 
-// taskAugmented reports a request that asks the server to run it as a
-// task (params.task, MCP 2025-11-25).
-func taskAugmented(params []byte) bool {
-	obj, err := jsonx.ParseObject(params)
-	if err != nil {
-		return false
-	}
-	_, err = jsonx.ParseObject(obj.Get("task"))
-	return err == nil
-}
-
 // taskIDParam is the taskId of a tasks/* request, or "".
 func taskIDParam(params []byte) string {
 	obj, err := jsonx.ParseObject(params)
