@@ -183,4 +183,3 @@ func neutralFindings(fs []validate.Finding) []neutral.Finding {
 	}
 	return out
 }
-

@@ -233,7 +233,6 @@ func checkKeys(b []byte) error {
 	}
 }
 
-
 // errorResponse encodes a JSON-RPC error for id (null when nil).
 func errorResponse(id []byte, code int, msg string, data any) []byte {
 	type errObj struct {

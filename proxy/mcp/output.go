@@ -1,7 +1,6 @@
 package mcp
 
 import (
-
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
