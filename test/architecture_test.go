@@ -17,7 +17,7 @@ const module = "github.com/toolgate/toolgate"
 
 // codecs are the per-API packages: they translate a wire format and never
 // decide, so they may not see the catalog, the checks or the ladder.
-var codecs = []string{"proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"}
+var codecs = []string{"proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"}
 
 // sourceFiles parses the non-test Go files of the package in dir (a path
 // from the module root).
@@ -69,7 +69,7 @@ func imports(t *testing.T, dir string) []string {
 func TestLayering(t *testing.T) {
 	forbidden := map[string][]string{
 		"neutral":          {""},
-		"proxy/api":        {"catalog", "validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"},
+		"proxy/api":        {"catalog", "validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"},
 		"proxy/openaiwire": {"catalog", "validate", "recovery", "judge"},
 		"proxy/sse":        {""},
 		"catalog":          {"validate", "recovery", "judge", "proxy"},
@@ -78,7 +78,7 @@ func TestLayering(t *testing.T) {
 		"judge":            {"recovery", "proxy"},
 		// MCP's route translates JSON-RPC; the pipeline of package proxy
 		// judges, counts and records its calls (proxy/mcpcall.go).
-		"proxy/mcp": {"validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"},
+		"proxy/mcp": {"validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"},
 	}
 	for _, c := range codecs {
 		forbidden[c] = []string{"catalog", "validate", "recovery", "judge", "proxy/mcp"}
