@@ -185,28 +185,26 @@ func (s *session) release() {
 func (s *session) track(id string, t tracked) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.tracked) >= maxTracked {
-		// A client that never reads its answers must not grow this
-		// without bound; the oldest entries are the likeliest dead.
-		for k := range s.tracked {
-			delete(s.tracked, k)
+	putBounded(s.tracked, id, t)
+}
+
+// putBounded sets m[k], first dropping an entry when m is full: a client
+// that never reads its answers must not grow it without bound.
+func putBounded(m map[string]tracked, k string, t tracked) {
+	if len(m) >= maxTracked {
+		for old := range m {
+			delete(m, old)
 			break
 		}
 	}
-	s.tracked[id] = t
+	m[k] = t
 }
 
 // trackTask remembers the call a task handle answered.
 func (s *session) trackTask(taskID string, t tracked) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.tasks) >= maxTracked {
-		for k := range s.tasks {
-			delete(s.tasks, k)
-			break
-		}
-	}
-	s.tasks[taskID] = t
+	putBounded(s.tasks, taskID, t)
 }
 
 // task returns the call a task runs; a task's result may be fetched more
