@@ -22,6 +22,9 @@ const (
 	CodeRequestTimeout FailureCode = "request_timeout"
 	// CodeRequestRead: the request body could not be read.
 	CodeRequestRead FailureCode = "request_read_error"
+	// CodeStoreUnavailable: the approval store cannot be reached; a held
+	// call stays held.
+	CodeStoreUnavailable FailureCode = "store_unavailable"
 )
 
 // Failure is one of toolgate's own errors, classified in one place: the

@@ -33,9 +33,6 @@ const (
 // outcomeApproved is X-Toolgate-Outcome of a released answer.
 const outcomeApproved = "approved"
 
-// codeStoreUnavailable is the failure code of an approval store toolgate
-// cannot reach: the call stays held, a retry may meet the store again.
-const codeStoreUnavailable neutral.FailureCode = "store_unavailable"
 
 // holdable reports an answer that can wait for a person: every choice
 // either passes or escalates only because a valid call's tool needs
@@ -112,7 +109,7 @@ func (x *exchange) hold(v *verdict, contentType string, held []byte, stream bool
 	if err != nil {
 		x.s.log.Warn("approval store failed; the call stays held", zap.String("request_id", x.rid), zap.Error(err))
 		x.w.Header().Set("Retry-After", "1")
-		x.writeFailure(neutral.Failure{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable,
+		x.writeFailure(neutral.Failure{Status: http.StatusServiceUnavailable, Code: neutral.CodeStoreUnavailable,
 			Message: "the approval store cannot be reached; the call is held, retry the request", Retryable: true})
 		return false
 	}
@@ -291,7 +288,7 @@ func (x *exchange) approvalFailure(err error) {
 	}
 	x.s.log.Warn("approval store failed", zap.String("request_id", x.rid), zap.Error(err))
 	x.w.Header().Set("Retry-After", "1")
-	x.writeFailure(neutral.Failure{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable,
+	x.writeFailure(neutral.Failure{Status: http.StatusServiceUnavailable, Code: neutral.CodeStoreUnavailable,
 		Message: "the approval store cannot be reached; retry the request", Retryable: true})
 }
 

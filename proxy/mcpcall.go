@@ -130,6 +130,9 @@ func (p *mcpPipeline) Output(o *mcp.Output) ([]byte, []neutral.Finding) {
 	return jsonrpc.Withheld(o.Message, o.Tool, nf, o.Meta), nf
 }
 
+// Failure writes f in the JSON-RPC codec's error envelope.
+func (p *mcpPipeline) Failure(id []byte, f neutral.Failure) []byte { return jsonrpc.Error(id, f) }
+
 // Done counts the request and writes its one log line, as report does for
 // a model route.
 func (p *mcpPipeline) Done(ctx context.Context, d *mcp.Done) {

@@ -167,6 +167,10 @@ func (c *Codec) EncodeError(f neutral.Failure) []byte {
 	return errorResponse(c.id, code, f.Message, map[string]string{"code": string(f.Code)})
 }
 
+// Error is f as the JSON-RPC error answering the request with id (JSON;
+// nil for null), for an error that answers no single tools/call.
+func Error(id []byte, f neutral.Failure) []byte { return (&Codec{id: id}).EncodeError(f) }
+
 // CallJSON implements api.Codec: a call as tools/call params spell it.
 func (c *Codec) CallJSON(call neutral.ToolCall) []byte {
 	b, _ := json.Marshal(struct {

@@ -67,11 +67,11 @@ func (x *exchange) failRequests(fwd []message, local [][]byte, why string, err e
 	x.log().Warn("mcp answer not relayed", zap.String("reason", why), zap.Error(err))
 	for _, m := range fwd {
 		if m.kind == kindRequest {
-			local = append(local, errorResponse(m.id, codeUnavailable, why, nil))
+			local = append(local, x.failure(m.id, upstreamFailure(why)))
 		}
 	}
 	if len(local) == 0 {
-		x.writeJSON(http.StatusBadGateway, errorResponse(nil, codeUnavailable, why, nil))
+		x.writeJSON(http.StatusBadGateway, x.failure(nil, upstreamFailure(why)))
 		return
 	}
 	x.writeLocal(local)
@@ -134,7 +134,7 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 	}
 	for _, m := range fwd {
 		if open[m.idKey()] {
-			_, _ = x.w.Write(sseMessage(nil, errorResponse(m.id, codeUnavailable, msg, nil)))
+			_, _ = x.w.Write(sseMessage(nil, x.failure(m.id, upstreamFailure(msg))))
 		}
 	}
 	_ = rc.Flush()

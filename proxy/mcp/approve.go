@@ -68,8 +68,7 @@ func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 		Route: m.Route, Upstream: m.Upstream, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.Call{ac}})
 	if err != nil {
 		x.log().Warn("approval store failed; the call stays held", zap.Error(err))
-		return errorResponse(h.m.id, codeUnavailable, "the approval store cannot be reached; the call was not run, retry it",
-			map[string]any{"code": "store_unavailable"})
+		return x.failure(h.m.id, storeFailure("the approval store cannot be reached; the call was not run, retry it"))
 	}
 	e.Advice = "A person must approve this call; once approved, call the tool again with the same arguments and params._meta[\"toolgate/approval\"] set to " + rec.ID + "."
 	e.Approval, _ = json.Marshal(rec.Ticket(secret))
@@ -106,8 +105,7 @@ func (x *exchange) resume(h *held) bool {
 			return true
 		}
 		x.outcome = outcomeUpstreamError
-		x.writeJSON(http.StatusOK, errorResponse(h.m.id, codeUnavailable, "the approval store cannot be reached; retry the call",
-			map[string]any{"code": "store_unavailable"}))
+		x.writeJSON(http.StatusOK, x.failure(h.m.id, storeFailure("the approval store cannot be reached; retry the call")))
 		return true
 	}
 	x.outcome = outcomeApproved

@@ -109,7 +109,7 @@ func (x *exchange) forwardConfirmed(h *held) {
 	resp, done, err := x.sendTimed(h.m.raw)
 	if err != nil {
 		x.outcome = outcomeUpstreamError
-		_, _ = x.w.Write(sseMessage(nil, errorResponse(h.m.id, codeUnavailable, x.downMessage(), nil)))
+		_, _ = x.w.Write(sseMessage(nil, x.failure(h.m.id, upstreamFailure(x.downMessage()))))
 		return
 	}
 	defer done()
@@ -122,7 +122,7 @@ func (x *exchange) forwardConfirmed(h *held) {
 		msgs, _, _, perr := parseBody(b)
 		if err != nil || perr != nil || len(msgs) != 1 {
 			x.outcome = outcomeUpstreamError
-			_, _ = x.w.Write(sseMessage(nil, errorResponse(h.m.id, codeUnavailable, "the MCP server's answer could not be read", nil)))
+			_, _ = x.w.Write(sseMessage(nil, x.failure(h.m.id, upstreamFailure("the MCP server's answer could not be read"))))
 			return
 		}
 		out := msgs[0].raw
@@ -132,8 +132,7 @@ func (x *exchange) forwardConfirmed(h *held) {
 		_, _ = x.w.Write(sseMessage(nil, out))
 	default:
 		x.outcome = outcomeUpstreamError
-		_, _ = x.w.Write(sseMessage(nil, errorResponse(h.m.id, codeUnavailable,
-			"the MCP server answered HTTP "+strconv.Itoa(resp.StatusCode), nil)))
+		_, _ = x.w.Write(sseMessage(nil, x.failure(h.m.id, upstreamFailure("the MCP server answered HTTP "+strconv.Itoa(resp.StatusCode)))))
 	}
 	_ = http.NewResponseController(x.w).Flush()
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/neutral"
 )
 
 // Header names of Streamable HTTP.
@@ -299,7 +300,7 @@ func (x *exchange) other() {
 		}
 		x.outcome = outcomeUpstreamError
 		x.log().Warn("mcp server unreachable", zap.Error(err))
-		x.writeJSON(http.StatusBadGateway, errorResponse(nil, codeUnavailable, x.downMessage(), nil))
+		x.writeJSON(http.StatusBadGateway, x.failure(nil, upstreamFailure(x.downMessage())))
 		return
 	}
 	defer cancel()
@@ -372,11 +373,11 @@ func (x *exchange) upstreamDown(fwd []message, local [][]byte, err error) {
 	x.log().Warn("mcp server unreachable", zap.Error(err))
 	for _, m := range fwd {
 		if m.kind == kindRequest {
-			local = append(local, errorResponse(m.id, codeUnavailable, x.downMessage(), nil))
+			local = append(local, x.failure(m.id, upstreamFailure(x.downMessage())))
 		}
 	}
 	if len(local) == 0 {
-		x.writeJSON(http.StatusBadGateway, errorResponse(nil, codeUnavailable, x.downMessage(), nil))
+		x.writeJSON(http.StatusBadGateway, x.failure(nil, upstreamFailure(x.downMessage())))
 		return
 	}
 	x.writeLocal(local)
@@ -410,8 +411,9 @@ func (x *exchange) readBody() ([]byte, bool) {
 	tooLarge := func() ([]byte, bool) {
 		x.outcome = outcomeLimited
 		x.w.Header().Set("Connection", "close")
-		x.writeJSON(http.StatusRequestEntityTooLarge, errorResponse(nil, codeInvalidRequest,
-			fmt.Sprintf("Invalid Request: the body exceeds %d bytes", limit), nil))
+		f := neutral.Failure{Status: http.StatusRequestEntityTooLarge, Code: neutral.CodeRequestTooLarge,
+			Message: fmt.Sprintf("Invalid Request: the body exceeds %d bytes", limit), Refusal: true}
+		x.writeJSON(f.Status, x.failure(nil, f))
 		return nil, false
 	}
 	if x.r.ContentLength > limit {

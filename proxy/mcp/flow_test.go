@@ -265,6 +265,14 @@ func TestServerDownIsAJSONRPCError(t *testing.T) {
 	if !errors.As(err, &werr) || werr.Code != -32000 || !strings.Contains(werr.Message, "could not be reached") {
 		t.Fatalf("want a JSON-RPC error naming the server, got %v", err)
 	}
+	// The failure class is the model side's for an upstream it could not
+	// use, and the request is counted under it.
+	if string(werr.Data) != `{"code":"upstream_error"}` {
+		t.Errorf("error data %s", werr.Data)
+	}
+	waitFor(t, func() bool {
+		return metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "upstream_error"}) >= 1
+	})
 
 	// A client that starts while the server is down gets the same.
 	c := mcp.NewClient(&mcp.Implementation{Name: "late", Version: "1"}, nil)

@@ -18,9 +18,6 @@ const (
 	codeInvalidRequest = -32600
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602
-	// codeUnavailable: the MCP server could not be reached or answered
-	// nothing toolgate could read.
-	codeUnavailable = -32000
 	// codeBusy: the session has as many requests open as max_streams allows.
 	codeBusy = -32001
 )

@@ -30,13 +30,13 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 	var gone *sessionGone
 	if errors.As(err, &gone) {
 		x.gone = gone
-		return errorResponse(m.id, codeUnavailable, gone.Error(), nil), nil
+		return x.failure(m.id, upstreamFailure(gone.Error())), nil
 	}
 	if err != nil {
 		x.outcome = outcomeUpstreamError
 		x.log().Warn("mcp tool list unavailable; call not forwarded", zap.Error(err))
-		return errorResponse(m.id, codeUnavailable, x.downMessage()+
-			"; toolgate could not read its tool list, so it did not judge or forward this call", nil), nil
+		return x.failure(m.id, upstreamFailure(x.downMessage()+
+			"; toolgate could not read its tool list, so it did not judge or forward this call")), nil
 	}
 	c := &Call{RequestID: x.rid, Server: x.rt.cfg.Name, Session: x.sess.label(), Set: set, Message: m.raw}
 	d := x.rt.pipe.Judge(x.ctx, c)

@@ -28,6 +28,9 @@ type Pipeline interface {
 	// counting a violation. It returns the message to send instead, or
 	// nil when the result passes, and the findings.
 	Output(o *Output) ([]byte, []neutral.Finding)
+	// Failure writes one of toolgate's own errors, f, as the JSON-RPC
+	// error answering request id (nil: null).
+	Failure(id []byte, f neutral.Failure) []byte
 	// Done counts one MCP request and writes its log line.
 	Done(ctx context.Context, r *Done)
 }
