@@ -93,7 +93,7 @@ func (r *streamRun) heldStream(results []*recovery.Result) ([]byte, error) {
 	if !changed {
 		return append([]byte(nil), r.held.buf...), nil
 	}
-	return r.st.Encode(r.held.events, actions)
+	return r.st.Encode(r.held.events, actions, r.cur.Sent())
 }
 
 // hold stores the held answer and adds the approval to the escalation. It

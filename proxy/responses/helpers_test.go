@@ -56,6 +56,8 @@ type fed struct {
 	forwarded []byte
 	held      []neutral.HeldEvent
 	done      bool
+	// sent is the pipeline's account of what the client got.
+	sent api.Sent
 }
 
 // feed plays the pipeline: it reads the stream, feeds every event and
@@ -69,7 +71,7 @@ func feed(t testing.TB, st api.Stream, data []byte) (fed, error) {
 		ev := rd.Event()
 		step, err := st.Feed(&ev)
 		if err != nil {
-			f.forwarded, f.held = p.forwarded, p.held
+			f.forwarded, f.held, f.sent = p.forwarded, p.held, p.cur.Sent()
 			return f, err
 		}
 		p.take(&ev, step)
@@ -78,20 +80,25 @@ func feed(t testing.TB, st api.Stream, data []byte) (fed, error) {
 			break
 		}
 	}
-	f.forwarded, f.held = p.forwarded, p.held
+	f.forwarded, f.held, f.sent = p.forwarded, p.held, p.cur.Sent()
 	return f, rd.Err()
 }
 
 // pipelineRules are the pipeline's holding rules: opening events are held
 // until the first event that is not one, which releases them in front of
-// itself unless it begins a hold; from then on all is held.
+// itself unless it begins a hold; from then on all is held. The upstream's
+// error event is not counted in the cursor, as the pipeline does not.
 type pipelineRules struct {
 	holding, opened bool
 	forwarded       []byte
 	held            []neutral.HeldEvent
+	cur             api.Cursor
 }
 
 func (p *pipelineRules) take(ev *sse.Event, step neutral.Step) {
+	if !step.UpstreamError {
+		p.cur.Fed(step)
+	}
 	switch {
 	case p.holding:
 	case step.Hold:
@@ -107,6 +114,7 @@ func (p *pipelineRules) take(ev *sse.Event, step neutral.Step) {
 		return
 	}
 	p.forwarded = append(p.forwarded, ev.Raw...)
+	p.cur.Wrote()
 }
 
 func joinHeld(held []neutral.HeldEvent) []byte {
