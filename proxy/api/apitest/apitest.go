@@ -19,6 +19,9 @@ import (
 type Run struct {
 	// Shadow forwards every event, as the pipeline does in shadow mode.
 	Shadow bool
+	// OpeningSent forwards opening events at once, as the pipeline does
+	// once something went out before them.
+	OpeningSent bool
 	// Forwarded is what the client got at once.
 	Forwarded []byte
 	// Held are the events held back, copied.
@@ -56,19 +59,27 @@ func (r *Run) Feed(st api.Stream, ev *sse.Event) (neutral.Step, error) {
 	case r.Holding:
 	case step.Hold && !r.Shadow:
 		r.Holding, r.opened = true, true
-	case !r.opened && !r.Shadow && (step.Opening || ev.Comment):
+	case !r.opened && !r.Shadow && !r.OpeningSent && (step.Opening || ev.Comment):
 	default:
 		r.opened = true
-		for _, h := range r.Held {
-			r.Forwarded = append(r.Forwarded, h.Raw...)
-		}
-		r.Held = nil
+		r.Release()
 		r.Forwarded = append(r.Forwarded, ev.Raw...)
 		r.cur.Wrote()
 		return step, nil
 	}
 	r.Held = append(r.Held, neutral.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
 	return step, nil
+}
+
+// Release forwards the held events, as the pipeline does with held
+// opening events in front of the first event that carries something, or
+// of the upstream's error.
+func (r *Run) Release() {
+	for _, h := range r.Held {
+		r.Forwarded = append(r.Forwarded, h.Raw...)
+	}
+	r.Held = nil
+	r.cur.Wrote()
 }
 
 // Play feeds every event of rd to st until the terminal event, the
