@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/api/apitest"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -414,20 +415,16 @@ func FuzzResponsesStream(f *testing.F) {
 		c := codecs[seed&1]
 		st := c.NewStream()
 		rd := sse.NewReader(&choppy{data: data, state: uint64(seed) | 1}, 1<<16)
-		var p pipelineRules
+		p := &apitest.Run{}
 		for rd.Next() {
 			ev := rd.Event()
-			step, err := st.Feed(&ev)
-			if err != nil {
-				break
-			}
-			p.take(&ev, step)
-			if step.Done {
+			step, err := p.Feed(st, &ev)
+			if err != nil || step.Done {
 				break
 			}
 		}
-		held := p.held
-		if !p.holding {
+		held := p.Held
+		if !p.Holding {
 			held = nil
 		}
 		turns := st.Turns()
@@ -452,10 +449,10 @@ func FuzzResponsesStream(f *testing.F) {
 			act = abstaining("none")
 		default:
 			_, _ = c.ReQuery(nil, &neutral.Query{Decision: true, History: []neutral.Exchange{{Turn: turn}}})
-			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "cut"}, nil, p.cur.Sent())
+			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "cut"}, nil, p.Sent())
 			return
 		}
-		_, _ = st.Encode(held, []neutral.Action{act}, p.cur.Sent())
+		_, _ = st.Encode(held, []neutral.Action{act}, p.Sent())
 	})
 }
 
