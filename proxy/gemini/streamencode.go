@@ -44,8 +44,9 @@ func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action, sent
 	return r.out, nil
 }
 
-// firstChunkAfter is the first chunk fed after the first events fed, or
-// the number of chunks when there is none.
+// firstChunkAfter is the first chunk that is not among the first events
+// fed (the first held chunk, when those went out), or the number of chunks
+// when every chunk is among them.
 func (s *stream) firstChunkAfter(events int) int {
 	n := len(s.chunkAt)
 	for n > 0 && s.chunkAt[n-1] >= events {
