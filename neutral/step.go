@@ -1,9 +1,12 @@
 package neutral
 
-// Step is what a stream event means for the pipeline.
+// Step is what one stream event says, as its codec read it. The codec
+// reports; the pipeline decides what to hold and keeps the account of
+// what went out.
 type Step struct {
-	// Hold: a tool call has begun; this event and every later one must be
-	// held until the calls are judged.
+	// Hold: the event carries a tool call, or the start of one. The
+	// pipeline holds it and, from it on, every later event until the
+	// calls are judged; the codec says so of the call's events only.
 	Hold bool
 	// Done: the stream's terminal event ([DONE], message_stop,
 	// response.completed). Nothing that follows is read.
@@ -18,6 +21,13 @@ type Step struct {
 	// "error" event, a Gemini chunk that is Google's error envelope). The
 	// answer ends with it; the event carries nothing else.
 	UpstreamError bool
+	// Seq is the event's sequence number, when Numbered: the API numbers
+	// its events (Responses) and the client checks they follow each other.
+	Seq      int64
+	Numbered bool
+	// Commits: the event gives the client an id that a re-query would
+	// have to change (a stored Responses answer's id on a chained request).
+	Commits bool
 }
 
 // HeldEvent is a copy of an event the pipeline held back.

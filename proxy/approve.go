@@ -33,7 +33,6 @@ const (
 // outcomeApproved is X-Toolgate-Outcome of a released answer.
 const outcomeApproved = "approved"
 
-
 // holdable reports an answer that can wait for a person: every choice
 // either passes or escalates only because a valid call's tool needs
 // confirming, and at least one does. The calls must be the model's own:
@@ -90,7 +89,7 @@ func (r *streamRun) heldStream(results []*recovery.Result) ([]byte, error) {
 	if !changed {
 		return append([]byte(nil), r.held.buf...), nil
 	}
-	return r.st.Encode(r.held.events, actions)
+	return r.st.Encode(r.held.events, actions, r.cur.Sent())
 }
 
 // hold stores the held answer and adds the approval to the escalation. It

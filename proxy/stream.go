@@ -206,7 +206,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 		return
 	}
 	x.note(neutral.KindOriginal, r.st.Usage(), c.resp.Header)
-	results, ok := x.judge(turns, &asker{x: x}, r.st.Committed())
+	results, ok := x.judge(turns, &asker{x: x}, r.cur.Sent().Committed)
 	if !ok {
 		return
 	}
@@ -232,6 +232,9 @@ type streamRun struct {
 	st   api.Stream
 	sw   *streamWriter
 	held heldEvents
+	// cur is what the client was given of the events fed: the stream's
+	// writers follow it, and only this run knows it.
+	cur api.Cursor
 	// holding: a call has begun and everything is held. opening: nothing
 	// but opening events has come yet, and they are held.
 	holding, opening, shadow bool
@@ -251,7 +254,7 @@ func (r *streamRun) startKeepalive() {
 // land inside that JSON body or after [DONE].
 func (r *streamRun) fail(err error) {
 	r.stopKeepalive()
-	r.x.streamFail(r.sw, r.st, err)
+	r.x.streamFail(r.sw, r.st, r.cur.Sent(), err)
 }
 
 // read feeds the upstream's events and writes or holds each, until the
@@ -285,6 +288,7 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 			r.relayError(&ev, rd)
 			return false, false
 		}
+		r.cur.Fed(step)
 		done = step.Done
 		if !r.route(&ev, step) {
 			return false, false
@@ -303,6 +307,8 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 			// The client is gone; returning cancels the upstream call.
 			return false, false
 		}
+		// The event went out, behind any held opening events route wrote.
+		r.cur.Wrote()
 	}
 	x.upWait += time.Since(tRead)
 	return done, true
@@ -361,11 +367,14 @@ func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 	x := r.x
 	r.stopKeepalive()
 	dropped := r.holding
-	if !dropped && r.sw.writeLater(r.held.buf) != nil {
-		return
+	if !dropped {
+		if r.sw.writeLater(r.held.buf) != nil {
+			return
+		}
+		r.cur.Wrote()
 	}
 	r.held.reset()
-	out := r.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data}, dropped)
+	out := r.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data}, r.cur.Sent())
 	if r.sw.write(out) != nil {
 		return
 	}
@@ -412,7 +421,7 @@ func framing(raw []byte) bool {
 // deliver writes what the verdict says of a complete stream. It is false
 // when it answered with a plain status instead.
 func (r *streamRun) deliver(v verdict) bool {
-	x, sw, st := r.x, r.sw, r.st
+	x, sw, st, sent := r.x, r.sw, r.st, r.cur.Sent()
 	switch {
 	case r.shadow || !r.holding:
 		sw.start()
@@ -424,7 +433,7 @@ func (r *streamRun) deliver(v verdict) bool {
 			x.writeUpstreamError(v.upstream)
 			return false
 		}
-		_ = sw.write(st.ErrorEvent(classify(v.upstream, true), nil))
+		_ = sw.write(st.ErrorEvent(classify(v.upstream, true), nil, sent))
 	case v.escalation != nil:
 		if !sw.begun() {
 			if v.hold != nil && !r.holdStream(&v) {
@@ -433,14 +442,14 @@ func (r *streamRun) deliver(v verdict) bool {
 			x.writeEscalation(v.escalation, v.outcome)
 			return false
 		}
-		_ = sw.write(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(v.escalation.Code), Message: v.escalation.Text}, v.escalation))
+		_ = sw.write(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(v.escalation.Code), Message: v.escalation.Text}, v.escalation, sent))
 	case !v.changed:
 		_ = sw.write(r.held.buf)
 	default:
-		out, err := st.Encode(r.held.events, v.actions)
+		out, err := st.Encode(r.held.events, v.actions, sent)
 		if err != nil {
 			x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
-			_ = sw.write(st.ErrorEvent(classify(errRender, true), nil))
+			_ = sw.write(st.ErrorEvent(classify(errRender, true), nil, sent))
 			break
 		}
 		_ = sw.write(out)
@@ -590,15 +599,16 @@ func drain(c *call) {
 var errDrained = errors.New("upstream kept the body open after the terminal event")
 
 // streamFail ends a stream that cannot be completed: never a half tool call,
-// always an error the client's SDK reports.
-func (x *exchange) streamFail(sw *streamWriter, st api.Stream, err error) {
+// always an error the client's SDK reports, following what sent says the
+// client has.
+func (x *exchange) streamFail(sw *streamWriter, st api.Stream, sent api.Sent, err error) {
 	x.s.log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
 	f := classify(err, true)
 	if !sw.begun() {
 		x.writeFailure(f)
 		return
 	}
-	_ = sw.write(st.ErrorEvent(f, nil))
+	_ = sw.write(st.ErrorEvent(f, nil, sent))
 	x.conclude(http.StatusOK, string(f.Code), false)
 	x.report()
 }

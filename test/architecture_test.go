@@ -68,14 +68,15 @@ func imports(t *testing.T, dir string) []string {
 // wire helpers only, and the leaves stay leaves.
 func TestLayering(t *testing.T) {
 	forbidden := map[string][]string{
-		"neutral":          {""},
-		"proxy/api":        {"catalog", "validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"},
-		"proxy/openaiwire": {"catalog", "validate", "recovery", "judge"},
-		"proxy/sse":        {""},
-		"catalog":          {"validate", "recovery", "judge", "proxy"},
-		"validate":         {"recovery", "judge", "proxy"},
-		"recovery":         {"judge", "proxy"},
-		"judge":            {"recovery", "proxy"},
+		"neutral":           {""},
+		"proxy/api":         {"catalog", "validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"},
+		"proxy/api/apitest": {"catalog", "validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"},
+		"proxy/openaiwire":  {"catalog", "validate", "recovery", "judge"},
+		"proxy/sse":         {""},
+		"catalog":           {"validate", "recovery", "judge", "proxy"},
+		"validate":          {"recovery", "judge", "proxy"},
+		"recovery":          {"judge", "proxy"},
+		"judge":             {"recovery", "proxy"},
 		// MCP's route translates JSON-RPC; the pipeline of package proxy
 		// judges, counts and records its calls (proxy/mcpcall.go).
 		"proxy/mcp": {"validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"},
@@ -103,7 +104,7 @@ func TestLayering(t *testing.T) {
 // ladder and the checks short enough to read at once.
 func TestFunctionLength(t *testing.T) {
 	const limit = 80
-	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/openaiwire", "proxy/sse", "proxy/mcp",
+	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/api/apitest", "proxy/openaiwire", "proxy/sse", "proxy/mcp",
 		"recovery", "judge", "validate", "catalog"}, codecs...)
 	for _, dir := range dirs {
 		fset := token.NewFileSet()
@@ -301,4 +302,110 @@ func findingType(e ast.Expr, dir string) bool {
 		return ok && pkg.Name == "validate" && x.Sel.Name == "Finding"
 	}
 	return false
+}
+
+// streamWriters are the Stream methods that write to the client; each
+// takes the pipeline's api.Sent.
+var streamWriters = []string{"Encode", "ErrorEvent", "UpstreamError"}
+
+// TestStreamContractKeepsPipelineState keeps what went out to the client
+// the pipeline's: the Stream contract asks a codec nothing only the
+// pipeline knows (no Committed), and every method that writes is given
+// the pipeline's account of what was sent instead of keeping its own.
+func TestStreamContractKeepsPipelineState(t *testing.T) {
+	fset, files := parsedFiles(t, "proxy/api")
+	var stream *ast.InterfaceType
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Stream" {
+				stream, _ = ts.Type.(*ast.InterfaceType)
+			}
+			return stream == nil
+		})
+	}
+	if stream == nil {
+		t.Fatal("no Stream interface in proxy/api")
+	}
+	takesSent := map[string]bool{}
+	for _, m := range stream.Methods.List {
+		ft, ok := m.Type.(*ast.FuncType)
+		if !ok || len(m.Names) == 0 {
+			continue
+		}
+		name := m.Names[0].Name
+		if name == "Committed" {
+			t.Errorf("%s: Stream.Committed asks a codec what only the pipeline knows", fset.Position(m.Pos()))
+		}
+		for _, p := range ft.Params.List {
+			if id, ok := p.Type.(*ast.Ident); ok && id.Name == "Sent" {
+				takesSent[name] = true
+			}
+		}
+	}
+	for _, w := range streamWriters {
+		if !takesSent[w] {
+			t.Errorf("Stream.%s does not take the pipeline's Sent", w)
+		}
+	}
+}
+
+// TestCodecWritersKeepNoCopy keeps codecs from learning what was written:
+// a stream's writers read the Sent they are given and never record
+// anything in the stream (a sequence number used, a bracket sent).
+func TestCodecWritersKeepNoCopy(t *testing.T) {
+	for _, dir := range codecs {
+		fset, files := parsedFiles(t, dir)
+		for _, f := range files {
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Recv == nil || fn.Body == nil || !slices.Contains(streamWriters, fn.Name.Name) {
+					continue
+				}
+				recv := fn.Recv.List[0].Names
+				if len(recv) == 0 {
+					continue
+				}
+				for _, pos := range receiverWrites(fn.Body, recv[0].Name) {
+					t.Errorf("%s: %s records in its stream what it wrote; the pipeline's Sent says it", fset.Position(pos), fn.Name.Name)
+				}
+			}
+		}
+	}
+}
+
+// receiverWrites finds the assignments and increments in body whose
+// target is a field of the receiver recv.
+func receiverWrites(body *ast.BlockStmt, recv string) []token.Pos {
+	var out []token.Pos
+	onRecv := func(e ast.Expr) bool {
+		for {
+			switch x := e.(type) {
+			case *ast.SelectorExpr:
+				if id, ok := x.X.(*ast.Ident); ok {
+					return id.Name == recv
+				}
+				e = x.X
+			case *ast.IndexExpr:
+				e = x.X
+			default:
+				return false
+			}
+		}
+	}
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.AssignStmt:
+			for _, l := range x.Lhs {
+				if onRecv(l) {
+					out = append(out, l.Pos())
+				}
+			}
+		case *ast.IncDecStmt:
+			if onRecv(x.X) {
+				out = append(out, x.Pos())
+			}
+		}
+		return true
+	})
+	return out
 }

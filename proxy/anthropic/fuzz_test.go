@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -168,12 +169,12 @@ func fuzzBody(t *testing.T, c *codec, data, splits []byte) {
 		finals = append(finals, changed(fixed, marks...))
 	}
 	for i, fs := range finals {
-		out, err := st.Encode(held, fs)
+		out, err := st.Encode(held, fs, api.Sent{})
 		// Nothing changed: what the client gets is what was held.
 		if i <= 1 && (err != nil || !bytes.Equal(out, joinHeld(held))) {
 			t.Fatalf("encoding without changes differs (%v)", err)
 		}
 	}
-	_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "x"}, nil)
+	_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "x"}, nil, api.Sent{})
 	_ = st.Usage()
 }

@@ -38,16 +38,15 @@ type streamBlock struct {
 type stream struct {
 	api.SSEStream
 
-	c       *codec
-	dec     decoder
-	ev      event
-	id      string
-	blocks  []*streamBlock
-	calls   int
-	stop    string
-	usage   neutral.Usage
-	holding bool
-	done    bool
+	c      *codec
+	dec    decoder
+	ev     event
+	id     string
+	blocks []*streamBlock
+	calls  int
+	stop   string
+	usage  neutral.Usage
+	done   bool
 }
 
 // NewStream implements api.Codec.
@@ -66,7 +65,7 @@ func (s *stream) block(e *event) (*streamBlock, error) {
 // Feed implements api.Stream.
 func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if s.done || ev.Comment || len(ev.Data) == 0 {
-		return neutral.Step{Hold: s.holding, Done: s.done}, nil
+		return neutral.Step{Done: s.done}, nil
 	}
 	e := &s.ev
 	if err := s.dec.decode(ev.Data, ev.Event, e); err != nil {
@@ -85,7 +84,9 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	// block, message_start and ping open the message and carry nothing
 	// for the user yet.
 	opening := (e.typ == "message_start" || e.typ == "ping") && len(s.blocks) == 0
-	return neutral.Step{Hold: s.holding, Done: s.done, Opening: opening}, nil
+	// A tool_use block's start is where its call begins.
+	call := e.typ == "content_block_start" && s.blocks[len(s.blocks)-1].call >= 0
+	return neutral.Step{Hold: call, Done: s.done, Opening: opening}, nil
 }
 
 // apply takes what one decoded event says into the stream.
@@ -150,9 +151,6 @@ func (s *stream) startBlock(e *event) error {
 	if b.typ == "tool_use" {
 		b.call = s.calls
 		s.calls++
-		// From the first tool call on, everything is held until the calls
-		// are judged.
-		s.holding = true
 	}
 	s.blocks = append(s.blocks, b)
 	return nil
@@ -253,10 +251,6 @@ func (b *streamBlock) args() []byte {
 
 // Usage implements api.Stream.
 func (s *stream) Usage() neutral.Usage { return s.usage }
-
-// Committed implements api.Stream: a message id is not a stored state a
-// re-query would have to extend.
-func (s *stream) Committed() bool { return false }
 
 // Turns implements api.Stream: a message is always one turn. Calls of the
 // abstain exit are function calls like any other once InjectTool offered

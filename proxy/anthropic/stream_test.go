@@ -24,6 +24,7 @@ type fed struct {
 	// holdAt is the number of events read before the first held one.
 	holdAt int
 	done   bool
+	steps  []neutral.Step
 }
 
 // feedAll runs stream through a stream of c, or of a codec that read no
@@ -42,6 +43,7 @@ func feedAll(t *testing.T, c *codec, stream []byte) *fed {
 		if err != nil {
 			t.Fatalf("event %d: %v", n, err)
 		}
+		f.steps = append(f.steps, step)
 		if step.Hold && f.holdAt < 0 {
 			f.holdAt = n
 		}
@@ -118,15 +120,17 @@ func TestStreamFixtureReplay(t *testing.T) {
 		if f.st.Usage() != twin.Usage || turns[0].Usage != twin.Usage {
 			t.Errorf("%s: usage %+v, twin %+v", tc.sse, f.st.Usage(), twin.Usage)
 		}
-		if f.st.Committed() {
-			t.Error("a Messages stream is never committed")
+		for i, step := range f.steps {
+			if step.Commits || step.Numbered {
+				t.Errorf("event %d: a Messages stream is never committed nor numbered", i)
+			}
 		}
 		// Every call is valid: encoding with no changes gives the held
 		// bytes back exactly.
 		var out []byte
 		for _, acts := range [][]neutral.Action{nil, {{Kind: neutral.Keep}}, changed(turns[0].Calls, make([]bool, len(turns[0].Calls))...)} {
 			var err error
-			out, err = f.st.Encode(f.held, acts)
+			out, err = f.st.Encode(f.held, acts, api.Sent{})
 			if err != nil || !bytes.Equal(out, joinHeld(f.held)) {
 				t.Errorf("%s: encoding without changes differs (%v)", tc.sse, err)
 			}
@@ -165,7 +169,7 @@ func TestStreamRenderSubstitute(t *testing.T) {
 	}
 	fixed := append([]neutral.ToolCall(nil), calls...)
 	fixed[0] = neutral.ToolCall{ID: calls[0].ID, Name: "get_current_weather", Args: []byte(`{"location": "Boston, MA"}`)}
-	out, err := f.st.Encode(f.held, changed(fixed, true, false))
+	out, err := f.st.Encode(f.held, changed(fixed, true, false), api.Sent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +208,7 @@ func TestStreamRenderEscalatedAndAbstained(t *testing.T) {
 		{Kind: neutral.Respond, Text: "No tool fits."},
 	} {
 		f := feedAll(t, req, hallucinatedStream(t))
-		out, err := f.st.Encode(f.held, []neutral.Action{final})
+		out, err := f.st.Encode(f.held, []neutral.Action{final}, api.Sent{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,7 +382,7 @@ func TestStreamMixedBlocksAndThinkingReplay(t *testing.T) {
 	// Substituting the first call keeps every other block, and indexes.
 	fixed := append([]neutral.ToolCall(nil), turn.Calls...)
 	fixed[0] = neutral.ToolCall{ID: "toolu_W", Name: "get_current_weather", Args: []byte(`{"location":"Boston, MA"}`)}
-	rendered, err := f.st.Encode(f.held, changed(fixed, true, false))
+	rendered, err := f.st.Encode(f.held, changed(fixed, true, false), api.Sent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,9 +519,9 @@ func TestStreamUpstreamErrorEvent(t *testing.T) {
 		t.Fatalf("steps %+v", steps)
 	}
 	want := "event: error\ndata: " + errEv + "\n\n"
-	for _, dropped := range []bool{false, true} {
-		if got := string(st.UpstreamError(neutral.HeldEvent{Raw: last.Raw, Event: string(last.Event), Data: last.Data}, dropped)); got != want {
-			t.Errorf("dropped %v: written %q", dropped, got)
+	for _, sent := range []api.Sent{{Events: 3}, {Events: 1, Held: 2}} {
+		if got := string(st.UpstreamError(neutral.HeldEvent{Raw: last.Raw, Event: string(last.Event), Data: last.Data}, sent)); got != want {
+			t.Errorf("sent %+v: written %q", sent, got)
 		}
 	}
 }
@@ -557,17 +561,17 @@ func TestStreamRejectsUnreadableEvents(t *testing.T) {
 
 func TestStreamErrorEvent(t *testing.T) {
 	st := newCodec().NewStream()
-	got := string(st.ErrorEvent(neutral.Failure{Status: 502, Code: neutral.CodeUpstream, Message: "the upstream went away"}, nil))
+	got := string(st.ErrorEvent(neutral.Failure{Status: 502, Code: neutral.CodeUpstream, Message: "the upstream went away"}, nil, api.Sent{}))
 	want := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"code\":\"upstream_error\",\"message\":\"the upstream went away\"}}\n\n"
 	if got != want {
 		t.Errorf("got %q", got)
 	}
-	got = string(st.ErrorEvent(neutral.Failure{Status: 504, Code: neutral.CodeUpstreamTimeout, Message: "m"}, nil))
+	got = string(st.ErrorEvent(neutral.Failure{Status: 504, Code: neutral.CodeUpstreamTimeout, Message: "m"}, nil, api.Sent{}))
 	if !strings.Contains(got, `"error":{"type":"timeout_error","code":"`+string(neutral.CodeUpstreamTimeout)+`"`) {
 		t.Errorf("a timed-out stream's error event is not typed timeout_error: %q", got)
 	}
 	esc := &neutral.Escalated{ID: "esc_2", Code: "unknown_tool", Body: []byte(`{"id":"esc_2"}`), Text: "t"}
-	got = string(st.ErrorEvent(neutral.Failure{Code: neutral.CodeInternal, Message: "not this"}, esc))
+	got = string(st.ErrorEvent(neutral.Failure{Code: neutral.CodeInternal, Message: "not this"}, esc, api.Sent{}))
 	want = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"tool_call_escalation\",\"code\":\"unknown_tool\",\"message\":\"t\",\"escalation\":{\"id\":\"esc_2\"}}}\n\n"
 	if got != want {
 		t.Errorf("got %q", got)

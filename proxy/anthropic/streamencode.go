@@ -5,13 +5,14 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
 // ErrorEvent implements api.Stream: an `error` event, which the Anthropic
 // SDKs raise as an API error, typed as a plain answer's error would be.
 // The stream needs no terminator after it.
-func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
+func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated, _ api.Sent) []byte {
 	if esc != nil {
 		return sse.AppendEvent(nil, "error", escalationEnvelope(esc))
 	}
@@ -21,7 +22,7 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 // UpstreamError implements api.Stream: the upstream's error event as it
 // came. Its blocks carry their own indexes, so nothing needs renumbering
 // when held ones were dropped.
-func (s *stream) UpstreamError(ev neutral.HeldEvent, _ bool) []byte {
+func (s *stream) UpstreamError(ev neutral.HeldEvent, _ api.Sent) []byte {
 	return append([]byte(nil), ev.Raw...)
 }
 
@@ -32,7 +33,7 @@ func (s *stream) UpstreamError(ev neutral.HeldEvent, _ bool) []byte {
 // fragments are dropped. A choice that responds with text loses every held
 // content block to one text block at the first held index, and its
 // message_delta says end_turn. Indexes stay contiguous either way.
-func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error) {
+func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action, _ api.Sent) ([]byte, error) {
 	if len(actions) == 0 || !replacesAny(&actions[0]) {
 		return joinHeld(held), nil
 	}

@@ -100,8 +100,10 @@ type EventReader interface {
 	Err() error
 }
 
-// Stream follows one streamed answer: it assembles the calls from deltas and
-// writes replacement events. A Stream is used by one goroutine.
+// Stream follows one streamed answer: it reads the events one by one and
+// writes what replaces held ones. It reports what the provider said; what
+// went out to the client is the pipeline's, which passes it in as a Sent
+// to every method that writes. A Stream is used by one goroutine.
 type Stream interface {
 	// Feed reads one upstream event. An error means the upstream sent an
 	// event that cannot be read; the stream is then failed, never guessed.
@@ -109,24 +111,23 @@ type Stream interface {
 	// Turns returns the assembled answer, one turn per choice. Each turn's
 	// Raw replays it in a re-query.
 	Turns() []*neutral.Turn
-	// Encode writes the events that replace held, given the action per
-	// choice. Indexes and sequence numbers stay contiguous.
-	Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error)
+	// Encode writes the events that replace held, the events fed after
+	// the sent.Events that went out, given the action per choice. Indexes
+	// and sequence numbers go on from what was sent. Nothing is written to
+	// the stream after Encode's output but an error event.
+	Encode(held []neutral.HeldEvent, actions []neutral.Action, sent Sent) ([]byte, error)
 	// ErrorEvent is an in-stream error: an escalation when esc is set, else
 	// f (a cut upstream, a failed repair), with any terminator the API
-	// needs after it.
-	ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte
+	// needs after it, following what sent says went out.
+	ErrorEvent(f neutral.Failure, esc *neutral.Escalated, sent Sent) []byte
 	// UpstreamError writes ev, the event Feed reported as the upstream's
 	// own error (Step.UpstreamError), with anything the API needs after
-	// it. It is the upstream's bytes unless dropped: then the events held
-	// since a call began were never sent, and the event is renumbered or
-	// reframed to follow what the client was sent.
-	UpstreamError(ev neutral.HeldEvent, dropped bool) []byte
+	// it. It is the upstream's bytes unless sent.Held says events were
+	// held and dropped: then the event is renumbered or reframed to follow
+	// what the client was sent.
+	UpstreamError(ev neutral.HeldEvent, sent Sent) []byte
 	// Usage is the streamed answer's own usage, when the upstream sent it.
 	Usage() neutral.Usage
-	// Committed reports whether the client has already been given an id
-	// that a re-query would have to change (a stored Responses id).
-	Committed() bool
 	// Keepalive is what the pipeline writes while it holds the stream:
 	// KeepaliveComment, unless the stream's clients cannot take an SSE
 	// comment (the Go GenAI SDK fails on one). It is asked when holding

@@ -116,7 +116,7 @@ func FuzzStream(f *testing.F) {
 			return
 		}
 		keep := make([]neutral.Action, len(turns))
-		if out, err := fd.st.Encode(fd.held(), keep); err != nil || !bytes.Equal(out, joinRaw(fd.events[fd.holdAt:])) {
+		if out, err := fd.st.Encode(fd.held(), keep, fd.sent()); err != nil || !bytes.Equal(out, joinRaw(fd.events[fd.holdAt:])) {
 			t.Fatalf("kept stream re-encoded (%v):\n%q\nheld\n%q", err, out, joinRaw(fd.events[fd.holdAt:]))
 		}
 		// Every call replaced: the rendered stream reads as those calls,
@@ -130,7 +130,7 @@ func FuzzStream(f *testing.F) {
 				repl[i].Changed = append(repl[i].Changed, true)
 			}
 		}
-		out, err := fd.st.Encode(fd.held(), repl)
+		out, err := fd.st.Encode(fd.held(), repl, fd.sent())
 		if err != nil {
 			t.Fatalf("render with every call replaced: %v", err)
 		}
@@ -153,7 +153,7 @@ func FuzzStream(f *testing.F) {
 			esc := &neutral.Escalated{ID: "esc_f", Body: []byte(`{"id":"esc_f"}`), Text: "x"}
 			actions[i] = neutral.Action{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}
 		}
-		out, err = fd.st.Encode(fd.held(), actions)
+		out, err = fd.st.Encode(fd.held(), actions, fd.sent())
 		if err != nil {
 			t.Fatalf("render: %v", err)
 		}

@@ -178,7 +178,7 @@ func TestPartialArgsRepaired(t *testing.T) {
 	c := f.st.Turns()[0].Calls
 	fixed := neutral.ToolCall{ID: c[1].ID, Name: "getWeather", Args: []byte(`{"location":"SF"}`)}
 	acts := []neutral.Action{{Kind: neutral.Replace, Calls: []neutral.ToolCall{c[0], fixed}, Changed: []bool{false, true}}}
-	out, err := f.st.Encode(f.held(), acts)
+	out, err := f.st.Encode(f.held(), acts, f.sent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestInjectToolSnakeCase(t *testing.T) {
 func TestPartialArgsRespond(t *testing.T) {
 	f := feedAll(t, false, bytes.NewReader(readSample(t, "recorded/sse_vertex_partial_args_gemini-3.1-pro.sse")))
 	esc := &neutral.Escalated{ID: "esc_p", Body: []byte(`{"id":"esc_p"}`), Text: "A person decides. [toolgate:esc_p]"}
-	out, err := f.st.Encode(f.held(), respond(esc))
+	out, err := f.st.Encode(f.held(), respond(esc), f.sent())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,30 +60,29 @@ type stream struct {
 	vertex bool
 	cands  []*candidate
 	chunks [][]chunkCand
-	usage  neutral.Usage
-	id     string
-	// holdAt is the chunk that carried the first call, or -1. heldFrom is
-	// the first chunk the pipeline holds: holdAt, or 0 when every chunk
-	// before it only opened the answer (the pipeline holds those too).
-	holdAt, heldFrom int
-	feedback         bool
+	// chunkAt is, for each chunk, the number of events fed before it: what
+	// places a chunk against the events the pipeline says went out.
+	chunkAt []int
+	// fed counts the events fed.
+	fed   int
+	usage neutral.Usage
+	id    string
+	// call: the chunk being read carries a call part.
+	call     bool
+	feedback bool
 	// content: a chunk carried something for the client (a part other than
 	// empty text, a finish reason, prompt feedback); before that, chunks
 	// only open the answer.
 	content bool
-	// prior is content as it was before the chunk being read.
-	prior bool
 	// blank is an empty event in the line breaks the upstream uses.
 	blank []byte
-	// opened: the array's opening bracket went out before any hold.
-	opened bool
 }
 
 var _ api.Stream = (*stream)(nil)
 
 // NewStream implements api.Codec: an SSE stream (alt=sse).
 func (c *codec) NewStream() api.Stream {
-	return &stream{holdAt: -1, vertex: c.vertex()}
+	return &stream{vertex: c.vertex()}
 }
 
 // NewFramedStream implements api.Codec: an answer to :streamGenerateContent
@@ -94,13 +93,12 @@ func (c *codec) NewFramedStream(h http.Header, body io.Reader) (api.Stream, api.
 		return nil, nil, false
 	}
 	rd := NewArrayReader(body, maxElement)
-	return &stream{arr: rd, holdAt: -1, vertex: c.vertex()}, rd, true
+	return &stream{arr: rd, vertex: c.vertex()}, rd, true
 }
-
-func (s *stream) holding() bool { return s.holdAt >= 0 }
 
 // Feed implements api.Stream.
 func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
+	s.fed++
 	if s.blank == nil && s.arr == nil {
 		s.blank = blankEvent(ev.Raw)
 	}
@@ -108,7 +106,7 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		return neutral.Step{UpstreamError: true}, nil
 	}
 	if ev.Comment || len(ev.Data) == 0 {
-		return neutral.Step{Hold: s.holding()}, nil
+		return neutral.Step{}, nil
 	}
 	if foldedKey(ev.Data) {
 		return neutral.Step{}, errFolded
@@ -126,15 +124,11 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		}
 		return neutral.Step{UpstreamError: true}, nil
 	}
+	s.call = false
 	if err := s.chunk(obj); err != nil {
 		return neutral.Step{}, err
 	}
-	if s.arr != nil && s.content && !s.holding() {
-		// This chunk goes out, and with it any opening chunk held before,
-		// the one with the bracket among them.
-		s.opened = true
-	}
-	return neutral.Step{Hold: s.holding(), Opening: !s.content}, nil
+	return neutral.Step{Hold: s.call, Opening: !s.content}, nil
 }
 
 // unframedError reports an SSE event that is no SSE at all but Google's
@@ -157,8 +151,8 @@ func unframedError(raw []byte) bool {
 // chunk reads one GenerateContentResponse.
 func (s *stream) chunk(obj jsonx.Object) error {
 	n := len(s.chunks)
-	s.prior = s.content
 	s.chunks = append(s.chunks, nil)
+	s.chunkAt = append(s.chunkAt, s.fed-1)
 	if u := get(obj, "usageMetadata"); u != nil {
 		usage, err := usageOf(u)
 		if err != nil {
@@ -228,7 +222,8 @@ func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
 			return errStream("a part is not an object")
 		}
 		if has(p, "functionCall") {
-			if err := s.call(cs, n, raw); err != nil {
+			s.call = true
+			if err := s.callPart(cs, n, raw); err != nil {
 				return err
 			}
 		}
@@ -240,11 +235,10 @@ func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
 	return nil
 }
 
-// call reads one functionCall part of candidate cs in chunk n: a whole
-// call, or a fragment of one whose arguments are streamed. A call is
-// checked once whole; from the chunk of the first call part on,
-// everything is held.
-func (s *stream) call(cs *candidate, n int, raw []byte) error {
+// callPart reads one functionCall part of candidate cs in chunk n: a
+// whole call, or a fragment of one whose arguments are streamed. A call
+// is checked once whole.
+func (s *stream) callPart(cs *candidate, n int, raw []byte) error {
 	begins := cs.asm.open == nil
 	whole, err := cs.asm.add(raw)
 	if err != nil {
@@ -263,12 +257,6 @@ func (s *stream) call(cs *candidate, n int, raw []byte) error {
 		cs.firstCall = n
 	}
 	cs.calls++
-	if s.holdAt < 0 {
-		s.holdAt, s.heldFrom = n, n
-		if !s.prior {
-			s.heldFrom = 0
-		}
-	}
 	return nil
 }
 
@@ -337,9 +325,6 @@ func blankEvent(raw []byte) []byte {
 // Usage implements api.Stream.
 func (s *stream) Usage() neutral.Usage { return s.usage }
 
-// Committed implements api.Stream: nothing is stored at the provider.
-func (s *stream) Committed() bool { return false }
-
 // Turns implements api.Stream: one turn per candidate, its content every
 // part the stream carried, each byte for byte, in order.
 func (s *stream) Turns() []*neutral.Turn {
@@ -371,8 +356,9 @@ func (s *stream) Turns() []*neutral.Turn {
 // so f.Status is not what the envelope's code says: that is 504 for a
 // silent upstream and 502 for anything else that ended the stream. In a
 // JSON array the chunk is the last element, and the array is closed after
-// it.
-func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
+// it; it opens the array when no event went out (the first carries the
+// bracket).
+func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated, sent api.Sent) []byte {
 	var body []byte
 	if esc != nil {
 		body = escalationBody(esc)
@@ -387,7 +373,7 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 		return s.appendEvent(nil, "", body)
 	}
 	out := []byte("[")
-	if s.opened {
+	if sent.Events > 0 {
 		out[0] = ','
 	}
 	return append(append(out, body...), ']')
@@ -397,9 +383,9 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 // came. In a JSON array whose held elements were dropped before the
 // opening bracket went out, the element's separator becomes that bracket;
 // the array's own closing bracket follows as the upstream sends it.
-func (s *stream) UpstreamError(ev neutral.HeldEvent, dropped bool) []byte {
+func (s *stream) UpstreamError(ev neutral.HeldEvent, sent api.Sent) []byte {
 	out := append([]byte(nil), ev.Raw...)
-	if s.arr == nil || !dropped || s.opened {
+	if s.arr == nil || sent.Held == 0 || sent.Events > 0 {
 		return out
 	}
 	if at := bytes.IndexByte(out, ','); at >= 0 && at < len(out)-len(ev.Data) {

@@ -84,6 +84,15 @@ func feedAll(t testing.TB, arrayFraming bool, src io.Reader) fed {
 	return f
 }
 
+// sent is the pipeline's account of what went out: every event before
+// the held ones.
+func (f fed) sent() api.Sent {
+	if f.holdAt < 0 {
+		return api.Sent{Events: len(f.events)}
+	}
+	return api.Sent{Events: f.holdAt, Held: len(f.events) - f.holdAt}
+}
+
 func (f fed) held() []neutral.HeldEvent {
 	var out []neutral.HeldEvent
 	for _, ev := range f.events[f.holdAt:] {
@@ -150,7 +159,7 @@ func TestStreamRecorded(t *testing.T) {
 				{Kind: neutral.Keep},
 				{Kind: neutral.Replace, Calls: turns[0].Calls, Changed: make([]bool, n)},
 			} {
-				out, err := f.st.Encode(f.held(), []neutral.Action{act})
+				out, err := f.st.Encode(f.held(), []neutral.Action{act}, f.sent())
 				if err != nil || !bytes.Equal(joinRaw(f.events[f.holdAt:]), out) {
 					t.Fatalf("unchanged encode (%+v) differs (%v):\n%s", act, err, out)
 				}
@@ -202,7 +211,7 @@ func TestStreamTextAndCallInOneChunk(t *testing.T) {
 		t.Fatalf("held from event %d; the first chunk is text only and flows", f.holdAt)
 	}
 	esc := &neutral.Escalated{ID: "esc_9", Body: []byte(`{"id":"esc_9"}`), Text: "A person decides. [toolgate:esc_9]"}
-	out, err := f.st.Encode(f.held(), respond(esc))
+	out, err := f.st.Encode(f.held(), respond(esc), f.sent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +247,7 @@ func TestStreamRenderRepairedCall(t *testing.T) {
 	f := feedAll(t, false, bytes.NewReader(body))
 	calls := f.st.Turns()[0].Calls
 	fixed := neutral.ToolCall{ID: calls[0].ID, Name: "add", Args: []byte(`{"a":5,"b":6}`)}
-	out, err := f.st.Encode(f.held(), []neutral.Action{{Kind: neutral.Replace, Calls: []neutral.ToolCall{fixed, calls[1]}, Changed: []bool{true, false}}})
+	out, err := f.st.Encode(f.held(), []neutral.Action{{Kind: neutral.Replace, Calls: []neutral.ToolCall{fixed, calls[1]}, Changed: []bool{true, false}}}, f.sent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,14 +262,14 @@ func TestStreamRenderRepairedCall(t *testing.T) {
 func TestStreamErrorEvent(t *testing.T) {
 	esc := &neutral.Escalated{ID: "esc_1", Code: "unknown_tool", Body: []byte(`{"id":"esc_1"}`), Text: "t"}
 	s := newCodec().NewStream()
-	ev := s.ErrorEvent(neutral.Failure{}, esc)
+	ev := s.ErrorEvent(neutral.Failure{}, esc, api.Sent{})
 	if !bytes.HasPrefix(ev, []byte(`data: {"error":{"code":422,`)) || !bytes.HasSuffix(ev, []byte("\n\n")) {
 		t.Errorf("SSE error %q", ev)
 	}
 	// In the array framing the error closes the array, opening it first
 	// when nothing went out.
 	f := feedAll(t, true, strings.NewReader(textThenCallArray))
-	tail := f.st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "slow"}, nil)
+	tail := f.st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "slow"}, nil, f.sent())
 	var arr []map[string]any
 	if err := json.Unmarshal(append(joinRaw(f.events[:1]), tail...), &arr); err != nil || len(arr) != 2 {
 		t.Errorf("after a sent element: %v %s", err, tail)
@@ -269,7 +278,7 @@ func TestStreamErrorEvent(t *testing.T) {
 		t.Errorf("%v", arr[1])
 	}
 	held := feedAll(t, true, strings.NewReader(`[{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f"}}]}}]}`))
-	if got := string(held.st.ErrorEvent(failXY, nil)); !strings.HasPrefix(got, `[{"error":`) || !strings.HasSuffix(got, "]") {
+	if got := string(held.st.ErrorEvent(failXY, nil, held.sent())); !strings.HasPrefix(got, `[{"error":`) || !strings.HasSuffix(got, "]") {
 		t.Errorf("with the opening bracket held: %s", got)
 	}
 }
@@ -288,7 +297,7 @@ func TestStreamUpstreamError(t *testing.T) {
 		t.Fatalf("SSE: %v, %d events", f.err, len(f.events))
 	}
 	last := f.events[1]
-	if got := f.st.UpstreamError(neutral.HeldEvent{Raw: last.Raw, Data: last.Data}, false); string(got) != "data: "+errChunk+"\r\n\r\n" {
+	if got := f.st.UpstreamError(neutral.HeldEvent{Raw: last.Raw, Data: last.Data}, f.sent()); string(got) != "data: "+errChunk+"\r\n\r\n" {
 		t.Errorf("SSE error written %q", got)
 	}
 	for _, c := range []struct {
@@ -311,7 +320,11 @@ func TestStreamUpstreamError(t *testing.T) {
 		if err != nil || !step.UpstreamError {
 			t.Errorf("%s: step %+v, %v", c.name, step, err)
 		}
-		if got := string(f.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Data: ev.Data}, c.dropped)); got != c.want {
+		sent := f.sent()
+		if sent.Held > 0 != c.dropped {
+			t.Errorf("%s: sent %+v", c.name, sent)
+		}
+		if got := string(f.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Data: ev.Data}, sent)); got != c.want {
 			t.Errorf("%s: written %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -435,17 +448,17 @@ func TestStreamWrittenEventsMatchLineBreaks(t *testing.T) {
 	body := readSample(t, "recorded/sse_parallel_one_event_gemini-2.5-flash.sse")
 	f := feedAll(t, false, bytes.NewReader(body))
 	esc := &neutral.Escalated{ID: "esc_1", Body: []byte(`{"id":"esc_1"}`), Text: "t"}
-	out, err := f.st.Encode(f.held(), respond(esc))
+	out, err := f.st.Encode(f.held(), respond(esc), f.sent())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range [][]byte{out, f.st.ErrorEvent(failXY, nil)} {
+	for _, b := range [][]byte{out, f.st.ErrorEvent(failXY, nil, f.sent())} {
 		if !bytes.HasSuffix(b, []byte("\r\n\r\n")) || bytes.Contains(bytes.ReplaceAll(b, []byte("\r\n"), nil), []byte("\n")) {
 			t.Errorf("not CRLF throughout: %q", b)
 		}
 	}
 	lf := feedAll(t, false, strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\"}}]},\"finishReason\":\"STOP\"}]}\n\n"))
-	if got := string(lf.st.ErrorEvent(failXY, nil)); !strings.HasSuffix(got, "}\n\n") || strings.Contains(got, "\r") {
+	if got := string(lf.st.ErrorEvent(failXY, nil, lf.sent())); !strings.HasSuffix(got, "}\n\n") || strings.Contains(got, "\r") {
 		t.Errorf("LF stream error event %q", got)
 	}
 	// Multi-line data is written as one data line per line.
@@ -475,7 +488,7 @@ func TestStreamOpeningChunks(t *testing.T) {
 		t.Fatalf("held from %d, want the opening chunk", f.holdAt)
 	}
 	esc := &neutral.Escalated{ID: "esc_o", Body: []byte(`{"id":"esc_o"}`), Text: "A person decides."}
-	out, err := f.st.Encode(f.held(), respond(esc))
+	out, err := f.st.Encode(f.held(), respond(esc), f.sent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,12 +496,12 @@ func TestStreamOpeningChunks(t *testing.T) {
 	if err := json.Unmarshal(out, &elems); err != nil || !bytes.Contains(out, []byte(`"Sure."`)) || !bytes.Contains(out, []byte(esc.Text)) || bytes.Contains(out, []byte("functionCall")) {
 		t.Errorf("rendered %s (%v)", out, err)
 	}
-	if got := string(f.st.ErrorEvent(failXY, nil)); !strings.HasPrefix(got, "[") {
+	if got := string(f.st.ErrorEvent(failXY, nil, f.sent())); !strings.HasPrefix(got, "[") {
 		t.Errorf("error with the bracket held: %s", got)
 	}
 	// Released by text, the opening chunk carried the bracket out.
 	f = feedAll(t, true, strings.NewReader("["+open+",\n"+`{"candidates":[{"content":{"parts":[{"text":"Hi"}]}}]}`+"]"))
-	if got := string(f.st.ErrorEvent(failXY, nil)); !strings.HasPrefix(got, ",") {
+	if got := string(f.st.ErrorEvent(failXY, nil, f.sent())); !strings.HasPrefix(got, ",") {
 		t.Errorf("error after the bracket went out: %s", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 )
 
 // Encode implements api.Stream. Held chunks whose calls did not change go
@@ -13,16 +14,19 @@ import (
 // escalation or an abstention) loses every held part except the text that preceded its first call in
 // the same chunk (that text was the model's answer, and is sent once); its
 // last held chunk carries the replacement text part, finishReason STOP and,
-// for an escalation, toolgate_escalation.
-func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error) {
+// for an escalation, toolgate_escalation. The held events are the ones fed
+// after the sent.Events that went out; the first of those carried the
+// array's opening bracket.
+func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action, sent api.Sent) ([]byte, error) {
+	heldFrom := s.firstChunkAfter(sent.Events)
 	last := make(map[int]int)
-	for n := s.heldFrom; s.holding() && n < len(s.chunks); n++ {
+	for n := heldFrom; n < len(s.chunks); n++ {
 		for _, cc := range s.chunks[n] {
 			last[cc.index] = n
 		}
 	}
-	r := &renderer{s: s, actions: actions, last: last, opened: s.opened}
-	n := s.heldFrom
+	r := &renderer{s: s, actions: actions, last: last, opened: sent.Events > 0}
+	n := heldFrom
 	for _, ev := range held {
 		if len(ev.Data) == 0 {
 			r.passEmpty(ev)
@@ -38,6 +42,17 @@ func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]b
 		}
 	}
 	return r.out, nil
+}
+
+// firstChunkAfter is the first chunk that is not among the first events
+// fed (the first held chunk, when those went out), or the number of chunks
+// when every chunk is among them.
+func (s *stream) firstChunkAfter(events int) int {
+	n := len(s.chunkAt)
+	for n > 0 && s.chunkAt[n-1] >= events {
+		n--
+	}
+	return n
 }
 
 // renderer writes one Encode's output.

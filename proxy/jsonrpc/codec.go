@@ -267,7 +267,7 @@ func (s *Stream) Feed(ev *sse.Event) (neutral.Step, error) {
 func (s *Stream) Turns() []*neutral.Turn { return nil }
 
 // Encode implements api.Stream: nothing is changed in a server's events.
-func (s *Stream) Encode(held []neutral.HeldEvent, _ []neutral.Action) ([]byte, error) {
+func (s *Stream) Encode(held []neutral.HeldEvent, _ []neutral.Action, _ api.Sent) ([]byte, error) {
 	var out []byte
 	for _, h := range held {
 		out = append(out, h.Raw...)
@@ -276,19 +276,17 @@ func (s *Stream) Encode(held []neutral.HeldEvent, _ []neutral.Action) ([]byte, e
 }
 
 // ErrorEvent implements api.Stream: the call's answer, as an event.
-func (s *Stream) ErrorEvent(f neutral.Failure, _ *neutral.Escalated) []byte {
+func (s *Stream) ErrorEvent(f neutral.Failure, _ *neutral.Escalated, _ api.Sent) []byte {
 	c := &Codec{id: s.id}
 	return Event(c.EncodeError(f))
 }
 
-// UpstreamError implements api.Stream: the server's error goes as sent.
-func (s *Stream) UpstreamError(ev neutral.HeldEvent, _ bool) []byte { return ev.Raw }
+// UpstreamError implements api.Stream: the server's error goes as sent;
+// nothing before it is ever held, so there is nothing to renumber.
+func (s *Stream) UpstreamError(ev neutral.HeldEvent, _ api.Sent) []byte { return ev.Raw }
 
 // Usage implements api.Stream: MCP answers count no tokens.
 func (s *Stream) Usage() neutral.Usage { return neutral.Usage{} }
-
-// Committed implements api.Stream.
-func (s *Stream) Committed() bool { return false }
 
 // Event frames one JSON-RPC message as an SSE event.
 func Event(data []byte) []byte {

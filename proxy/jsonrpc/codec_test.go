@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -193,14 +194,14 @@ func TestStream(t *testing.T) {
 		}
 		held = append(held, neutral.HeldEvent{Raw: ev.Raw, Data: ev.Data})
 	}
-	out, err := st.Encode(held, nil)
+	out, err := st.Encode(held, nil, api.Sent{})
 	if err != nil || string(out) != string(held[0].Raw)+string(held[1].Raw) {
 		t.Errorf("encode: %q", out)
 	}
 	if _, err := st.Feed(&sse.Event{Data: []byte("{cut")}); err == nil {
 		t.Error("a cut event was read")
 	}
-	ev := string(st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "the stream ended"}, nil))
+	ev := string(st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "the stream ended"}, nil, api.Sent{Events: 2}))
 	if !strings.HasPrefix(ev, "event: message\ndata: ") || !strings.Contains(ev, `"id":7`) || !strings.HasSuffix(ev, "\n\n") {
 		t.Errorf("error event %q", ev)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 )
 
 // convo is a request whose conversation holds every role, an earlier call
@@ -403,12 +404,12 @@ func TestStreamEncodeKeepsUntouchedChoices(t *testing.T) {
 	turns := st.Turns()
 	_, held := heldFrom(evs)
 	for _, acts := range [][]neutral.Action{{{}, {}}, {{Kind: neutral.Replace, Calls: turns[0].Calls, Changed: []bool{false}}, {}}} {
-		out, err := st.Encode(held, acts)
+		out, err := st.Encode(held, acts, api.Sent{})
 		if err != nil || string(out) != in {
 			t.Fatalf("untouched stream rewritten (%v): %s", err, out)
 		}
 	}
-	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: "No tool fits."}, {}})
+	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: "No tool fits."}, {}}, api.Sent{})
 	if err != nil || !bytes.Contains(out, []byte(kept)) || bytes.Contains(out, []byte("call_r")) {
 		t.Fatalf("kept choice not byte for byte beside a rewritten one (%v): %s", err, out)
 	}
@@ -433,7 +434,7 @@ func TestEncodeError(t *testing.T) {
 		}
 	}
 	// In a stream, the same envelope is a data event followed by [DONE].
-	got := string(c.NewStream().ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "silent"}, nil))
+	got := string(c.NewStream().ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "silent"}, nil, api.Sent{}))
 	want := `data: {"error":{"type":"upstream_timeout","code":"upstream_timeout","message":"silent","param":null}}` + "\n\ndata: [DONE]\n\n"
 	if got != want {
 		t.Errorf("ErrorEvent = %q, want %q", got, want)

@@ -64,7 +64,8 @@ type refCall struct {
 
 type refState struct {
 	choices map[int][]*refCall
-	hold    bool
+	// hold: the chunk applied last carried a call delta.
+	hold bool
 }
 
 func (r *refState) apply(data []byte) {
@@ -157,28 +158,23 @@ func runFuzzStream(t *testing.T, src io.Reader) (st api.Stream, evs []fed, ok bo
 	st = API{}.NewCodec().NewStream()
 	ref := &refState{choices: map[int][]*refCall{}}
 	rd := sse.NewReader(src, 1<<16)
-	held := false
 	for rd.Next() {
 		ev := rd.Event()
 		step, err := st.Feed(&ev)
 		if err != nil {
 			// Also exercise what the driver calls after a failure.
-			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "x"}, nil)
+			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "x"}, nil, api.Sent{})
 			return st, evs, false
 		}
+		ref.hold = false
 		if !ev.Comment && len(ev.Data) > 0 && string(ev.Data) != "[DONE]" {
 			ref.apply(ev.Data)
 		}
-		// The driver latches Hold, so only chunks must report it; what
-		// matters is that it comes on exactly with the first tool call
-		// and that no chunk after it says otherwise.
-		if isChunk := !ev.Comment && len(ev.Data) > 0 && string(ev.Data) != "[DONE]"; isChunk && step.Hold != ref.hold {
+		// The pipeline latches Hold, so the stream reports it of exactly
+		// the chunks that carry a call delta, and of nothing else.
+		if step.Hold != ref.hold {
 			t.Fatalf("Hold = %v after %q, want %v", step.Hold, ev.Raw, ref.hold)
 		}
-		if !held && step.Hold != ref.hold {
-			t.Fatalf("Hold = %v at %q before any chunk held, want %v", step.Hold, ev.Raw, ref.hold)
-		}
-		held = held || step.Hold
 		if step.Opening && carries(ev.Data) {
 			t.Fatalf("Opening said of %q, which carries something", ev.Raw)
 		}
@@ -259,7 +255,7 @@ func FuzzChatStream(f *testing.F) {
 			}
 			actions[i] = act
 		}
-		if out, err := st.Encode(held, actions); err == nil && len(held) > 0 && string(held[len(held)-1].Data) == "[DONE]" &&
+		if out, err := st.Encode(held, actions, api.Sent{}); err == nil && len(held) > 0 && string(held[len(held)-1].Data) == "[DONE]" &&
 			!bytes.HasSuffix(out, held[len(held)-1].Raw) {
 			t.Fatalf("Encode lost the terminal event")
 		}

@@ -64,7 +64,8 @@ type stream struct {
 	id      string
 	choices map[int]*streamChoice
 	usage   neutral.Usage
-	holding bool
+	// call: the event being fed carries a call delta.
+	call bool
 }
 
 func (s *stream) choice(i int) (*streamChoice, error) {
@@ -88,8 +89,9 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if bytes.Equal(ev.Data, doneData) {
 		return neutral.Step{Done: true}, nil
 	}
+	s.call = false
 	if ok, opening, err := s.feedText(ev.Data); ok || err != nil {
-		return neutral.Step{Hold: s.holding, Opening: opening && !s.holding}, err
+		return neutral.Step{Hold: s.call, Opening: opening}, err
 	}
 	var ch chunk
 	if err := json.Unmarshal(ev.Data, &ch); err != nil {
@@ -109,7 +111,7 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 			return neutral.Step{}, err
 		}
 	}
-	return neutral.Step{Hold: s.holding}, nil
+	return neutral.Step{Hold: s.call}, nil
 }
 
 // upstreamError reads a chunk with an "error", the upstream's own error,
@@ -151,7 +153,7 @@ func (s *stream) feedChoice(cc *chunkChoice) error {
 			return fmt.Errorf("%w: tool call index %d", ErrStream, dc.Index)
 		}
 		feedCall(c.call(dc.Index), &dc)
-		s.holding = true
+		s.call = true
 	}
 	if cc.FinishReason != nil {
 		c.finish = *cc.FinishReason
@@ -209,9 +211,6 @@ func appendFragment(dst, raw []byte) []byte {
 
 // Usage implements api.Stream.
 func (s *stream) Usage() neutral.Usage { return s.usage }
-
-// Committed implements api.Stream: chat completions are never stored.
-func (s *stream) Committed() bool { return false }
 
 func (s *stream) order() []int {
 	idx := make([]int, 0, len(s.choices))

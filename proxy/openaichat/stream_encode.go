@@ -7,13 +7,14 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/openaiwire"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
 // ErrorEvent implements api.Stream. The openai SDKs raise an APIError for a
 // data event carrying an "error" object; [DONE] closes the stream cleanly.
-func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
+func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated, _ api.Sent) []byte {
 	var body []byte
 	if esc != nil {
 		body = openaiwire.EscalationError(esc)
@@ -28,7 +29,7 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
 // came, then [DONE], which OpenAI-compatible servers send after one and
 // clients that do not raise on the error wait for. A [DONE] of the
 // upstream's own after it is not passed on.
-func (s *stream) UpstreamError(ev neutral.HeldEvent, _ bool) []byte {
+func (s *stream) UpstreamError(ev neutral.HeldEvent, _ api.Sent) []byte {
 	out := append([]byte(nil), ev.Raw...)
 	return sse.AppendEvent(out, "", doneData)
 }
@@ -46,7 +47,7 @@ type streamEncoder struct {
 // go out as the upstream sent them; the others are rewritten: a replaced
 // call is sent whole in its first chunk (same index and id) and its other
 // fragments are dropped; a choice that responds becomes text.
-func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error) {
+func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action, _ api.Sent) ([]byte, error) {
 	e := streamEncoder{actions: actions, sentCall: map[[2]int]bool{}, sentText: map[int]bool{}}
 	var out []byte
 	for _, ev := range held {

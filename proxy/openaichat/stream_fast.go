@@ -183,7 +183,7 @@ func (s *stream) applyText(deltas []textDelta) {
 				call.name += n
 			}
 			call.args = appendFragment(call.args, fc.args)
-			s.holding = true
+			s.call = true
 		}
 		if d.finish != nil {
 			c.finish, _ = jsonx.Unquote(d.finish)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/api/apitest"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -103,19 +104,11 @@ func TestStreamFixturesMatchTheirTwins(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// Hold must start exactly at the first event carrying a tool
-			// call and stay on for every later chunk (the driver latches
-			// it, so [DONE] need not repeat it); Done only on the last
+			// Hold is said of exactly the events carrying a call delta (the
+			// pipeline latches it from the first); Done only of the last
 			// event, [DONE].
-			first := -1
 			for i, e := range evs {
-				if first < 0 && bytes.Contains(e.data, []byte(`"tool_calls"`)) {
-					first = i
-				}
-				want := first >= 0 && i >= first
-				if string(e.data) == "[DONE]" {
-					want = e.step.Hold
-				}
+				want := bytes.Contains(e.data, []byte(`"tool_calls":[`))
 				if e.step.Hold != want {
 					t.Errorf("event %d: Hold = %v, want %v", i, e.step.Hold, want)
 				}
@@ -151,8 +144,10 @@ func TestStreamFixturesMatchTheirTwins(t *testing.T) {
 			if st.Usage() != c.usage {
 				t.Errorf("usage %+v, want %+v", st.Usage(), c.usage)
 			}
-			if st.Committed() {
-				t.Error("chat streams are never committed")
+			for i, e := range evs {
+				if e.step.Commits || e.step.Numbered {
+					t.Errorf("event %d: chat streams are never committed nor numbered: %+v", i, e.step)
+				}
 			}
 		})
 	}
@@ -299,7 +294,7 @@ func TestStreamUpstreamError(t *testing.T) {
 		if len(fed) < 2 || !fed[1].step.UpstreamError || fed[1].step.Hold || fed[0].step.UpstreamError {
 			t.Fatalf("%s: steps %+v", e, fed)
 		}
-		out := st.UpstreamError(neutral.HeldEvent{Raw: fed[1].raw, Data: fed[1].data}, true)
+		out := st.UpstreamError(neutral.HeldEvent{Raw: fed[1].raw, Data: fed[1].data}, api.Sent{Events: 1})
 		if string(out) != ev+"data: [DONE]\n\n" {
 			t.Errorf("written %q", out)
 		}
@@ -362,7 +357,7 @@ func TestStreamSparseChoicesKeepPositions(t *testing.T) {
 
 func TestStreamErrorEventIsReadByOpenAISDKs(t *testing.T) {
 	st := API{}.NewCodec().NewStream()
-	out := st.ErrorEvent(neutral.Failure{Status: 502, Code: neutral.CodeUpstream, Message: "cut \"short\"\nhere"}, nil)
+	out := st.ErrorEvent(neutral.Failure{Status: 502, Code: neutral.CodeUpstream, Message: "cut \"short\"\nhere"}, nil, api.Sent{})
 	rd := sse.NewReader(bytes.NewReader(out), 0)
 	var datas []string
 	for rd.Next() {
@@ -385,7 +380,7 @@ func TestStreamErrorEventIsReadByOpenAISDKs(t *testing.T) {
 
 	esc := &neutral.Escalated{ID: "esc_1", Code: "unknown_tool",
 		Body: []byte(`{"id":"esc_1","codes":["unknown_tool"]}`), Text: "needs a person [toolgate:esc_1]"}
-	out = st.ErrorEvent(neutral.Failure{Code: "unknown_tool", Message: "ignored"}, esc)
+	out = st.ErrorEvent(neutral.Failure{Code: "unknown_tool", Message: "ignored"}, esc, api.Sent{})
 	if !bytes.HasPrefix(out, []byte(`data: {"error":{"type":"tool_call_escalation","code":"unknown_tool"`)) ||
 		!bytes.Contains(out, []byte(`"escalation":{"id":"esc_1"`)) || !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) {
 		t.Fatalf("escalation event %s", out)
@@ -436,7 +431,7 @@ func TestStreamRenderReplacesOnlyTheChangedCall(t *testing.T) {
 			st, evs := mustFeed(t, readFixture(t, name))
 			calls := st.Turns()[0].Calls
 			sent, held := heldFrom(evs)
-			out, err := st.Encode(held, []neutral.Action{substitute(calls, 0, "get_stock_price", `{"ticker":"AAPL","exchange":"NASDAQ"}`)})
+			out, err := st.Encode(held, []neutral.Action{substitute(calls, 0, "get_stock_price", `{"ticker":"AAPL","exchange":"NASDAQ"}`)}, api.Sent{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -480,7 +475,7 @@ func TestStreamRenderParallelKeepsTheValidSibling(t *testing.T) {
 	st, evs := mustFeed(t, readFixture(t, "parallel_tool_calls_stream.sse"))
 	calls := st.Turns()[0].Calls
 	sent, held := heldFrom(evs)
-	out, err := st.Encode(held, []neutral.Action{substitute(calls, 1, "get_stock_price", `{"ticker":"MSFT","exchange":"NASDAQ"}`)})
+	out, err := st.Encode(held, []neutral.Action{substitute(calls, 1, "get_stock_price", `{"ticker":"MSFT","exchange":"NASDAQ"}`)}, api.Sent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +499,7 @@ func TestStreamRenderMessageModeEscalation(t *testing.T) {
 	sent, held := heldFrom(evs)
 	esc := &neutral.Escalated{ID: "esc_9", Code: "unknown_tool",
 		Body: []byte(`{"id":"esc_9"}`), Text: "This step needs a person. [toolgate:esc_9]"}
-	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}})
+	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}}, api.Sent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +538,7 @@ func TestStreamRenderMessageModeKeepsTheRole(t *testing.T) {
 	}
 	esc := &neutral.Escalated{ID: "esc_r", Code: "confirmation_required",
 		Body: []byte(`{"id":"esc_r"}`), Text: "A person must confirm this. [toolgate:esc_r]"}
-	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}})
+	out, err := st.Encode(held, []neutral.Action{{Kind: neutral.Respond, Text: esc.Text, Escalation: esc}}, api.Sent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,11 +609,12 @@ func TestStreamOpeningChunks(t *testing.T) {
 			}
 		})
 	}
-	t.Run("not once a call is held", func(t *testing.T) {
+	t.Run("held by the pipeline once a call began", func(t *testing.T) {
 		call := choice(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`, "")
-		_, evs, err := feedStream(t, []byte("data: "+call+"\n\ndata: "+choice(`{}`, "")+"\n\n"))
-		if err != nil || len(evs) != 2 || evs[1].step.Opening || !evs[1].step.Hold {
-			t.Fatalf("events %+v err %v", evs, err)
+		in := "data: " + call + "\n\ndata: " + choice(`{}`, "") + "\n\n"
+		run, err := apitest.Play(API{}.NewCodec().NewStream(), sse.NewReader(strings.NewReader(in), 0))
+		if err != nil || len(run.Steps) != 2 || !run.Steps[0].Hold || len(run.Forwarded) != 0 || len(run.Held) != 2 {
+			t.Fatalf("steps %+v forwarded %q held %d err %v", run.Steps, run.Forwarded, len(run.Held), err)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/api/apitest"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -56,57 +57,18 @@ type fed struct {
 	forwarded []byte
 	held      []neutral.HeldEvent
 	done      bool
+	// sent is the pipeline's account of what the client got.
+	sent api.Sent
 }
 
 // feed plays the pipeline: it reads the stream, feeds every event and
-// forwards or holds it as the steps say.
+// forwards or holds it by the pipeline's rules (apitest), up to the
+// terminal event or the upstream's error.
 func feed(t testing.TB, st api.Stream, data []byte) (fed, error) {
 	t.Helper()
-	var f fed
-	var p pipelineRules
-	rd := sse.NewReader(bytes.NewReader(data), 0)
-	for rd.Next() {
-		ev := rd.Event()
-		step, err := st.Feed(&ev)
-		if err != nil {
-			f.forwarded, f.held = p.forwarded, p.held
-			return f, err
-		}
-		p.take(&ev, step)
-		if step.Done {
-			f.done = true
-			break
-		}
-	}
-	f.forwarded, f.held = p.forwarded, p.held
-	return f, rd.Err()
-}
-
-// pipelineRules are the pipeline's holding rules: opening events are held
-// until the first event that is not one, which releases them in front of
-// itself unless it begins a hold; from then on all is held.
-type pipelineRules struct {
-	holding, opened bool
-	forwarded       []byte
-	held            []neutral.HeldEvent
-}
-
-func (p *pipelineRules) take(ev *sse.Event, step neutral.Step) {
-	switch {
-	case p.holding:
-	case step.Hold:
-		p.holding, p.opened = true, true
-	case !p.opened && (step.Opening || ev.Comment):
-	default:
-		p.opened = true
-		p.forwarded = append(p.forwarded, joinHeld(p.held)...)
-		p.held = nil
-	}
-	if p.holding || !p.opened {
-		p.held = append(p.held, neutral.HeldEvent{Raw: bytes.Clone(ev.Raw), Event: string(ev.Event), Data: bytes.Clone(ev.Data)})
-		return
-	}
-	p.forwarded = append(p.forwarded, ev.Raw...)
+	run := &apitest.Run{}
+	err := run.Play(st, sse.NewReader(bytes.NewReader(data), 0))
+	return fed{forwarded: run.Forwarded, held: run.Held, done: run.Done, sent: run.Sent()}, err
 }
 
 func joinHeld(held []neutral.HeldEvent) []byte {

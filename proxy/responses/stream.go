@@ -46,8 +46,10 @@ const (
 // streamItem is what the stream has seen of one output item.
 type streamItem struct {
 	typ string
-	// held is set when the item began while events were held.
-	held bool
+	// afterCall: the item is a call, or began after an event that began
+	// one. The pipeline holds from the first call on, so when it
+	// re-encodes, such an item was held and never reached the client.
+	afterCall bool
 	// final is the item of output_item.done, as sent.
 	final []byte
 	// added is the item of output_item.added, as sent.
@@ -62,14 +64,6 @@ type streamItem struct {
 	badShape bool
 }
 
-// opened is an opening event the pipeline may be holding: what the stream
-// must know of it once it learns whether it went out.
-type opened struct {
-	created bool
-	seq     int64
-	hasSeq  bool
-}
-
 // stream follows one Responses stream.
 //
 // The stream's first events, response.created and response.in_progress,
@@ -80,7 +74,9 @@ type opened struct {
 // held events. So when an answer starts with a call, the client has not
 // been given the stored id yet, and a chained request can still be
 // repaired and answered with the re-query's id instead of escalating
-// stateful_unrecoverable.
+// stateful_unrecoverable. Feed reports each event's sequence_number and
+// whether it gives a chained client the stored id; which of them went out
+// is the pipeline's account, passed in to the methods that write.
 type stream struct {
 	api.SSEStream
 
@@ -93,22 +89,15 @@ type stream struct {
 	text             []byte
 	items            map[int]*streamItem
 
-	holding bool
 	// opening is true until the first event that is not a status event.
 	opening bool
-	// kept are the opening events, until the first event that is not one
-	// says whether they went out (in front of it) or are held (with it).
-	kept []opened
-	// createdSent is set once response.created reached the client.
-	createdSent bool
-	committed   bool
-	// lastSent is the sequence_number of the last event the client got.
-	lastSent int64
+	// called: an event already fed began a call.
+	called bool
 }
 
 // NewStream implements api.Codec.
 func (c *codec) NewStream() api.Stream {
-	return &stream{info: c.info, items: map[int]*streamItem{}, opening: true, lastSent: -1}
+	return &stream{info: c.info, items: map[int]*streamItem{}, opening: true}
 }
 
 // eventHead is the part every event has.
@@ -155,9 +144,6 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if string(ev.Data) == "[DONE]" {
 		// Not part of the Responses grammar, but compatible servers that
 		// reuse their Chat Completions framing end with it.
-		if !s.holding {
-			s.release()
-		}
 		return neutral.Step{Done: true}, nil
 	}
 	var head eventHead
@@ -168,35 +154,23 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if typ == "" {
 		typ = string(ev.Event)
 	}
-	seq, hasSeq := parseSeq(head.Seq)
-	step, err := s.read(typ, ev.Data, opened{created: typ == evCreated, seq: seq, hasSeq: hasSeq})
-	if err != nil || step.Opening {
+	step, err := s.read(typ, ev.Data)
+	if err != nil || step.UpstreamError {
 		return step, err
 	}
-	s.opening = false
-	switch {
-	case step.Hold && !s.holding:
-		s.holding = true
-		// Only a chained request needs the stored id to stay unseen: a
-		// stateless re-query leaves the client's id as it was.
-		s.committed = s.info.chain && s.createdSent
-		// The opening events are the first held ones.
-		s.kept = nil
-	case !s.holding:
-		s.release()
-		if typ == evCreated {
-			s.createdSent = true
-		}
-		if hasSeq {
-			s.lastSent = seq
-		}
+	step.Seq, step.Numbered = parseSeq(head.Seq)
+	// Only a chained request needs the stored id to stay unseen: a
+	// stateless re-query leaves the client's id as it was.
+	step.Commits = s.info.chain && typ == evCreated
+	if !step.Opening {
+		s.opening = false
 	}
+	s.called = s.called || step.Hold
 	return step, nil
 }
 
-// read takes in one event of type typ; ev is the event as an opening event
-// the pipeline may hold.
-func (s *stream) read(typ string, data []byte, ev opened) (neutral.Step, error) {
+// read takes in one event of type typ.
+func (s *stream) read(typ string, data []byte) (neutral.Step, error) {
 	switch typ {
 	case evError:
 		// The upstream's own error; the pipeline passes it on.
@@ -205,8 +179,7 @@ func (s *stream) read(typ string, data []byte, ev opened) (neutral.Step, error) 
 		if err := s.readResponse(data); err != nil {
 			return neutral.Step{}, err
 		}
-		if s.opening && !s.holding {
-			s.kept = append(s.kept, ev)
+		if s.opening {
 			return neutral.Step{Opening: true}, nil
 		}
 	case evItemAdded, evItemDone:
@@ -236,18 +209,6 @@ func (s *stream) read(typ string, data []byte, ev opened) (neutral.Step, error) 
 		return neutral.Step{Hold: hold, Done: true}, nil
 	}
 	return neutral.Step{}, nil
-}
-
-// release records that the opening events went out, in front of the
-// event being fed.
-func (s *stream) release() {
-	for _, p := range s.kept {
-		s.createdSent = s.createdSent || p.created
-		if p.hasSeq {
-			s.lastSent = p.seq
-		}
-	}
-	s.kept = nil
 }
 
 // readResponse records the id, status and usage of a status or terminal
@@ -304,7 +265,7 @@ func (s *stream) readItem(typ string, data []byte) (bool, error) {
 		if s.items[idx] != nil {
 			return false, errorf("item %d added twice", idx)
 		}
-		s.items[idx] = &streamItem{typ: w.Type, added: bytes.Clone(e.Item), held: s.holding || isCallType(w.Type),
+		s.items[idx] = &streamItem{typ: w.Type, added: bytes.Clone(e.Item), afterCall: s.called || isCallType(w.Type),
 			id: w.ID, callID: w.CallID, name: w.Name}
 		return isCallType(w.Type), nil
 	}
@@ -318,7 +279,7 @@ func (s *stream) itemDone(idx int, w *wireItem, item []byte) (bool, error) {
 	if it == nil {
 		// A done item that never began: take it whole. A call still has
 		// to be held, or it would reach the client unjudged.
-		it = &streamItem{typ: w.Type, held: s.holding || isCallType(w.Type), id: w.ID, callID: w.CallID, name: w.Name}
+		it = &streamItem{typ: w.Type, afterCall: s.called || isCallType(w.Type), id: w.ID, callID: w.CallID, name: w.Name}
 		s.items[idx] = it
 		began = isCallType(w.Type)
 	}
@@ -459,7 +420,7 @@ func (s *stream) checkFinalOutput(data []byte) (bool, error) {
 
 // finalItem is an item that only the terminal event's output carried.
 func (s *stream) finalItem(w *wireItem, raw []byte) *streamItem {
-	it := &streamItem{typ: w.Type, final: bytes.Clone(raw), held: s.holding || isCallType(w.Type),
+	it := &streamItem{typ: w.Type, final: bytes.Clone(raw), afterCall: s.called || isCallType(w.Type),
 		id: w.ID, callID: w.CallID, name: w.Name}
 	if !isCallType(w.Type) {
 		return it
@@ -581,15 +542,11 @@ func (it *streamItem) rebuilt() []byte {
 // Usage implements api.Stream.
 func (s *stream) Usage() neutral.Usage { return s.usage }
 
-// Committed implements api.Stream: the client already holds the id of the
-// stored answer, and a chained re-query would have to give it another.
-func (s *stream) Committed() bool { return s.committed }
-
 // UpstreamError implements api.Stream: the upstream's error event as it
 // came, or, when the held events before it were dropped, renumbered after
 // the last event the client got, so sequence_number stays contiguous.
-func (s *stream) UpstreamError(ev neutral.HeldEvent, dropped bool) []byte {
-	if !dropped {
+func (s *stream) UpstreamError(ev neutral.HeldEvent, sent api.Sent) []byte {
+	if sent.Held == 0 {
 		return append([]byte(nil), ev.Raw...)
 	}
 	o, err := jsonx.ParseObject(ev.Data)
@@ -597,18 +554,15 @@ func (s *stream) UpstreamError(ev neutral.HeldEvent, dropped bool) []byte {
 		// Feed read it as an object already.
 		return append([]byte(nil), ev.Raw...)
 	}
-	s.lastSent++
-	return sse.AppendEvent(nil, evError, o.Set("sequence_number", []byte(strconv.FormatInt(s.lastSent, 10))).Bytes())
+	return sse.AppendEvent(nil, evError, o.Set("sequence_number", []byte(strconv.FormatInt(sent.Next, 10))).Bytes())
 }
 
 // ErrorEvent implements api.Stream: an `error` event numbered after the
 // last event the client got. It carries an "error" object, so both
 // openai-python and openai-go raise it instead of ending the stream as if
 // it had completed.
-func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated) []byte {
-	seq := s.lastSent + 1
-	s.lastSent = seq
-	seqRaw := []byte(strconv.FormatInt(seq, 10))
+func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated, sent api.Sent) []byte {
+	seqRaw := []byte(strconv.FormatInt(sent.Next, 10))
 	code, message, env := string(f.Code), f.Message, openaiwire.Error(f)
 	if esc != nil {
 		code, message, env = "tool_call_escalation", esc.Text, openaiwire.EscalationError(esc)

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/api/apitest"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -55,17 +56,17 @@ func TestStreamFixturesPassUnchanged(t *testing.T) {
 					t.Errorf("usage %+v", st.Usage())
 				}
 			}
-			if turn.Truncated() || st.Committed() {
-				t.Errorf("truncated %v committed %v", turn.Truncated(), st.Committed())
+			if turn.Truncated() || f.sent.Committed {
+				t.Errorf("truncated %v committed %v", turn.Truncated(), f.sent.Committed)
 			}
-			out, err := st.Encode(f.held, []neutral.Action{{Kind: neutral.Keep}})
+			out, err := st.Encode(f.held, []neutral.Action{{Kind: neutral.Keep}}, f.sent)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(out, joinHeld(f.held)) {
 				t.Errorf("Encode with nothing changed rewrote the stream:\n%s", out)
 			}
-			if again, err := newStream(t, plainReq).Encode(f.held, []neutral.Action{replaced(turn, nil)}); err != nil || !bytes.Equal(again, out) {
+			if again, err := newStream(t, plainReq).Encode(f.held, []neutral.Action{replaced(turn, nil)}, f.sent); err != nil || !bytes.Equal(again, out) {
 				t.Errorf("a replacement of nothing rewrote the stream: %v\n%s", err, again)
 			}
 			checkClientStream(t, out)
@@ -103,8 +104,8 @@ func TestStreamTextFlowsBeforeHold(t *testing.T) {
 		if !bytes.Equal(append(append([]byte(nil), f.forwarded...), joinHeld(f.held)...), data) {
 			t.Error("forwarded + held is not the upstream's stream")
 		}
-		if st.Committed() != c.committed {
-			t.Errorf("%s: committed %v", c.req, st.Committed())
+		if f.sent.Committed != c.committed {
+			t.Errorf("%s: committed %v", c.req, f.sent.Committed)
 		}
 		turn := st.Turns()[0]
 		ti := turn.Raw.(*turnItems)
@@ -148,7 +149,7 @@ func TestStreamEncodeSubstitution(t *testing.T) {
 	turn := st.Turns()[0]
 	res := replaced(turn, map[int]neutral.ToolCall{
 		0: {Name: "get_weather", Args: []byte(`{"location":"Paris, FR"}`), Kind: neutral.Function}})
-	out, err := st.Encode(f.held, []neutral.Action{res})
+	out, err := st.Encode(f.held, []neutral.Action{res}, f.sent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,15 +196,15 @@ func TestStreamEncodeChained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Committed() || len(f.forwarded) != 0 {
-		t.Fatalf("committed %v forwarded %q", st.Committed(), f.forwarded)
+	if f.sent.Committed || len(f.forwarded) != 0 {
+		t.Fatalf("committed %v forwarded %q", f.sent.Committed, f.forwarded)
 	}
 	turn := st.Turns()[0]
 	requery := turnOf(t, responseOf("resp_9",
 		`{"id":"fc_99","type":"function_call","status":"completed","arguments":"{\"ticker\":\"AAPL\",\"exchange\":\"NASDAQ\"}","call_id":"call_99","name":"get_stock_price"}`))
 	res := replaced(turn, map[int]neutral.ToolCall{
 		1: {Name: "get_stock_price", Args: []byte(`{"ticker":"AAPL","exchange":"NASDAQ"}`)}}, requery)
-	out, err := st.Encode(f.held, []neutral.Action{res})
+	out, err := st.Encode(f.held, []neutral.Action{res}, f.sent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestStreamEncodeEscalationMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	esc := escalated("This step needs a person. [toolgate:esc_0123456789abcdef01234567]")
-	out, err := st.Encode(f.held, []neutral.Action{escalating(esc)})
+	out, err := st.Encode(f.held, []neutral.Action{escalating(esc)}, f.sent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestStreamEncodeEscalationMessage(t *testing.T) {
 	if !st.Turns()[0].Truncated() {
 		t.Error("not truncated")
 	}
-	out, err = st.Encode(f.held, []neutral.Action{abstaining("Nothing fits.")})
+	out, err = st.Encode(f.held, []neutral.Action{abstaining("Nothing fits.")}, f.sent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	}
 	sent := readEvents(t, f.forwarded)
 	esc := escalated("needs a person")
-	ev := readEvents(t, st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "unused"}, esc))
+	ev := readEvents(t, st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "unused"}, esc, f.sent))
 	if len(ev) != 1 || ev[0].name != "error" || ev[0].str("type") != "error" || ev[0].str("code") != "tool_call_escalation" ||
 		ev[0].int("sequence_number") != len(sent) || string(ev[0].data["param"]) != "null" || ev[0].str("message") != esc.Text {
 		t.Fatalf("escalation event %s (after %d events)", ev[0].raw, len(sent))
@@ -298,7 +299,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	if inner.Type != "tool_call_escalation" || inner.Code != "unknown_tool" || string(inner.Escalation) != string(esc.Body) {
 		t.Errorf("inner error %s", ev[0].data["error"])
 	}
-	other := readEvents(t, newStream(t, plainReq).ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "silence"}, nil))
+	other := readEvents(t, newStream(t, plainReq).ErrorEvent(neutral.Failure{Code: neutral.CodeUpstreamTimeout, Message: "silence"}, nil, api.Sent{}))
 	if other[0].str("code") != "upstream_timeout" || other[0].str("message") != "silence" || other[0].int("sequence_number") != 0 ||
 		string(other[0].data["error"]) != `{"type":"upstream_timeout","code":"upstream_timeout","message":"silence","param":null}` {
 		t.Errorf("failure event %s", other[0].raw)
@@ -319,7 +320,10 @@ func TestStreamErrorEvent(t *testing.T) {
 		if err != nil || (len(f.held) > 0) != c.dropped {
 			t.Fatalf("error event: %v, %d held", err, len(f.held))
 		}
-		out := st.UpstreamError(neutral.HeldEvent{Raw: []byte(errEv), Event: "error", Data: []byte(errEv[len("event: error\ndata: ") : len(errEv)-2])}, c.dropped)
+		if (f.sent.Held > 0) != c.dropped {
+			t.Fatalf("sent %+v, dropped %v", f.sent, c.dropped)
+		}
+		out := st.UpstreamError(neutral.HeldEvent{Raw: []byte(errEv), Event: "error", Data: []byte(errEv[len("event: error\ndata: ") : len(errEv)-2])}, f.sent)
 		if !c.dropped {
 			if string(out) != errEv {
 				t.Errorf("upstream error written %q", out)
@@ -360,7 +364,7 @@ func TestStreamUnreadable(t *testing.T) {
 // A stream may skip the deltas and give the arguments only when done.
 func TestStreamArgumentsOnlyWhenDone(t *testing.T) {
 	// A stream for a request the pipeline could not read still works.
-	if st := (API{}).NewCodec().NewStream(); st.Committed() || len(st.Turns()) != 1 {
+	if st := (API{}).NewCodec().NewStream(); len(st.Turns()) != 1 {
 		t.Error("a stream without a request")
 	}
 	var kept []string
@@ -411,25 +415,20 @@ func FuzzResponsesStream(f *testing.F) {
 		c := codecs[seed&1]
 		st := c.NewStream()
 		rd := sse.NewReader(&choppy{data: data, state: uint64(seed) | 1}, 1<<16)
-		var p pipelineRules
+		p := &apitest.Run{}
 		for rd.Next() {
 			ev := rd.Event()
-			step, err := st.Feed(&ev)
-			if err != nil {
-				break
-			}
-			p.take(&ev, step)
-			if step.Done {
+			step, err := p.Feed(st, &ev)
+			if err != nil || step.Done {
 				break
 			}
 		}
-		held := p.held
-		if !p.holding {
+		held := p.Held
+		if !p.Holding {
 			held = nil
 		}
 		turns := st.Turns()
 		_ = st.Usage()
-		_ = st.Committed()
 		if len(turns) == 0 {
 			return
 		}
@@ -450,10 +449,10 @@ func FuzzResponsesStream(f *testing.F) {
 			act = abstaining("none")
 		default:
 			_, _ = c.ReQuery(nil, &neutral.Query{Decision: true, History: []neutral.Exchange{{Turn: turn}}})
-			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "cut"}, nil)
+			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "cut"}, nil, p.Sent())
 			return
 		}
-		_, _ = st.Encode(held, []neutral.Action{act})
+		_, _ = st.Encode(held, []neutral.Action{act}, p.Sent())
 	})
 }
 
@@ -494,7 +493,7 @@ func TestStreamOutputOnlyInTerminalEvent(t *testing.T) {
 		t.Fatalf("calls %+v", turn.Calls)
 	}
 	res := replaced(turn, map[int]neutral.ToolCall{0: {Name: "get_weather", Args: []byte(`{"location":"Oslo"}`)}})
-	out, err := st.Encode(f.held, []neutral.Action{res})
+	out, err := st.Encode(f.held, []neutral.Action{res}, f.sent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +521,7 @@ func TestStreamEscalationChainedID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := st.Encode(f.held, []neutral.Action{escalating(escalated("needs a person"), c.requery)})
+		out, err := st.Encode(f.held, []neutral.Action{escalating(escalated("needs a person"), c.requery)}, f.sent)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -56,8 +57,8 @@ func (s *stream) callIndexes() []int {
 // abstention) loses every held item; one message item with the text takes
 // the first one's place. The terminal event's response always matches what
 // was sent.
-func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]byte, error) {
-	r := &renderer{s: s, next: s.lastSent + 1, doneSent: map[int]bool{}}
+func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action, sent api.Sent) ([]byte, error) {
+	r := &renderer{s: s, next: sent.Next, doneSent: map[int]bool{}}
 	if len(actions) > 0 {
 		r.plan(&actions[0])
 	}
@@ -66,7 +67,6 @@ func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action) ([]b
 			return nil, err
 		}
 	}
-	s.lastSent = r.next - 1
 	return r.out, nil
 }
 
@@ -80,7 +80,7 @@ func (r *renderer) plan(act *neutral.Action) {
 		r.escBody, r.msgID = replacement(act)
 		r.msgIndex = -1
 		for i, it := range s.items {
-			if it.held && (r.msgIndex < 0 || i < r.msgIndex) {
+			if it.afterCall && (r.msgIndex < 0 || i < r.msgIndex) {
 				r.msgIndex = i
 			}
 		}
@@ -150,7 +150,7 @@ func (r *renderer) event(name string, raw, data []byte) error {
 		return nil
 	case idx < 0:
 	case r.replace:
-		if it := r.s.items[idx]; it != nil && it.held {
+		if it := r.s.items[idx]; it != nil && it.afterCall {
 			if !r.msgSent {
 				r.message(hasSeq)
 			}
@@ -378,7 +378,7 @@ func (r *renderer) terminal(name, typ string, data []byte, numbered bool) error 
 func (r *renderer) replacedOutput(resp jsonx.Object, items [][]byte) jsonx.Object {
 	var kept [][]byte
 	for i, item := range items {
-		if it := r.s.items[i]; it == nil || !it.held {
+		if it := r.s.items[i]; it == nil || !it.afterCall {
 			kept = append(kept, item)
 		}
 	}
