@@ -165,3 +165,44 @@ func geminiArrayClient(t *testing.T, stream []byte) {
 		}
 	}
 }
+
+// jsonrpcEnvelope reads what an MCP client raises for a refused call: a
+// JSON-RPC error's message, or the text of a tool result with isError.
+func jsonrpcEnvelope(body []byte) (string, bool) {
+	var m struct {
+		JSONRPC string `json:"jsonrpc"`
+		Error   *struct {
+			Code    *int    `json:"code"`
+			Message *string `json:"message"`
+		} `json:"error"`
+		Result *struct {
+			Content []struct{ Type, Text string } `json:"content"`
+			IsError bool                          `json:"isError"`
+		} `json:"result"`
+	}
+	switch {
+	case json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0":
+		return "", false
+	case m.Error != nil && m.Error.Code != nil && m.Error.Message != nil:
+		return *m.Error.Message, true
+	case m.Result != nil && m.Result.IsError && len(m.Result.Content) == 1 && m.Result.Content[0].Type == "text":
+		return m.Result.Content[0].Text, true
+	}
+	return "", false
+}
+
+// jsonrpcClient: every event is one JSON-RPC 2.0 message, and the answer
+// to the call (a result or an error) comes once, last.
+func jsonrpcClient(t *testing.T, stream []byte) {
+	evs := events(t, stream)
+	for i, e := range evs {
+		if e.str("jsonrpc") != "2.0" {
+			t.Errorf("event %d is not JSON-RPC 2.0: %q", i, e.raw)
+		}
+		_, res := e.data["result"]
+		_, errObj := e.data["error"]
+		if (res || errObj) != (i == len(evs)-1) {
+			t.Errorf("the call's answer at event %d of %d", i, len(evs))
+		}
+	}
+}

@@ -62,12 +62,43 @@ func (c *Codec) DecodeRequest(_ string, body []byte) (*neutral.Request, error) {
 }
 
 // DecodeAnswer implements api.Codec: the call, as one turn of one call.
+// The answer to a call (a result, or an error) reads as a turn of text:
+// what the caller's model is told.
 func (c *Codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
+	if text, ok := answerText(body); ok {
+		return &neutral.Answer{Body: body, Choices: []*neutral.Turn{{Text: text, Stop: neutral.StopEnd}}}, nil
+	}
 	call, err := c.read(body)
 	if err != nil {
 		return nil, err
 	}
 	return &neutral.Answer{Body: body, Choices: []*neutral.Turn{{Calls: []neutral.ToolCall{call}, Stop: neutral.StopToolCalls}}}, nil
+}
+
+// answerText reads a response: its result's text content, or its
+// error's message.
+func answerText(body []byte) (string, bool) {
+	msg, err := jsonx.ParseObject(body)
+	if err != nil || msg.Has("method") {
+		return "", false
+	}
+	if e, err := jsonx.ParseObject(msg.Get("error")); err == nil {
+		s, _ := jsonx.Unquote(e.Get("message"))
+		return s, true
+	}
+	var res struct {
+		Content []textContent `json:"content"`
+	}
+	if r := msg.Get("result"); r == nil || json.Unmarshal(r, &res) != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if c.Type == "text" {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String(), true
 }
 
 // read reads a tools/call request and remembers what a reply needs.
@@ -116,10 +147,11 @@ func (c *Codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byt
 	case neutral.Replace:
 		return replaceCall(a.Body, act.Calls[0])
 	case neutral.Respond:
-		if act.Escalation != nil {
-			return c.EncodeEscalation(act.Escalation), nil
+		res := toolResult{Content: []textContent{{Type: "text", Text: act.Text}}, IsError: true}
+		if e := act.Escalation; e != nil {
+			res.Meta = map[string]any{metaEscalation: escalationMeta(e)}
 		}
-		return response(c.id, toolResult{Content: []textContent{{Type: "text", Text: act.Text}}, IsError: true}), nil
+		return response(c.id, res), nil
 	}
 	return a.Body, nil
 }
@@ -257,8 +289,14 @@ func (s *Stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if err != nil {
 		return neutral.Step{}, err
 	}
-	if string(msg.Get("id")) == string(s.id) && (msg.Has("result") || msg.Has("error")) {
-		return neutral.Step{Done: true}, nil
+	if string(msg.Get("id")) == string(s.id) {
+		switch {
+		case msg.Has("error"):
+			// The server's own error answers the call and ends it.
+			return neutral.Step{UpstreamError: true}, nil
+		case msg.Has("result"):
+			return neutral.Step{Done: true}, nil
+		}
 	}
 	return neutral.Step{}, nil
 }

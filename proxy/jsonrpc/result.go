@@ -47,6 +47,11 @@ func findingsJSON(fs []neutral.Finding) []findingJSON {
 	return out
 }
 
+// escalationMeta is the escalation as a result's _meta carries it.
+func escalationMeta(e *neutral.Escalated) map[string]any {
+	return map[string]any{"id": e.ID, "codes": e.Codes, "catalog_version": e.CatalogVersion, "findings": findingsJSON(e.Findings)}
+}
+
 // refusal is the error result of a call toolgate did not forward: the
 // exact reasons and what the caller should do next.
 func refusal(name string, e *neutral.Escalated) toolResult {
@@ -70,8 +75,7 @@ func refusal(name string, e *neutral.Escalated) toolResult {
 		advice = "Correct the arguments and call the tool again."
 	}
 	b.WriteString(advice)
-	meta := map[string]any{metaEscalation: map[string]any{
-		"id": e.ID, "codes": e.Codes, "catalog_version": e.CatalogVersion, "findings": findingsJSON(e.Findings)}}
+	meta := map[string]any{metaEscalation: escalationMeta(e)}
 	if e.Approval != nil {
 		meta[metaApproval] = json.RawMessage(e.Approval)
 	}
