@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/openaiwire"
-	"github.com/toolgate/toolgate/recovery"
 )
 
 // Labels of requests and answers that were not judged, beside the ladder's
@@ -50,51 +48,6 @@ type outcome struct {
 	findings []string
 }
 
-// relay passes a non-success upstream answer to the client as is: the SDK
-// knows what to do with the provider's own errors and retry-after.
-func (x *exchange) relay(c *call) {
-	h := x.w.Header()
-	copyHeader(h, c.resp.Header)
-	keepEncoding(h, c.resp.Header)
-	x.conclude(c.resp.StatusCode, labelUpstreamStatus, false)
-	x.headers(h)
-	x.w.WriteHeader(c.resp.StatusCode)
-	_, _ = io.Copy(x.w, io.LimitReader(c.body, x.rt.snap.Config.Limits.MaxResponseBytes))
-	x.report()
-}
-
-// writeUpstreamError passes a retryable re-query failure to the client as
-// the provider sent it. It carries no outcome header: nothing was decided,
-// and the SDK's retry will be judged afresh.
-func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError) {
-	if ue.Status == 0 {
-		x.writeFailure(classify(ue, false))
-		return
-	}
-	rep, _ := ue.Reply.(*upstreamReply)
-	if rep == nil {
-		rep = &upstreamReply{}
-	}
-	h := x.w.Header()
-	copyHeader(h, rep.header)
-	keepEncoding(h, rep.header)
-	h.Set("Content-Length", strconv.Itoa(len(rep.body)))
-	x.conclude(ue.Status, string(neutral.CodeUpstream), false)
-	x.headers(h)
-	x.w.WriteHeader(ue.Status)
-	_, _ = x.w.Write(rep.body)
-	x.report()
-}
-
-// writeFailure answers with one of toolgate's own errors, in the API's
-// envelope.
-func (x *exchange) writeFailure(f neutral.Failure) {
-	x.conclude(f.Status, string(f.Code), false)
-	x.headers(x.w.Header())
-	writeFailure(x.w, f, x.cd.EncodeError(f))
-	x.report()
-}
-
 // writeOpenAIFailure answers with f in OpenAI's envelope: where no API's
 // codec speaks (before the route is known, and on pass-through routes).
 func writeOpenAIFailure(w http.ResponseWriter, f neutral.Failure) {
@@ -110,31 +63,6 @@ func writeFailure(w http.ResponseWriter, f neutral.Failure, body []byte) {
 	}
 	w.WriteHeader(f.Status)
 	_, _ = w.Write(body)
-}
-
-// writeEscalation answers in error mode (SPEC §5).
-func (x *exchange) writeEscalation(e *neutral.Escalated, o recovery.Outcome) {
-	body := x.cd.EncodeEscalation(e)
-	h := x.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Should-Retry", "false")
-	x.conclude(http.StatusUnprocessableEntity, string(o), true)
-	x.headers(h)
-	x.w.WriteHeader(http.StatusUnprocessableEntity)
-	_, _ = x.w.Write(body)
-	x.report()
-}
-
-func (x *exchange) writeAnswer(status int, upHeader http.Header, body []byte, o recovery.Outcome) {
-	h := x.w.Header()
-	copyHeader(h, upHeader)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	x.conclude(status, string(o), true)
-	x.headers(h)
-	x.w.WriteHeader(status)
-	_, _ = x.w.Write(body)
-	x.report()
 }
 
 // copyHeader copies an upstream answer's headers except framing and
@@ -160,8 +88,9 @@ func (x *exchange) conclude(status int, label string, decided bool) {
 }
 
 // headers sets the SPEC §6 headers from the outcome. Outcome headers only
-// exist once the whole answer is known.
-func (x *exchange) headers(h http.Header) {
+// exist once the whole answer is known (decided): a stream's headers go
+// out before it is.
+func (x *exchange) headers(h http.Header, decided bool) {
 	// Keys are written already canonical: Set would canonicalise each one
 	// on every answer.
 	// One backing array for every value, cut with full slice expressions
@@ -175,7 +104,7 @@ func (x *exchange) headers(h http.Header) {
 		vals[2] = x.out.escalationID
 		h["X-Toolgate-Escalation-Id"] = vals[2:3:3]
 	}
-	if !x.out.decided {
+	if !decided {
 		return
 	}
 	vals[3], vals[4], vals[5], vals[6] = x.out.label, strconv.Itoa(x.calls), millis(x.overhead()), x.usageJSON()

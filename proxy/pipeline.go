@@ -91,7 +91,7 @@ func (x *exchange) serve() {
 	if err != nil {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
-		x.writeFailure(classify(err, false))
+		x.write(x.failureReply(classify(err)))
 		return
 	}
 	x.body = body
@@ -135,7 +135,7 @@ func (x *exchange) serve() {
 	}
 	defer c.Close()
 	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
-		x.relay(c)
+		x.write(x.relayReply(c))
 		return
 	}
 	if undecoded(c.resp.Header) {
@@ -237,7 +237,7 @@ func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 	}
 	resp, err := x.cd.DecodeAnswer(answer)
 	if err != nil {
-		return nil, unreadable{err}
+		return nil, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
 	if !x.settings.Shadow && missingCallID(resp.Choices) {
 		return nil, errNoCallID
@@ -263,7 +263,7 @@ func (x *exchange) readable(answer []byte) error {
 func (x *exchange) refuseAnswer(err error) {
 	x.s.metrics.unvalidated(unreadableResponse)
 	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
-	x.writeFailure(classify(err, false))
+	x.write(x.failureReply(classify(err)))
 }
 
 // missingCallID reports a judged call without an id in any complete turn.
@@ -348,13 +348,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, errTooLarge) || errors.Is(err, errEncoding) {
-			return nil, err
-		}
-		// The connection failed inside the body (idle timeout, reset): a
-		// transport failure like one before the headers, which the
-		// client's retry may well not meet again.
-		return nil, transportFailure(err)
+		return nil, requeryFailure(err)
 	}
 	// A re-query's calls go to the client as repairs.
 	if err := x.readable(answer); err != nil {
@@ -479,5 +473,5 @@ func (x *exchange) fail(err error) {
 		return
 	}
 	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(withoutURL(err)))
-	x.writeFailure(classify(err, false))
+	x.write(x.failureReply(classify(err)))
 }

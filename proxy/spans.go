@@ -80,7 +80,7 @@ func upstreamSent(sp trace.Span, c *call, err error) {
 	}
 	if err != nil {
 		// The cause is classified, never quoted: an error may hold a URL.
-		sp.SetStatus(codes.Error, string(classify(err, false).Code))
+		sp.SetStatus(codes.Error, string(classify(err).Code))
 		sp.End()
 		return
 	}

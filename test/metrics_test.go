@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -123,3 +124,53 @@ toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="v
 toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
 toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
 toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0`
+
+// SPEC §5 and §8: in error mode one escalation answers the request, but
+// every choice that escalated is recorded in the sinks and counted, not
+// only the first: an operator reading the sink sees each call a person
+// must look at.
+func TestTwoChoicesEscalatingInErrorMode(t *testing.T) {
+	m := newMock(t, mockReply{Body: answerOf("chatcmpl-two", 50, 4096,
+		choice{Calls: []call{{"call_cut0", "get_current_weather", `{"loc`}}, Finish: "length"},
+		choice{Calls: []call{{"call_cut1", "get_stock_price", `{"tic`}}, Finish: "length"})})
+	g := weatherGate(t, m, "")
+	params := fixtureParams(t)
+	params.N = openai.Int(2)
+	r := chat(t, g.URL, params)
+	e := escalated(t, r)
+	expectCount(t, m, 1)
+	recs := g.Sink.records()
+	if len(recs) != 2 {
+		t.Fatalf("%d sink records, want 2", len(recs))
+	}
+	// The answer carries the first choice's escalation; the second is
+	// recorded beside it, for the same request.
+	if recs[0].Escalation.ID != e.Escalation.ID || recs[1].Escalation.ID == e.Escalation.ID {
+		t.Errorf("sink ids %q, %q; answer's %q", recs[0].Escalation.ID, recs[1].Escalation.ID, e.Escalation.ID)
+	}
+	for i, rec := range recs {
+		if rec.Escalation.RequestID != e.Escalation.RequestID || rec.API != "chat" {
+			t.Errorf("record %d: request %q api %q", i, rec.Escalation.RequestID, rec.API)
+		}
+	}
+	const expected = `
+# HELP toolgate_escalations_total Escalations by reason.
+# TYPE toolgate_escalations_total counter
+toolgate_escalations_total{catalog_version="fixtures-v1",reason="truncated"} 2
+# HELP toolgate_requests_total Validated requests by API and outcome.
+# TYPE toolgate_requests_total counter
+toolgate_requests_total{api="chat",outcome="escalated"} 1
+# HELP toolgate_tool_calls_total Tool calls in upstream answers, by verdict.
+# TYPE toolgate_tool_calls_total counter
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="truncated",tool="get_current_weather"} 1
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="truncated",tool="get_stock_price"} 1
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0
+` + zeroSeries + `
+`
+	if err := testutil.GatherAndCompare(g.App.Registry, strings.NewReader(expected),
+		"toolgate_escalations_total", "toolgate_requests_total", "toolgate_tool_calls_total"); err != nil {
+		t.Error(err)
+	}
+}
