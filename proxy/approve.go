@@ -219,7 +219,7 @@ func (x *exchange) resume(body []byte) {
 		return
 	}
 	if err == nil && releasable(rec, m) {
-		x.parseRequest(body)
+		x.take(x.parseRequest(body))
 		if !x.stillValid(rec.Calls) {
 			svc.Refuse(rec, approval.CodeStale)
 			x.refuseResume(approval.CodeStale)

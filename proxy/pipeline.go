@@ -55,18 +55,30 @@ type exchange struct {
 	// the model its answer named.
 	upSpan    trace.Span
 	respModel string
-	req       *neutral.Request
-	eff       *catalog.Effective
-	settings  recovery.Settings
-	header    http.Header
-	vctx      validate.Context
-	jd        *judge.Judge
+	// parsed is what was read of the client's request; it is taken whole
+	// (take) once the upstream has the request.
+	parsed
+	// jd judges this request's calls with its evidence and context.
+	jd       *judge.Judge
+	settings recovery.Settings
+	header   http.Header
 	// strict is what strict mode marked on this request, or nil.
 	strict *strictRun
-	// unread is set when the client's request could not be decoded.
-	unread bool
 	// out is what the request comes to, filled in as it is decided.
 	out outcome
+}
+
+// parsed is what the pipeline read of the client's request and what
+// judging its answer needs. parseRequest makes it, on a goroutine of its
+// own while the upstream works on the request, and hands it back whole.
+type parsed struct {
+	req *neutral.Request
+	eff *catalog.Effective
+	// vctx is what the local checks read; the judge points into the
+	// exchange's copy.
+	vctx validate.Context
+	// unread is set when the client's request could not be decoded.
+	unread bool
 }
 
 type usageEntry struct {
@@ -107,27 +119,7 @@ func (x *exchange) serve() {
 	if x.abstainOn() || x.strictOn() {
 		c, err = x.sendRead(body)
 	} else {
-		// Nothing sent upstream depends on the request's content, so it
-		// is read while the upstream works on it: the parse is then off
-		// the path to the first byte. The body is only read by both.
-		parsed := make(chan struct{})
-		var crash any
-		go func() {
-			defer func() {
-				crash = recover()
-				close(parsed)
-			}()
-			x.parseRequest(body)
-		}()
-		c, err = x.send(x.r.Context(), recovery.KindOriginal, body)
-		<-parsed
-		if crash != nil {
-			// Panics belong to the handler, whose recovery answers 502.
-			if c != nil {
-				c.Close()
-			}
-			panic(crash)
-		}
+		c, err = x.sendParsing(body)
 	}
 	if err != nil {
 		x.fail(err)
@@ -157,10 +149,45 @@ func (x *exchange) serve() {
 	x.serveAnswer(c)
 }
 
+// parsing is what parseRequest hands back from its goroutine: the parsed
+// request, or the panic it met.
+type parsing struct {
+	p     parsed
+	crash any
+}
+
+// sendParsing sends the client's body as it came and reads it meanwhile:
+// nothing sent upstream depends on the request's content, so the parse is
+// off the path to the first byte. The body is only read by both; the
+// parsed request comes back over a channel, and the exchange takes it once
+// both are done.
+func (x *exchange) sendParsing(body []byte) (*call, error) {
+	done := make(chan parsing, 1)
+	go func() {
+		var out parsing
+		defer func() {
+			out.crash = recover()
+			done <- out
+		}()
+		out.p = x.parseRequest(body)
+	}()
+	c, err := x.send(x.r.Context(), recovery.KindOriginal, body)
+	res := <-done
+	if res.crash != nil {
+		// Panics belong to the handler, whose recovery answers 502.
+		if c != nil {
+			c.Close()
+		}
+		panic(res.crash)
+	}
+	x.take(res.p)
+	return c, err
+}
+
 // sendRead reads the request, then sends it with the strict flags and the
 // abstain exit, which go into its tools, and handles a refused marking.
 func (x *exchange) sendRead(body []byte) (*call, error) {
-	x.parseRequest(body)
+	x.take(x.parseRequest(body))
 	client := body
 	if x.strictOn() {
 		body = x.markStrict(body)
@@ -366,23 +393,29 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 // parseRequest reads the client's request and derives what judging the
 // answer needs. A request toolgate cannot read goes upstream all the same:
 // the upstream is its judge, and the answer is still held to the config
-// catalog.
-func (x *exchange) parseRequest(body []byte) {
+// catalog. It writes nothing of the exchange: it runs beside send.
+func (x *exchange) parseRequest(body []byte) parsed {
 	snap := x.rt.snap
 	req, err := x.cd.DecodeRequest(x.path, body)
-	parsed := err == nil
+	p := parsed{req: req}
 	var evidence validate.Evidence
-	if parsed {
+	if err == nil {
 		evidence = validate.NewCorpus(req.Vouching)
 	} else {
 		x.s.metrics.unvalidated(unreadableRequest)
-		req = &neutral.Request{Body: body}
-		x.unread = true
+		p.req = &neutral.Request{Body: body}
+		p.unread = true
 	}
-	x.req = req
-	x.eff = snap.Effective(req.Offered, req.Choice, parsed)
-	x.vctx = validate.Context{Eff: x.eff, Evidence: evidence, HistoryUpstream: req.HistoryUpstream,
-		History: validate.HistoryOf(req.History), Values: contextValues(x.r.Context())}
+	p.eff = snap.Effective(p.req.Offered, p.req.Choice, !p.unread)
+	p.vctx = validate.Context{Eff: p.eff, Evidence: evidence, HistoryUpstream: p.req.HistoryUpstream,
+		History: validate.HistoryOf(p.req.History), Values: contextValues(x.r.Context())}
+	return p
+}
+
+// take makes p the exchange's request and sets up the judge for it.
+func (x *exchange) take(p parsed) {
+	x.parsed = p
+	snap := x.rt.snap
 	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.rt.validators, RequestID: x.rid, CatalogVersion: snap.Version}
 	x.traceRequest()
 }
