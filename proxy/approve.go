@@ -97,27 +97,27 @@ func (r *streamRun) heldStream(results []*recovery.Result) ([]byte, error) {
 }
 
 // hold stores the held answer and adds the approval to the escalation. It
-// returns the reply to send instead when the store could not be reached:
-// a retryable 503 while the call stays held. An answer that cannot be
+// returns the reply to send instead (failed) when the store could not be
+// reached: a retryable 503 while the call stays held. An answer that cannot be
 // bound to its request (a body without a canonical form, a call whose
 // arguments are not JSON) escalates as before, with nothing to approve.
-func (x *exchange) hold(v *verdict, contentType string, held []byte, stream bool) *reply {
+func (x *exchange) hold(v *verdict, contentType string, held []byte, stream bool) (rp reply, failed bool) {
 	spec, err := x.holdSpec(v, contentType, held, stream)
 	if err != nil {
 		x.s.log.Info("confirm call not held", zap.String("request_id", x.rid), zap.Error(err))
-		return nil
+		return reply{}, false
 	}
 	rec, secret, err := x.s.approvals.Request(context.WithoutCancel(x.r.Context()), spec)
 	if err != nil {
 		x.s.log.Warn("approval store failed; the call stays held", zap.String("request_id", x.rid), zap.Error(err))
-		return x.failureReply(storeFailure("the approval store cannot be reached; the call is held, retry the request"))
+		return x.failureReply(storeFailure("the approval store cannot be reached; the call is held, retry the request")), true
 	}
 	ticket, _ := json.Marshal(rec.Ticket(secret))
 	v.escalation.Body = withMember(v.escalation.Body, "approval", ticket)
 	x.out.approvalID = rec.ID
 	x.s.log.Info("call held for approval", zap.String("request_id", x.rid),
 		zap.String("approval_id", rec.ID), zap.String("escalation_id", rec.EscalationID))
-	return nil
+	return reply{}, false
 }
 
 // holdSpec gathers what binds a held answer to its request and calls.
@@ -265,7 +265,7 @@ func (x *exchange) stillValid(calls []approval.Call) bool {
 func (x *exchange) release(rec *approval.Record) {
 	ct, body := unpackHeld(rec.Held)
 	x.out.escalationID = rec.EscalationID
-	x.write(&reply{status: http.StatusOK, label: outcomeApproved, decided: true, contentType: ct, noCache: rec.Stream, body: body})
+	x.write(reply{status: http.StatusOK, label: outcomeApproved, decided: true, contentType: ct, noCache: rec.Stream, body: body})
 	x.s.log.Info("approved call released", zap.String("request_id", x.rid), zap.String("approval_id", rec.ID))
 }
 
@@ -299,22 +299,22 @@ var approvalRefusalText = map[approval.Code]string{
 
 // holdPlain holds a plain answer; it returns the reply to send instead
 // when the store failed.
-func (x *exchange) holdPlain(v *verdict, resp *neutral.Answer, upHeader http.Header) *reply {
+func (x *exchange) holdPlain(v *verdict, resp *neutral.Answer, upHeader http.Header) (reply, bool) {
 	held, err := x.heldAnswer(resp, v.hold)
 	if err != nil {
 		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-		return nil
+		return reply{}, false
 	}
 	return x.hold(v, contentTypeOf(upHeader), held, false)
 }
 
 // holdStream holds a stream none of which was sent; it returns the reply
 // to send instead when the store failed.
-func (r *streamRun) holdStream(v *verdict) *reply {
+func (r *streamRun) holdStream(v *verdict) (reply, bool) {
 	held, err := r.heldStream(v.hold)
 	if err != nil {
 		r.x.s.log.Error("stream render failed", zap.String("request_id", r.x.rid), zap.Error(err))
-		return nil
+		return reply{}, false
 	}
 	return r.x.hold(v, contentTypeOf(r.c.resp.Header), held, true)
 }

@@ -119,13 +119,13 @@ func (x *exchange) finish(resp *neutral.Answer, upHeader http.Header, results []
 }
 
 // answerOf is the reply the verdict makes of a plain answer.
-func (x *exchange) answerOf(v *verdict, resp *neutral.Answer, upHeader http.Header) *reply {
+func (x *exchange) answerOf(v *verdict, resp *neutral.Answer, upHeader http.Header) reply {
 	switch {
 	case v.upstream != nil:
 		return x.handBackReply(v.upstream)
 	case v.escalation != nil:
 		if v.hold != nil {
-			if rp := x.holdPlain(v, resp, upHeader); rp != nil {
+			if rp, failed := x.holdPlain(v, resp, upHeader); failed {
 				return rp
 			}
 		}

@@ -46,7 +46,7 @@ type reply struct {
 // write sends a reply and reports the request: conclude, headers, status,
 // body, report, once, in that order. It is the one place a judged route's
 // answer is written.
-func (x *exchange) write(rp *reply) {
+func (x *exchange) write(rp reply) {
 	x.conclude(rp.status, rp.label, rp.decided)
 	if rp.tail != nil {
 		if len(rp.body) == 0 {
@@ -98,21 +98,21 @@ func (rp *reply) setHeaders(h http.Header) {
 
 // answerReply is a whole answer that goes out: the upstream's bytes or
 // their re-encoding, under the upstream's headers.
-func answerReply(upHeader http.Header, body []byte, o recovery.Outcome) *reply {
-	return &reply{status: http.StatusOK, label: string(o), decided: true, upstream: upHeader, body: body}
+func answerReply(upHeader http.Header, body []byte, o recovery.Outcome) reply {
+	return reply{status: http.StatusOK, label: string(o), decided: true, upstream: upHeader, body: body}
 }
 
 // relayReply passes a non-success upstream answer on as it is: the SDK
 // knows what to do with the provider's own errors and retry-after.
-func (x *exchange) relayReply(c *call) *reply {
-	return &reply{status: c.resp.StatusCode, label: labelUpstreamStatus, upstream: c.resp.Header, encoded: true,
+func (x *exchange) relayReply(c *call) reply {
+	return reply{status: c.resp.StatusCode, label: labelUpstreamStatus, upstream: c.resp.Header, encoded: true,
 		from: c.body, limit: x.rt.snap.Config.Limits.MaxResponseBytes}
 }
 
 // handBackReply passes a retryable re-query failure to the client as the
 // provider sent it. It carries no outcome header: nothing was decided,
 // and the SDK's retry will be judged afresh.
-func (x *exchange) handBackReply(ue *recovery.UpstreamError) *reply {
+func (x *exchange) handBackReply(ue *recovery.UpstreamError) reply {
 	if ue.Status == 0 {
 		return x.failureReply(repairFailure(ue, false))
 	}
@@ -120,23 +120,23 @@ func (x *exchange) handBackReply(ue *recovery.UpstreamError) *reply {
 	if rep == nil {
 		rep = &upstreamReply{}
 	}
-	return &reply{status: ue.Status, label: string(neutral.CodeUpstream), upstream: rep.header, encoded: true, body: rep.body}
+	return reply{status: ue.Status, label: string(neutral.CodeUpstream), upstream: rep.header, encoded: true, body: rep.body}
 }
 
 // failureReply is one of toolgate's own errors in the API's envelope.
-func (x *exchange) failureReply(f neutral.Failure) *reply {
-	return &reply{status: f.Status, label: string(f.Code), contentType: "application/json", noRetry: !f.Retryable,
+func (x *exchange) failureReply(f neutral.Failure) reply {
+	return reply{status: f.Status, label: string(f.Code), contentType: "application/json", noRetry: !f.Retryable,
 		retryAfter: retryAfterOf(f), body: x.cd.EncodeError(f)}
 }
 
 // escalationReply answers in error mode (SPEC §5).
-func (x *exchange) escalationReply(e *neutral.Escalated, o recovery.Outcome) *reply {
-	return &reply{status: statusEscalated, label: string(o), decided: true, contentType: "application/json",
+func (x *exchange) escalationReply(e *neutral.Escalated, o recovery.Outcome) reply {
+	return reply{status: statusEscalated, label: string(o), decided: true, contentType: "application/json",
 		noRetry: true, body: x.cd.EncodeEscalation(e)}
 }
 
 // tailReply ends a stream with body; decided when the stream's answer
 // was judged whole.
-func tailReply(sw *streamWriter, body []byte, label string, decided bool) *reply {
-	return &reply{status: http.StatusOK, label: label, decided: decided, tail: sw, body: body}
+func tailReply(sw *streamWriter, body []byte, label string, decided bool) reply {
+	return reply{status: http.StatusOK, label: label, decided: decided, tail: sw, body: body}
 }

@@ -419,9 +419,9 @@ func framing(raw []byte) bool {
 // deliver is the reply the verdict makes of a complete stream: its held
 // events as they came or re-encoded, or an error event; while nothing
 // went out, a failure or an escalation is a plain status instead.
-func (r *streamRun) deliver(v *verdict) *reply {
+func (r *streamRun) deliver(v *verdict) reply {
 	x, sw, st := r.x, r.sw, r.st
-	tail := func(b []byte) *reply { return tailReply(sw, b, string(v.outcome), true) }
+	tail := func(b []byte) reply { return tailReply(sw, b, string(v.outcome), true) }
 	switch {
 	case r.shadow || !r.holding:
 		return tail(r.held.buf)
@@ -437,7 +437,7 @@ func (r *streamRun) deliver(v *verdict) *reply {
 			return tail(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(v.escalation.Code), Message: v.escalation.Text}, v.escalation))
 		}
 		if v.hold != nil {
-			if rp := r.holdStream(v); rp != nil {
+			if rp, failed := r.holdStream(v); failed {
 				return rp
 			}
 		}
