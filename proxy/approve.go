@@ -41,8 +41,8 @@ const codeStoreUnavailable neutral.FailureCode = "store_unavailable"
 // either passes or escalates only because a valid call's tool needs
 // confirming, and at least one does. The calls must be the model's own:
 // a substitute a person never asked for is not held.
-func (x *exchange) holdable(results []*recovery.Result) bool {
-	if x.s.approvals == nil || x.settings.Shadow || x.begun {
+func (x *exchange) holdable(results []*recovery.Result, begun bool) bool {
+	if x.s.approvals == nil || x.settings.Shadow || begun {
 		// A stream that has sent text cannot be replayed whole on resume:
 		// its escalation stays what the config says.
 		return false

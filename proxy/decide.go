@@ -36,8 +36,9 @@ type verdict struct {
 
 // decide turns the ladder's results into one verdict. It has no effects:
 // what counts, observes and records the answer reads the verdict after
-// (record), and what is written is built from it.
-func (x *exchange) decide(results []*recovery.Result) verdict {
+// (record), and what is written is built from it. begun: a stream's first
+// bytes went out before its answer was decided.
+func (x *exchange) decide(results []*recovery.Result, begun bool) verdict {
 	v := verdict{outcome: recovery.Pass}
 	if x.settings.Shadow {
 		v.outcome = recovery.ShadowPass
@@ -57,7 +58,7 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 		return v
 	}
 	v.errorMode = x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput
-	if x.holdable(results) {
+	if x.holdable(results, begun) {
 		// A held answer is released on a retry, which only an error asks for.
 		v.errorMode, v.hold = true, results
 	}
@@ -113,7 +114,7 @@ func (x *exchange) record(results []*recovery.Result, v *verdict) {
 // finish judges nothing more: it records the verdict on a plain answer and
 // writes what it says.
 func (x *exchange) finish(resp *neutral.Answer, upHeader http.Header, results []*recovery.Result) {
-	v := x.decide(results)
+	v := x.decide(results, false)
 	x.record(results, &v)
 	x.write(x.answerOf(&v, resp, upHeader))
 }

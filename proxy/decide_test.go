@@ -28,7 +28,7 @@ func TestDecideListsEveryEscalation(t *testing.T) {
 	for _, mode := range []string{catalog.EscalationError, catalog.EscalationMessage} {
 		t.Run(mode, func(t *testing.T) {
 			x := decideExchange(mode)
-			v := x.decide([]*recovery.Result{escalating("esc_a"), pass, escalating("esc_b")})
+			v := x.decide([]*recovery.Result{escalating("esc_a"), pass, escalating("esc_b")}, false)
 			if !slices.Equal(v.escalating, []int{0, 2}) {
 				t.Errorf("escalating %v, want [0 2]", v.escalating)
 			}
@@ -50,7 +50,7 @@ func TestDecideListsEveryEscalation(t *testing.T) {
 func TestDecideHandsBackUpstreamFailure(t *testing.T) {
 	ue := &recovery.UpstreamError{Status: 503, Retryable: true}
 	v := decideExchange(catalog.EscalationError).decide([]*recovery.Result{escalating("esc_a"),
-		{Outcome: recovery.Escalated, Upstream: ue}})
+		{Outcome: recovery.Escalated, Upstream: ue}}, false)
 	if v.upstream != ue || len(v.escalating) != 0 || v.actions != nil {
 		t.Errorf("verdict %+v", v)
 	}

@@ -124,27 +124,31 @@ func millis(d time.Duration) string {
 	return string(out)
 }
 
-func (x *exchange) overhead() time.Duration {
-	d := time.Since(x.start) - x.upWait
+// overhead is the request's time so far less what it waited on the
+// upstream.
+func (sp *spent) overhead() time.Duration {
+	d := time.Since(sp.start) - sp.upWait
 	if d < 0 {
 		return 0
 	}
 	return d
 }
 
-func (x *exchange) usageJSON() string {
+// usageJSON is the X-Toolgate-Usage value: the tokens of every upstream
+// call, in total and call by call.
+func (sp *spent) usageJSON() string {
 	var in, out int64
-	for _, u := range x.usage {
+	for _, u := range sp.usage {
 		in += u.Input
 		out += u.Output
 	}
-	b := make([]byte, 0, 64+48*len(x.usage))
+	b := make([]byte, 0, 64+48*len(sp.usage))
 	b = append(b, `{"input_tokens":`...)
 	b = strconv.AppendInt(b, in, 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, out, 10)
 	b = append(b, `,"calls":[`...)
-	for i, u := range x.usage {
+	for i, u := range sp.usage {
 		if i > 0 {
 			b = append(b, ',')
 		}

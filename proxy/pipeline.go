@@ -39,18 +39,13 @@ type exchange struct {
 	path   string
 	// body is the client's request as it came, which an approval binds.
 	body []byte
-	// begun: a stream's first bytes went out before its answer was
-	// decided, so it can no longer be held for approval.
-	begun bool
 	// query is the query string sent upstream: the client's, less any key
 	// toolgate's own replaces.
 	query string
 
-	start  time.Time
-	upWait time.Duration
-	calls  int
-	usage  []usageEntry
-	upIDs  []string
+	// spent is what the request's upstream calls took, which the
+	// outcome headers, the log line and escalations report.
+	spent
 	// upSpan is the client span of the latest upstream call; respModel
 	// the model its answer named.
 	upSpan    trace.Span
@@ -81,6 +76,17 @@ type parsed struct {
 	unread bool
 }
 
+// spent is what a request's upstream calls took: their number, the time
+// spent waiting on them (toolgate's overhead is the rest), their usage
+// and the request ids the upstream gave them.
+type spent struct {
+	start  time.Time
+	upWait time.Duration
+	calls  int
+	usage  []usageEntry
+	upIDs  []string
+}
+
 type usageEntry struct {
 	Kind   recovery.Kind `json:"kind"`
 	Input  int64         `json:"input"`
@@ -91,7 +97,7 @@ type usageEntry struct {
 func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) http.HandlerFunc {
 	series := s.metrics.forAPI(a.Name())
 	return func(w http.ResponseWriter, r *http.Request) {
-		x := &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, start: time.Now(),
+		x := &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, spent: spent{start: time.Now()},
 			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
 		x.serve()
 	}

@@ -222,8 +222,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	// response header, which must not race with the keepalive sending the
 	// headers.
 	r.stopKeepalive()
-	x.begun = r.sw.begun()
-	v := x.decide(results)
+	v := x.decide(results, r.sw.begun())
 	x.record(results, &v)
 	x.s.metrics.StreamsHeldEvents.Observe(float64(len(r.held.events)))
 	rp := r.deliver(&v)
