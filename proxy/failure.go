@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -133,12 +134,17 @@ func repairFailure(ue *recovery.UpstreamError, streaming bool) neutral.Failure {
 	return neutral.Failure{Status: http.StatusGatewayTimeout, Code: neutral.CodeUpstream, Message: msg, Retryable: true}
 }
 
-// requeryFailure is what a re-query whose answer could not be read comes
-// to: an answer toolgate refuses (too large, an unknown encoding) is the
-// ladder's to escalate, a connection that failed inside the body (idle
-// timeout, reset) is a transport failure like one before the headers,
-// which the client's retry may well not meet again.
-func requeryFailure(err error) error {
+// requeryFailure is what a re-query that could not be sent or read comes
+// to: the client's own cancellation or the recovery deadline as such; an
+// answer toolgate refuses (too large, an unknown encoding) as it is, for
+// the ladder to escalate; and a connection that failed (refused, reset,
+// an idle timeout before the headers or inside the body) as a transport
+// failure, which the client's retry may well not meet again. A refused
+// status is statusFailure's.
+func requeryFailure(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if errors.As(err, new(*failure)) {
 		return err
 	}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -83,14 +84,20 @@ func TestClassify(t *testing.T) {
 // failed inside the body is handed back like a transport failure.
 func TestRequeryFailure(t *testing.T) {
 	for _, err := range []error{errTooLarge, errEncoding} {
-		if got := requeryFailure(err); got != err {
+		if got := requeryFailure(context.Background(), err); got != err {
 			t.Errorf("%v became %v", err, got)
 		}
 	}
 	for _, err := range []error{errIdle, errors.New("connection reset")} {
 		var ue *recovery.UpstreamError
-		if !errors.As(requeryFailure(err), &ue) || !ue.Retryable || ue.Status != 0 {
+		if !errors.As(requeryFailure(context.Background(), err), &ue) || !ue.Retryable || ue.Status != 0 {
 			t.Errorf("%v: not a retryable transport failure", err)
 		}
+	}
+	// A client gone or the recovery deadline is the ladder's to tell apart.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := requeryFailure(ctx, errors.New("reset")); got != context.Canceled {
+		t.Errorf("after cancellation: %v", got)
 	}
 }

@@ -366,10 +366,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 	}
 	c, err := x.send(ctx, q.Kind, body)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, transportFailure(err)
+		return nil, requeryFailure(ctx, err)
 	}
 	defer c.Close()
 	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
@@ -378,10 +375,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 	}
 	answer, err := x.readAnswer(c)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, requeryFailure(err)
+		return nil, requeryFailure(ctx, err)
 	}
 	// A re-query's calls go to the client as repairs.
 	if err := x.readable(answer); err != nil {
