@@ -111,8 +111,8 @@ func (x *exchange) record(results []*recovery.Result, v *verdict) {
 	}
 }
 
-// finish judges nothing more: it records the verdict on a plain answer and
-// writes what it says.
+// finish decides a judged plain answer, records the verdict and writes the
+// reply it makes.
 func (x *exchange) finish(resp *neutral.Answer, upHeader http.Header, results []*recovery.Result) {
 	v := x.decide(results, false)
 	x.record(results, &v)

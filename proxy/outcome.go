@@ -28,17 +28,16 @@ const (
 )
 
 // outcome is what one request came to. It is filled in as the request is
-// decided, and everything that reports the request reads it, here: the
-// SPEC §6 response headers, the request metrics and the one log line.
-// Escalations reach the sinks as they are decided (escalation.go).
+// decided and concluded by write, and everything that reports the request
+// reads it, here: the SPEC §6 response headers, the request metrics and
+// the one log line. Escalations reach the sinks when record reads the
+// verdict (decide.go, escalation.go).
 type outcome struct {
 	// label is the X-Toolgate-Outcome value once the answer is decided,
 	// else what ended the request (an error code, upstream_status); it
 	// labels toolgate_requests_total and the log line.
-	label string
-	// decided: the whole answer is known, so the outcome headers go out.
-	decided bool
-	status  int
+	label  string
+	status int
 	// escalationID is the escalation the answer carries, if any.
 	escalationID string
 	// approvalID is the approval the answer was held under or released
@@ -81,10 +80,9 @@ func copyHeader(dst, src http.Header) {
 	dst.Del("Content-Encoding")
 }
 
-// conclude records how the request ends. decided is set when the label
-// is the answer's outcome, known only once the whole answer is.
-func (x *exchange) conclude(status int, label string, decided bool) {
-	x.out.status, x.out.label, x.out.decided = status, label, decided
+// conclude records how the request ends.
+func (x *exchange) conclude(status int, label string) {
+	x.out.status, x.out.label = status, label
 }
 
 // headers sets the SPEC §6 headers from the outcome. Outcome headers only

@@ -20,7 +20,8 @@ type reply struct {
 	// the request; it labels the request metrics and the log line.
 	label string
 	// decided: the label is the whole answer's outcome, so the outcome
-	// headers go out with it.
+	// headers go out with it; a stream's tail has none, its headers went
+	// out (or go out now) as a stream's, before it was decided.
 	decided bool
 	// upstream are the upstream answer's headers to pass on (copyHeader);
 	// encoded keeps its content encoding, for bytes relayed undecoded.
@@ -47,7 +48,7 @@ type reply struct {
 // body, report, once, in that order. It is the one place a judged route's
 // answer is written.
 func (x *exchange) write(rp reply) {
-	x.conclude(rp.status, rp.label, rp.decided)
+	x.conclude(rp.status, rp.label)
 	if rp.tail != nil {
 		if len(rp.body) == 0 {
 			// Even an answer with no events reaches the client as a stream.
