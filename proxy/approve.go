@@ -37,8 +37,8 @@ const outcomeApproved = "approved"
 // either passes or escalates only because a valid call's tool needs
 // confirming, and at least one does. The calls must be the model's own:
 // a substitute a person never asked for is not held.
-func (x *exchange) holdable(results []*recovery.Result) bool {
-	if x.s.approvals == nil || x.settings.Shadow || x.begun {
+func (x *exchange) holdable(results []*recovery.Result, begun bool) bool {
+	if x.s.approvals == nil || x.settings.Shadow || begun {
 		// A stream that has sent text cannot be replayed whole on resume:
 		// its escalation stays what the config says.
 		return false
@@ -93,31 +93,27 @@ func (r *streamRun) heldStream(results []*recovery.Result) ([]byte, error) {
 }
 
 // hold stores the held answer and adds the approval to the escalation. It
-// is false when it answered itself: the store could not be reached, and
-// the client gets a retryable 503 while the call stays held. An answer
-// that cannot be bound to its request (a body without a canonical form,
-// a call whose arguments are not JSON) escalates as before, with nothing
-// to approve.
-func (x *exchange) hold(v *verdict, contentType string, held []byte, stream bool) bool {
+// returns the reply to send instead (failed) when the store could not be
+// reached: a retryable 503 while the call stays held. An answer that cannot be
+// bound to its request (a body without a canonical form, a call whose
+// arguments are not JSON) escalates as before, with nothing to approve.
+func (x *exchange) hold(v *verdict, contentType string, held []byte, stream bool) (rp reply, failed bool) {
 	spec, err := x.holdSpec(v, contentType, held, stream)
 	if err != nil {
 		x.s.log.Info("confirm call not held", zap.String("request_id", x.rid), zap.Error(err))
-		return true
+		return reply{}, false
 	}
 	rec, secret, err := x.s.approvals.Request(context.WithoutCancel(x.r.Context()), spec)
 	if err != nil {
 		x.s.log.Warn("approval store failed; the call stays held", zap.String("request_id", x.rid), zap.Error(err))
-		x.w.Header().Set("Retry-After", "1")
-		x.writeFailure(neutral.Failure{Status: http.StatusServiceUnavailable, Code: neutral.CodeStoreUnavailable,
-			Message: "the approval store cannot be reached; the call is held, retry the request", Retryable: true})
-		return false
+		return x.failureReply(storeFailure("the approval store cannot be reached; the call is held, retry the request")), true
 	}
 	ticket, _ := json.Marshal(rec.Ticket(secret))
 	v.escalation.Body = withMember(v.escalation.Body, "approval", ticket)
 	x.out.approvalID = rec.ID
 	x.s.log.Info("call held for approval", zap.String("request_id", x.rid),
 		zap.String("approval_id", rec.ID), zap.String("escalation_id", rec.EscalationID))
-	return true
+	return reply{}, false
 }
 
 // holdSpec gathers what binds a held answer to its request and calls.
@@ -219,7 +215,7 @@ func (x *exchange) resume(body []byte) {
 		return
 	}
 	if err == nil && releasable(rec, m) {
-		x.parseRequest(body)
+		x.take(x.parseRequest(body))
 		if !x.stillValid(rec.Calls) {
 			svc.Refuse(rec, approval.CodeStale)
 			x.refuseResume(approval.CodeStale)
@@ -264,18 +260,8 @@ func (x *exchange) stillValid(calls []approval.Call) bool {
 // events, in the route's framing, as they were held.
 func (x *exchange) release(rec *approval.Record) {
 	ct, body := unpackHeld(rec.Held)
-	h := x.w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if rec.Stream {
-		h.Set("Cache-Control", "no-cache")
-	}
 	x.out.escalationID = rec.EscalationID
-	x.conclude(http.StatusOK, outcomeApproved, true)
-	x.headers(h)
-	x.w.WriteHeader(http.StatusOK)
-	_, _ = x.w.Write(body)
-	x.report()
+	x.write(reply{status: http.StatusOK, label: outcomeApproved, decided: true, contentType: ct, noCache: rec.Stream, body: body})
 	x.s.log.Info("approved call released", zap.String("request_id", x.rid), zap.String("approval_id", rec.ID))
 }
 
@@ -286,16 +272,14 @@ func (x *exchange) approvalFailure(err error) {
 		return
 	}
 	x.s.log.Warn("approval store failed", zap.String("request_id", x.rid), zap.Error(err))
-	x.w.Header().Set("Retry-After", "1")
-	x.writeFailure(neutral.Failure{Status: http.StatusServiceUnavailable, Code: neutral.CodeStoreUnavailable,
-		Message: "the approval store cannot be reached; retry the request", Retryable: true})
+	x.write(x.failureReply(storeFailure("the approval store cannot be reached; retry the request")))
 }
 
 // refuseResume answers a refused resume in the route's envelope; a retry
 // of the same request would be refused again.
 func (x *exchange) refuseResume(code approval.Code) {
 	rf := &approval.Refusal{Code: code}
-	x.writeFailure(neutral.Failure{Status: rf.Status(), Code: neutral.FailureCode(code), Message: approvalRefusalText[code]})
+	x.write(x.failureReply(neutral.Failure{Status: rf.Status(), Code: neutral.FailureCode(code), Message: approvalRefusalText[code]}))
 }
 
 var approvalRefusalText = map[approval.Code]string{
@@ -309,23 +293,24 @@ var approvalRefusalText = map[approval.Code]string{
 	approval.CodeSecret:   "the approval secret is missing or wrong",
 }
 
-// holdPlain holds a plain answer; false when it answered itself.
-func (x *exchange) holdPlain(v *verdict, resp *neutral.Answer, upHeader http.Header) bool {
+// holdPlain holds a plain answer; it returns the reply to send instead
+// when the store failed.
+func (x *exchange) holdPlain(v *verdict, resp *neutral.Answer, upHeader http.Header) (reply, bool) {
 	held, err := x.heldAnswer(resp, v.hold)
 	if err != nil {
 		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-		return true
+		return reply{}, false
 	}
 	return x.hold(v, contentTypeOf(upHeader), held, false)
 }
 
-// holdStream holds a stream none of which was sent; false when it
-// answered itself.
-func (r *streamRun) holdStream(v *verdict) bool {
+// holdStream holds a stream none of which was sent; it returns the reply
+// to send instead when the store failed.
+func (r *streamRun) holdStream(v *verdict) (reply, bool) {
 	held, err := r.heldStream(v.hold)
 	if err != nil {
 		r.x.s.log.Error("stream render failed", zap.String("request_id", r.x.rid), zap.Error(err))
-		return true
+		return reply{}, false
 	}
 	return r.x.hold(v, contentTypeOf(r.c.resp.Header), held, true)
 }

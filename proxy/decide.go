@@ -17,7 +17,14 @@ type verdict struct {
 	outcome recovery.Outcome
 	// upstream is a retryable re-query failure to hand to the client.
 	upstream *recovery.UpstreamError
-	// escalation, when set, replaces the whole answer (error mode).
+	// errorMode: the first escalation replaces the whole answer (SPEC §5);
+	// else each escalated choice answers with its message.
+	errorMode bool
+	// escalating are the choices that escalate, in order. record gives
+	// each its escalation, in both modes.
+	escalating []int
+	// escalation is the escalation that replaces the answer in error
+	// mode, set by record.
 	escalation *neutral.Escalated
 	// actions say what becomes of each choice.
 	actions []neutral.Action
@@ -27,9 +34,11 @@ type verdict struct {
 	hold []*recovery.Result
 }
 
-// decide turns the ladder's results into one verdict, counting and
-// recording what happened.
-func (x *exchange) decide(results []*recovery.Result) verdict {
+// decide turns the ladder's results into one verdict. It has no effects:
+// what counts, observes and records the answer reads the verdict after
+// (record), and what is written is built from it. begun: a stream's first
+// bytes went out before its answer was decided.
+func (x *exchange) decide(results []*recovery.Result, begun bool) verdict {
 	v := verdict{outcome: recovery.Pass}
 	if x.settings.Shadow {
 		v.outcome = recovery.ShadowPass
@@ -37,10 +46,10 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 	for _, r := range results {
 		v.outcome = recovery.Worse(v.outcome, r.Outcome)
 	}
-	x.account(results)
-	x.observe(results)
 	for _, r := range results {
 		if r.Upstream != nil {
+			// The client's retry is judged afresh: nothing of this answer
+			// is escalated.
 			v.upstream = r.Upstream
 			return v
 		}
@@ -48,25 +57,19 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 	if x.settings.Shadow {
 		return v
 	}
-	errorMode := x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput
-	if x.holdable(results) {
+	v.errorMode = x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput
+	if x.holdable(results, begun) {
 		// A held answer is released on a retry, which only an error asks for.
-		errorMode, v.hold = true, results
+		v.errorMode, v.hold = true, results
 	}
 	v.actions = make([]neutral.Action, len(results))
 	for i, r := range results {
-		a := &v.actions[i]
-		*a = actionFor(r)
+		v.actions[i] = actionFor(r)
 		if r.Escalation != nil {
-			e := x.escalated(r)
-			x.out.escalationID = e.ID
-			if errorMode {
-				v.escalation = e
-				return v
-			}
-			a.Kind, a.Text, a.Escalation = neutral.Respond, e.Text, e
+			v.escalating = append(v.escalating, i)
+			v.actions[i].Kind = neutral.Respond
 		}
-		v.changed = v.changed || a.Touched()
+		v.changed = v.changed || v.actions[i].Touched()
 	}
 	return v
 }
@@ -74,7 +77,7 @@ func (x *exchange) decide(results []*recovery.Result) verdict {
 // actionFor is what the ladder's result makes of one choice: an
 // abstention answers with the model's reason, a repair replaces the calls
 // it changed, and the rest goes out as it came. An escalation's message is
-// added by decide, which also records it.
+// added by record, which also records it.
 func actionFor(r *recovery.Result) neutral.Action {
 	a := neutral.Action{ReQueries: r.Turns}
 	switch {
@@ -86,27 +89,56 @@ func actionFor(r *recovery.Result) neutral.Action {
 	return a
 }
 
-// finish writes a plain answer according to the verdict.
+// record reads the verdict for everything but the client: the calls and
+// the ladder's steps are counted, the observer sees the steps, and every
+// escalation of every choice is completed, counted and given to the
+// sinks, in error mode too, where only the first one answers.
+func (x *exchange) record(results []*recovery.Result, v *verdict) {
+	x.account(results)
+	x.observe(results)
+	for _, i := range v.escalating {
+		e := x.escalated(results[i])
+		a := &v.actions[i]
+		a.Text, a.Escalation = e.Text, e
+		if v.escalation == nil || !v.errorMode {
+			// The header names the escalation the answer carries: the
+			// one that replaces it, or the last message.
+			x.out.escalationID = e.ID
+		}
+		if v.errorMode && v.escalation == nil {
+			v.escalation = e
+		}
+	}
+}
+
+// finish decides a judged plain answer, records the verdict and writes the
+// reply it makes.
 func (x *exchange) finish(resp *neutral.Answer, upHeader http.Header, results []*recovery.Result) {
-	v := x.decide(results)
+	v := x.decide(results, false)
+	x.record(results, &v)
+	x.write(x.answerOf(&v, resp, upHeader))
+}
+
+// answerOf is the reply the verdict makes of a plain answer.
+func (x *exchange) answerOf(v *verdict, resp *neutral.Answer, upHeader http.Header) reply {
 	switch {
 	case v.upstream != nil:
-		x.writeUpstreamError(v.upstream)
+		return x.handBackReply(v.upstream)
 	case v.escalation != nil:
-		if v.hold != nil && !x.holdPlain(&v, resp, upHeader) {
-			return
+		if v.hold != nil {
+			if rp, failed := x.holdPlain(v, resp, upHeader); failed {
+				return rp
+			}
 		}
-		x.writeEscalation(v.escalation, v.outcome)
+		return x.escalationReply(v.escalation, v.outcome)
 	case !v.changed:
 		// The common case: every call valid, the upstream's bytes go out as is.
-		x.writeAnswer(http.StatusOK, upHeader, resp.Body, v.outcome)
-	default:
-		body, err := x.cd.EncodeAnswer(resp, v.actions)
-		if err != nil {
-			x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-			x.writeFailure(classify(errRender, false))
-			return
-		}
-		x.writeAnswer(http.StatusOK, upHeader, body, v.outcome)
+		return answerReply(upHeader, resp.Body, v.outcome)
 	}
+	body, err := x.cd.EncodeAnswer(resp, v.actions)
+	if err != nil {
+		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
+		return x.failureReply(classify(errRender))
+	}
+	return answerReply(upHeader, body, v.outcome)
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/recovery"
 )
 
 // The re-query statuses the official SDKs retry go back to the client;
@@ -28,39 +30,40 @@ func TestStatusFailureRetryable(t *testing.T) {
 }
 
 // Every failure toolgate answers itself has one status, code, message and
-// retry policy, in plain answers and streams.
+// retry policy, in plain answers and streams. A stream's own failures are
+// values of their own (a folded key is a bad event there, silence is a
+// stream timeout), made where the stream meets them.
 func TestClassify(t *testing.T) {
 	tests := []struct {
-		name      string
-		err       error
-		streaming bool
-		status    int
-		code      neutral.FailureCode
-		msg       string
-		retry     bool
+		name   string
+		err    error
+		status int
+		code   neutral.FailureCode
+		msg    string
+		retry  bool
 	}{
-		{"request too large", &http.MaxBytesError{Limit: 10}, false, 413, neutral.CodeRequestTooLarge, "the request body exceeds 10 bytes", false},
-		{"request slow", bodyError(fmt.Errorf("read: %w", os.ErrDeadlineExceeded)), false, 408, neutral.CodeRequestTimeout, "the request body did not arrive in time", true},
-		{"request unreadable", bodyError(errors.New("reset")), false, 400, neutral.CodeRequestRead, "the request body could not be read", false},
-		{"not utf-8", errNotUTF8, false, 502, neutral.CodeUpstream, errNotUTF8.Error() + ", so it was not forwarded", true},
-		{"folded key", errFoldedKey, false, 502, neutral.CodeUpstream, errFoldedKey.Error() + ", so it was not forwarded", true},
-		{"folded key in a stream", errFoldedKey, true, 502, neutral.CodeUpstream, errBadEvent.Error(), true},
-		{"no call id", errNoCallID, true, 502, neutral.CodeUpstream, errNoCallID.Error() + ", so it was not forwarded", true},
-		{"answer too large", errTooLarge, false, 502, neutral.CodeUpstream, errTooLarge.Error(), true},
-		{"encoding", errEncoding, false, 502, neutral.CodeUpstream, errEncoding.Error(), true},
-		{"unreadable answer", unreadable{errors.New("eof")}, false, 502, neutral.CodeUpstream, "toolgate could not read the upstream answer, so it was not forwarded", true},
-		{"bad event", fmt.Errorf("%w: x", errBadEvent), true, 502, neutral.CodeUpstream, errBadEvent.Error(), true},
-		{"cut stream", fmt.Errorf("%w: eof", errCut), true, 502, neutral.CodeUpstream, errCut.Error(), true},
-		{"idle stream", errIdle, true, 504, neutral.CodeUpstreamTimeout, "the upstream stream went silent for longer than idle_timeout", true},
-		{"idle answer", errIdle, false, 504, neutral.CodeUpstream, "the upstream did not answer in time", true},
-		{"render", errRender, false, 502, neutral.CodeInternal, errRender.Error(), true},
-		{"repair transport", transportFailure(errors.New("reset")), false, 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
-		{"repair status in a stream", statusFailure(503, nil, nil), true, 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request (upstream status 503)", true},
-		{"unreachable", errors.New("dial tcp: refused"), false, 502, neutral.CodeUpstream, "the upstream could not be reached", true},
+		{"request too large", &http.MaxBytesError{Limit: 10}, 413, neutral.CodeRequestTooLarge, "the request body exceeds 10 bytes", false},
+		{"request slow", bodyError(fmt.Errorf("read: %w", os.ErrDeadlineExceeded)), 408, neutral.CodeRequestTimeout, "the request body did not arrive in time", true},
+		{"request unreadable", bodyError(errors.New("reset")), 400, neutral.CodeRequestRead, "the request body could not be read", false},
+		{"not utf-8", errNotUTF8, 502, neutral.CodeUpstream, errNotUTF8.Error() + ", so it was not forwarded", true},
+		{"folded key", errFoldedKey, 502, neutral.CodeUpstream, errFoldedKey.Error() + ", so it was not forwarded", true},
+		{"folded key in a stream", fmt.Errorf("%w: %v", errBadEvent, errFoldedKey), 502, neutral.CodeUpstream, errBadEvent.Error(), true},
+		{"no call id", errNoCallID, 502, neutral.CodeUpstream, errNoCallID.Error() + ", so it was not forwarded", true},
+		{"answer too large", errTooLarge, 502, neutral.CodeUpstream, errTooLarge.Error(), true},
+		{"encoding", errEncoding, 502, neutral.CodeUpstream, errEncoding.Error(), true},
+		{"unreadable answer", fmt.Errorf("%w: %w", errUnreadable, errors.New("eof")), 502, neutral.CodeUpstream, "toolgate could not read the upstream answer, so it was not forwarded", true},
+		{"bad event", fmt.Errorf("%w: x", errBadEvent), 502, neutral.CodeUpstream, errBadEvent.Error(), true},
+		{"cut stream", fmt.Errorf("%w: eof", errCut), 502, neutral.CodeUpstream, errCut.Error(), true},
+		{"idle stream", errStreamIdle, 504, neutral.CodeUpstreamTimeout, "the upstream stream went silent for longer than idle_timeout", true},
+		{"idle answer", errIdle, 504, neutral.CodeUpstream, "the upstream did not answer in time", true},
+		{"render", errRender, 502, neutral.CodeInternal, errRender.Error(), true},
+		{"repair transport", transportFailure(errors.New("reset")), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
+		{"repair transport idle", transportFailure(errIdle), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
+		{"unreachable", errors.New("dial tcp: refused"), 502, neutral.CodeUpstream, "the upstream could not be reached", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := classify(tc.err, tc.streaming)
+			f := classify(tc.err)
 			if f.Status != tc.status || f.Code != tc.code || f.Message != tc.msg || f.Retryable != tc.retry {
 				t.Errorf("classify = %+v", f)
 			}
@@ -68,5 +71,33 @@ func TestClassify(t *testing.T) {
 				t.Errorf("X-Should-Retry %q", shouldRetry(f))
 			}
 		})
+	}
+	// A stream that has begun tells the provider's status in its error event.
+	f := repairFailure(statusFailure(503, nil, nil), true)
+	if f.Status != 504 || f.Code != neutral.CodeUpstream || !f.Retryable ||
+		f.Message != "the upstream failed while toolgate was repairing a tool call; retry the request (upstream status 503)" {
+		t.Errorf("repair status in a stream = %+v", f)
+	}
+}
+
+// A re-query whose answer toolgate refuses escalates; one whose connection
+// failed inside the body is handed back like a transport failure.
+func TestRequeryFailure(t *testing.T) {
+	for _, err := range []error{errTooLarge, errEncoding} {
+		if got := requeryFailure(context.Background(), err); got != err {
+			t.Errorf("%v became %v", err, got)
+		}
+	}
+	for _, err := range []error{errIdle, errors.New("connection reset")} {
+		var ue *recovery.UpstreamError
+		if !errors.As(requeryFailure(context.Background(), err), &ue) || !ue.Retryable || ue.Status != 0 {
+			t.Errorf("%v: not a retryable transport failure", err)
+		}
+	}
+	// A client gone or the recovery deadline is the ladder's to tell apart.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := requeryFailure(ctx, errors.New("reset")); got != context.Canceled {
+		t.Errorf("after cancellation: %v", got)
 	}
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/openaiwire"
-	"github.com/toolgate/toolgate/recovery"
 )
 
 // Labels of requests and answers that were not judged, beside the ladder's
@@ -30,17 +28,16 @@ const (
 )
 
 // outcome is what one request came to. It is filled in as the request is
-// decided, and everything that reports the request reads it, here: the
-// SPEC §6 response headers, the request metrics and the one log line.
-// Escalations reach the sinks as they are decided (escalation.go).
+// decided and concluded by write, and everything that reports the request
+// reads it, here: the SPEC §6 response headers, the request metrics and
+// the one log line. Escalations reach the sinks when record reads the
+// verdict (decide.go, escalation.go).
 type outcome struct {
 	// label is the X-Toolgate-Outcome value once the answer is decided,
 	// else what ended the request (an error code, upstream_status); it
 	// labels toolgate_requests_total and the log line.
-	label string
-	// decided: the whole answer is known, so the outcome headers go out.
-	decided bool
-	status  int
+	label  string
+	status int
 	// escalationID is the escalation the answer carries, if any.
 	escalationID string
 	// approvalID is the approval the answer was held under or released
@@ -48,51 +45,6 @@ type outcome struct {
 	approvalID string
 	// findings are every finding code and operator note of the answer.
 	findings []string
-}
-
-// relay passes a non-success upstream answer to the client as is: the SDK
-// knows what to do with the provider's own errors and retry-after.
-func (x *exchange) relay(c *call) {
-	h := x.w.Header()
-	copyHeader(h, c.resp.Header)
-	keepEncoding(h, c.resp.Header)
-	x.conclude(c.resp.StatusCode, labelUpstreamStatus, false)
-	x.headers(h)
-	x.w.WriteHeader(c.resp.StatusCode)
-	_, _ = io.Copy(x.w, io.LimitReader(c.body, x.rt.snap.Config.Limits.MaxResponseBytes))
-	x.report()
-}
-
-// writeUpstreamError passes a retryable re-query failure to the client as
-// the provider sent it. It carries no outcome header: nothing was decided,
-// and the SDK's retry will be judged afresh.
-func (x *exchange) writeUpstreamError(ue *recovery.UpstreamError) {
-	if ue.Status == 0 {
-		x.writeFailure(classify(ue, false))
-		return
-	}
-	rep, _ := ue.Reply.(*upstreamReply)
-	if rep == nil {
-		rep = &upstreamReply{}
-	}
-	h := x.w.Header()
-	copyHeader(h, rep.header)
-	keepEncoding(h, rep.header)
-	h.Set("Content-Length", strconv.Itoa(len(rep.body)))
-	x.conclude(ue.Status, string(neutral.CodeUpstream), false)
-	x.headers(h)
-	x.w.WriteHeader(ue.Status)
-	_, _ = x.w.Write(rep.body)
-	x.report()
-}
-
-// writeFailure answers with one of toolgate's own errors, in the API's
-// envelope.
-func (x *exchange) writeFailure(f neutral.Failure) {
-	x.conclude(f.Status, string(f.Code), false)
-	x.headers(x.w.Header())
-	writeFailure(x.w, f, x.cd.EncodeError(f))
-	x.report()
 }
 
 // writeOpenAIFailure answers with f in OpenAI's envelope: where no API's
@@ -112,31 +64,6 @@ func writeFailure(w http.ResponseWriter, f neutral.Failure, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// writeEscalation answers in error mode (SPEC §5).
-func (x *exchange) writeEscalation(e *neutral.Escalated, o recovery.Outcome) {
-	body := x.cd.EncodeEscalation(e)
-	h := x.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Should-Retry", "false")
-	x.conclude(http.StatusUnprocessableEntity, string(o), true)
-	x.headers(h)
-	x.w.WriteHeader(http.StatusUnprocessableEntity)
-	_, _ = x.w.Write(body)
-	x.report()
-}
-
-func (x *exchange) writeAnswer(status int, upHeader http.Header, body []byte, o recovery.Outcome) {
-	h := x.w.Header()
-	copyHeader(h, upHeader)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	x.conclude(status, string(o), true)
-	x.headers(h)
-	x.w.WriteHeader(status)
-	_, _ = x.w.Write(body)
-	x.report()
-}
-
 // copyHeader copies an upstream answer's headers except framing and
 // encoding, which toolgate redoes, hop-by-hop ones and toolgate's own.
 func copyHeader(dst, src http.Header) {
@@ -153,15 +80,15 @@ func copyHeader(dst, src http.Header) {
 	dst.Del("Content-Encoding")
 }
 
-// conclude records how the request ends. decided is set when the label
-// is the answer's outcome, known only once the whole answer is.
-func (x *exchange) conclude(status int, label string, decided bool) {
-	x.out.status, x.out.label, x.out.decided = status, label, decided
+// conclude records how the request ends.
+func (x *exchange) conclude(status int, label string) {
+	x.out.status, x.out.label = status, label
 }
 
 // headers sets the SPEC §6 headers from the outcome. Outcome headers only
-// exist once the whole answer is known.
-func (x *exchange) headers(h http.Header) {
+// exist once the whole answer is known (decided): a stream's headers go
+// out before it is.
+func (x *exchange) headers(h http.Header, decided bool) {
 	// Keys are written already canonical: Set would canonicalise each one
 	// on every answer.
 	// One backing array for every value, cut with full slice expressions
@@ -175,7 +102,7 @@ func (x *exchange) headers(h http.Header) {
 		vals[2] = x.out.escalationID
 		h["X-Toolgate-Escalation-Id"] = vals[2:3:3]
 	}
-	if !x.out.decided {
+	if !decided {
 		return
 	}
 	vals[3], vals[4], vals[5], vals[6] = x.out.label, strconv.Itoa(x.calls), millis(x.overhead()), x.usageJSON()
@@ -195,27 +122,31 @@ func millis(d time.Duration) string {
 	return string(out)
 }
 
-func (x *exchange) overhead() time.Duration {
-	d := time.Since(x.start) - x.upWait
+// overhead is the request's time so far less what it waited on the
+// upstream.
+func (sp *spent) overhead() time.Duration {
+	d := time.Since(sp.start) - sp.upWait
 	if d < 0 {
 		return 0
 	}
 	return d
 }
 
-func (x *exchange) usageJSON() string {
+// usageJSON is the X-Toolgate-Usage value: the tokens of every upstream
+// call, in total and call by call.
+func (sp *spent) usageJSON() string {
 	var in, out int64
-	for _, u := range x.usage {
+	for _, u := range sp.usage {
 		in += u.Input
 		out += u.Output
 	}
-	b := make([]byte, 0, 64+48*len(x.usage))
+	b := make([]byte, 0, 64+48*len(sp.usage))
 	b = append(b, `{"input_tokens":`...)
 	b = strconv.AppendInt(b, in, 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, out, 10)
 	b = append(b, `,"calls":[`...)
-	for i, u := range x.usage {
+	for i, u := range sp.usage {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -39,34 +39,52 @@ type exchange struct {
 	path   string
 	// body is the client's request as it came, which an approval binds.
 	body []byte
-	// begun: a stream's first bytes went out before its answer was
-	// decided, so it can no longer be held for approval.
-	begun bool
 	// query is the query string sent upstream: the client's, less any key
 	// toolgate's own replaces.
 	query string
 
+	// spent is what the request's upstream calls took, which the
+	// outcome headers, the log line and escalations report.
+	spent
+	// upSpan is the client span of the latest upstream call; respModel
+	// the model its answer named.
+	upSpan    trace.Span
+	respModel string
+	// parsed is what was read of the client's request; it is taken whole
+	// (take) once the upstream has the request.
+	parsed
+	// jd judges this request's calls with its evidence and context.
+	jd       *judge.Judge
+	settings recovery.Settings
+	header   http.Header
+	// strict is what strict mode marked on this request, or nil.
+	strict *strictRun
+	// out is what the request comes to, filled in as it is decided.
+	out outcome
+}
+
+// parsed is what the pipeline read of the client's request and what
+// judging its answer needs. parseRequest makes it, on a goroutine of its
+// own while the upstream works on the request, and hands it back whole.
+type parsed struct {
+	req *neutral.Request
+	eff *catalog.Effective
+	// vctx is what the local checks read; the judge points into the
+	// exchange's copy.
+	vctx validate.Context
+	// unread is set when the client's request could not be decoded.
+	unread bool
+}
+
+// spent is what a request's upstream calls took: their number, the time
+// spent waiting on them (toolgate's overhead is the rest), their usage
+// and the request ids the upstream gave them.
+type spent struct {
 	start  time.Time
 	upWait time.Duration
 	calls  int
 	usage  []usageEntry
 	upIDs  []string
-	// upSpan is the client span of the latest upstream call; respModel
-	// the model its answer named.
-	upSpan    trace.Span
-	respModel string
-	req       *neutral.Request
-	eff       *catalog.Effective
-	settings  recovery.Settings
-	header    http.Header
-	vctx      validate.Context
-	jd        *judge.Judge
-	// strict is what strict mode marked on this request, or nil.
-	strict *strictRun
-	// unread is set when the client's request could not be decoded.
-	unread bool
-	// out is what the request comes to, filled in as it is decided.
-	out outcome
 }
 
 type usageEntry struct {
@@ -79,7 +97,7 @@ type usageEntry struct {
 func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) http.HandlerFunc {
 	series := s.metrics.forAPI(a.Name())
 	return func(w http.ResponseWriter, r *http.Request) {
-		x := &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, start: time.Now(),
+		x := &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, spent: spent{start: time.Now()},
 			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
 		x.serve()
 	}
@@ -91,7 +109,7 @@ func (x *exchange) serve() {
 	if err != nil {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
-		x.writeFailure(classify(err, false))
+		x.write(x.failureReply(classify(err)))
 		return
 	}
 	x.body = body
@@ -107,27 +125,7 @@ func (x *exchange) serve() {
 	if x.abstainOn() || x.strictOn() {
 		c, err = x.sendRead(body)
 	} else {
-		// Nothing sent upstream depends on the request's content, so it
-		// is read while the upstream works on it: the parse is then off
-		// the path to the first byte. The body is only read by both.
-		parsed := make(chan struct{})
-		var crash any
-		go func() {
-			defer func() {
-				crash = recover()
-				close(parsed)
-			}()
-			x.parseRequest(body)
-		}()
-		c, err = x.send(x.r.Context(), recovery.KindOriginal, body)
-		<-parsed
-		if crash != nil {
-			// Panics belong to the handler, whose recovery answers 502.
-			if c != nil {
-				c.Close()
-			}
-			panic(crash)
-		}
+		c, err = x.sendParsing(body)
 	}
 	if err != nil {
 		x.fail(err)
@@ -135,7 +133,7 @@ func (x *exchange) serve() {
 	}
 	defer c.Close()
 	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
-		x.relay(c)
+		x.write(x.relayReply(c))
 		return
 	}
 	if undecoded(c.resp.Header) {
@@ -157,10 +155,45 @@ func (x *exchange) serve() {
 	x.serveAnswer(c)
 }
 
+// parsing is what parseRequest hands back from its goroutine: the parsed
+// request, or the panic it met.
+type parsing struct {
+	p     parsed
+	crash any
+}
+
+// sendParsing sends the client's body as it came and reads it meanwhile:
+// nothing sent upstream depends on the request's content, so the parse is
+// off the path to the first byte. The body is only read by both; the
+// parsed request comes back over a channel, and the exchange takes it once
+// both are done.
+func (x *exchange) sendParsing(body []byte) (*call, error) {
+	done := make(chan parsing, 1)
+	go func() {
+		var out parsing
+		defer func() {
+			out.crash = recover()
+			done <- out
+		}()
+		out.p = x.parseRequest(body)
+	}()
+	c, err := x.send(x.r.Context(), recovery.KindOriginal, body)
+	res := <-done
+	if res.crash != nil {
+		// Panics belong to the handler, whose recovery answers 502.
+		if c != nil {
+			c.Close()
+		}
+		panic(res.crash)
+	}
+	x.take(res.p)
+	return c, err
+}
+
 // sendRead reads the request, then sends it with the strict flags and the
 // abstain exit, which go into its tools, and handles a refused marking.
 func (x *exchange) sendRead(body []byte) (*call, error) {
-	x.parseRequest(body)
+	x.take(x.parseRequest(body))
 	client := body
 	if x.strictOn() {
 		body = x.markStrict(body)
@@ -237,7 +270,7 @@ func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 	}
 	resp, err := x.cd.DecodeAnswer(answer)
 	if err != nil {
-		return nil, unreadable{err}
+		return nil, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
 	if !x.settings.Shadow && missingCallID(resp.Choices) {
 		return nil, errNoCallID
@@ -263,7 +296,7 @@ func (x *exchange) readable(answer []byte) error {
 func (x *exchange) refuseAnswer(err error) {
 	x.s.metrics.unvalidated(unreadableResponse)
 	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
-	x.writeFailure(classify(err, false))
+	x.write(x.failureReply(classify(err)))
 }
 
 // missingCallID reports a judged call without an id in any complete turn.
@@ -333,10 +366,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 	}
 	c, err := x.send(ctx, q.Kind, body)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, transportFailure(err)
+		return nil, requeryFailure(ctx, err)
 	}
 	defer c.Close()
 	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
@@ -345,16 +375,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 	}
 	answer, err := x.readAnswer(c)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if errors.Is(err, errTooLarge) || errors.Is(err, errEncoding) {
-			return nil, err
-		}
-		// The connection failed inside the body (idle timeout, reset): a
-		// transport failure like one before the headers, which the
-		// client's retry may well not meet again.
-		return nil, transportFailure(err)
+		return nil, requeryFailure(ctx, err)
 	}
 	// A re-query's calls go to the client as repairs.
 	if err := x.readable(answer); err != nil {
@@ -372,23 +393,29 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 // parseRequest reads the client's request and derives what judging the
 // answer needs. A request toolgate cannot read goes upstream all the same:
 // the upstream is its judge, and the answer is still held to the config
-// catalog.
-func (x *exchange) parseRequest(body []byte) {
+// catalog. It writes nothing of the exchange: it runs beside send.
+func (x *exchange) parseRequest(body []byte) parsed {
 	snap := x.rt.snap
 	req, err := x.cd.DecodeRequest(x.path, body)
-	parsed := err == nil
+	p := parsed{req: req}
 	var evidence validate.Evidence
-	if parsed {
+	if err == nil {
 		evidence = validate.NewCorpus(req.Vouching)
 	} else {
 		x.s.metrics.unvalidated(unreadableRequest)
-		req = &neutral.Request{Body: body}
-		x.unread = true
+		p.req = &neutral.Request{Body: body}
+		p.unread = true
 	}
-	x.req = req
-	x.eff = snap.Effective(req.Offered, req.Choice, parsed)
-	x.vctx = validate.Context{Eff: x.eff, Evidence: evidence, HistoryUpstream: req.HistoryUpstream,
-		History: validate.HistoryOf(req.History), Values: contextValues(x.r.Context())}
+	p.eff = snap.Effective(p.req.Offered, p.req.Choice, !p.unread)
+	p.vctx = validate.Context{Eff: p.eff, Evidence: evidence, HistoryUpstream: p.req.HistoryUpstream,
+		History: validate.HistoryOf(p.req.History), Values: contextValues(x.r.Context())}
+	return p
+}
+
+// take makes p the exchange's request and sets up the judge for it.
+func (x *exchange) take(p parsed) {
+	x.parsed = p
+	snap := x.rt.snap
 	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.rt.validators, RequestID: x.rid, CatalogVersion: snap.Version}
 	x.traceRequest()
 }
@@ -479,5 +506,5 @@ func (x *exchange) fail(err error) {
 		return
 	}
 	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(withoutURL(err)))
-	x.writeFailure(classify(err, false))
+	x.write(x.failureReply(classify(err)))
 }

@@ -390,13 +390,13 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 		ErrorLog:      zap.NewStdLog(s.log),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(withoutURL(err)))
-			writeOpenAIFailure(w, classify(err, false))
+			writeOpenAIFailure(w, classify(err))
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes)
 		if err != nil {
-			writeOpenAIFailure(w, classify(err, false))
+			writeOpenAIFailure(w, classify(err))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -36,7 +36,7 @@ func (x *exchange) spanName() string {
 }
 
 // traceRequest names the server span once the request is read and gives
-// it the request's attributes. It runs beside the first upstream call.
+// it the request's attributes.
 func (x *exchange) traceRequest() {
 	sp := trace.SpanFromContext(x.r.Context())
 	if !sp.IsRecording() {
@@ -80,7 +80,7 @@ func upstreamSent(sp trace.Span, c *call, err error) {
 	}
 	if err != nil {
 		// The cause is classified, never quoted: an error may hold a URL.
-		sp.SetStatus(codes.Error, string(classify(err, false).Code))
+		sp.SetStatus(codes.Error, string(classify(err).Code))
 		sp.End()
 		return
 	}

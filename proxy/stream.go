@@ -93,6 +93,13 @@ func (sw *streamWriter) start() {
 	}
 }
 
+// failed reports a write that failed: the client is gone.
+func (sw *streamWriter) failed() bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.err != nil
+}
+
 func (sw *streamWriter) begun() bool {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
@@ -166,7 +173,8 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	r.sw = &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
 		header: func(h http.Header) {
 			copyHeader(h, c.resp.Header)
-			x.headers(h)
+			// A stream's headers go out before its answer is decided.
+			x.headers(h, false)
 		}}
 	defer r.held.free()
 	defer func() { r.stopKeepalive() }()
@@ -192,7 +200,7 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 			cause = io.ErrUnexpectedEOF
 		}
 		if errors.Is(context.Cause(c.ctx), errIdle) {
-			r.fail(errIdle)
+			r.fail(errStreamIdle)
 			return
 		}
 		r.fail(fmt.Errorf("%w: %w", errCut, cause))
@@ -214,15 +222,14 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	// response header, which must not race with the keepalive sending the
 	// headers.
 	r.stopKeepalive()
-	x.begun = r.sw.begun()
-	v := x.decide(results)
+	v := x.decide(results, r.sw.begun())
+	x.record(results, &v)
 	x.s.metrics.StreamsHeldEvents.Observe(float64(len(r.held.events)))
-	if !r.deliver(v) {
-		return
+	rp := r.deliver(&v)
+	x.write(rp)
+	if rp.tail != nil {
+		drain(c)
 	}
-	drain(c)
-	x.conclude(http.StatusOK, string(v.outcome), true)
-	x.report()
 }
 
 // streamRun is one streamed answer on its way through the pipeline.
@@ -277,7 +284,8 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 	for !done && rd.Next() {
 		ev = rd.Event()
 		if x.foldedKey(ev.Data) {
-			return fail(errFoldedKey)
+			// Told apart from a whole answer's: it is one event of many.
+			return fail(fmt.Errorf("%w: %v", errBadEvent, errFoldedKey))
 		}
 		step, err := r.st.Feed(&ev)
 		if err != nil {
@@ -375,14 +383,12 @@ func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 	}
 	r.held.reset()
 	out := r.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data}, r.cur.Sent())
-	if r.sw.write(out) != nil {
-		return
-	}
 	x.s.log.Info("upstream error in the stream passed on", zap.String("request_id", x.rid),
 		zap.String("api", x.api.Name()), zap.Bool("held_call_dropped", dropped))
-	x.conclude(http.StatusOK, labelUpstreamError, false)
-	x.report()
-	r.relayTail(rd)
+	x.write(tailReply(r.sw, out, labelUpstreamError, false))
+	if !r.sw.failed() {
+		r.relayTail(rd)
+	}
 }
 
 // relayTail passes on what follows the upstream's error that carries
@@ -418,43 +424,42 @@ func framing(raw []byte) bool {
 	return true
 }
 
-// deliver writes what the verdict says of a complete stream. It is false
-// when it answered with a plain status instead.
-func (r *streamRun) deliver(v verdict) bool {
+// deliver is the reply the verdict makes of a complete stream: its held
+// events as they came or re-encoded, or an error event; while nothing
+// went out, a failure or an escalation is a plain status instead. Every
+// writer follows what the cursor says the client has.
+func (r *streamRun) deliver(v *verdict) reply {
 	x, sw, st, sent := r.x, r.sw, r.st, r.cur.Sent()
+	tail := func(b []byte) reply { return tailReply(sw, b, string(v.outcome), true) }
 	switch {
 	case r.shadow || !r.holding:
-		sw.start()
-		_ = sw.write(r.held.buf)
+		return tail(r.held.buf)
 	case v.upstream != nil:
 		if !sw.begun() {
 			// Nothing went out yet: a plain status (the provider's, or a
 			// 504 for a transport failure) is what makes the SDK retry.
-			x.writeUpstreamError(v.upstream)
-			return false
+			return x.handBackReply(v.upstream)
 		}
-		_ = sw.write(st.ErrorEvent(classify(v.upstream, true), nil, sent))
+		return tail(st.ErrorEvent(repairFailure(v.upstream, true), nil, sent))
 	case v.escalation != nil:
-		if !sw.begun() {
-			if v.hold != nil && !r.holdStream(&v) {
-				return false
+		if sw.begun() {
+			return tail(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(v.escalation.Code), Message: v.escalation.Text}, v.escalation, sent))
+		}
+		if v.hold != nil {
+			if rp, failed := r.holdStream(v); failed {
+				return rp
 			}
-			x.writeEscalation(v.escalation, v.outcome)
-			return false
 		}
-		_ = sw.write(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(v.escalation.Code), Message: v.escalation.Text}, v.escalation, sent))
+		return x.escalationReply(v.escalation, v.outcome)
 	case !v.changed:
-		_ = sw.write(r.held.buf)
-	default:
-		out, err := st.Encode(r.held.events, v.actions, sent)
-		if err != nil {
-			x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
-			_ = sw.write(st.ErrorEvent(classify(errRender, true), nil, sent))
-			break
-		}
-		_ = sw.write(out)
+		return tail(r.held.buf)
 	}
-	return true
+	out, err := st.Encode(r.held.events, v.actions, sent)
+	if err != nil {
+		x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
+		return tail(st.ErrorEvent(classify(errRender), nil, sent))
+	}
+	return tail(out)
 }
 
 // keepaliveBytes is what the stream's clients take as a keepalive, asked
@@ -603,12 +608,10 @@ var errDrained = errors.New("upstream kept the body open after the terminal even
 // client has.
 func (x *exchange) streamFail(sw *streamWriter, st api.Stream, sent api.Sent, err error) {
 	x.s.log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
-	f := classify(err, true)
+	f := classify(err)
 	if !sw.begun() {
-		x.writeFailure(f)
+		x.write(x.failureReply(f))
 		return
 	}
-	_ = sw.write(st.ErrorEvent(f, nil, sent))
-	x.conclude(http.StatusOK, string(f.Code), false)
-	x.report()
+	x.write(tailReply(sw, st.ErrorEvent(f, nil, sent), string(f.Code), false))
 }

@@ -126,7 +126,7 @@ func (x *exchange) strictFallback(ctx context.Context, c *call, client []byte) (
 	// from it and not from the marked one.
 	x.strict = nil
 	x.cd = x.api.NewCodec()
-	x.parseRequest(client)
+	x.take(x.parseRequest(client))
 	body := client
 	if x.abstainOn() {
 		body = x.offerAbstain(body)

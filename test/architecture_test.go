@@ -409,3 +409,60 @@ func receiverWrites(body *ast.BlockStmt, recv string) []token.Pos {
 	})
 	return out
 }
+
+// TestOneWriter keeps a judged route's answer in one place: the pipeline
+// builds a reply value and (*exchange).write alone concludes the request,
+// sets the outcome headers, writes the status and the body and reports.
+// WriteHeader is called elsewhere only where no exchange exists (a route
+// refusal, a failure before the route is known), by the stream writer,
+// whose headers go out with a stream's first byte, and by the wrapper that
+// notes it.
+func TestOneWriter(t *testing.T) {
+	allowed := map[string]map[string]bool{
+		"WriteHeader": {"exchange.write": true, "streamWriter.writeLocked": true, "streamWriter.start": true,
+			"writeFailure": true, "Server.refuse": true, "beganWriter.WriteHeader": true},
+		"conclude": {"exchange.write": true},
+		"report":   {"exchange.write": true},
+	}
+	fset, files := parsedFiles(t, "proxy")
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			name := funcName(fn)
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				c, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				s, ok := c.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if only, ok := allowed[s.Sel.Name]; ok && !only[name] {
+					t.Errorf("%s: %s calls %s; build a reply and let (*exchange).write send it",
+						fset.Position(c.Pos()), name, s.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+}
+
+// funcName is a function's name, with its receiver's type for a method
+// ("exchange.write").
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	t := fn.Recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name + "." + fn.Name.Name
+	}
+	return fn.Name.Name
+}

@@ -1,9 +1,15 @@
 package test
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -123,3 +129,102 @@ toolgate_tool_calls_total{api="messages",catalog_version="fixtures-v1",result="v
 toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
 toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
 toolgate_tool_calls_total{api="responses",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0`
+
+// SPEC §5 and §8: in error mode one escalation answers the request, but
+// every choice that escalated is recorded in the sinks and counted, not
+// only the first: an operator reading the sink sees each call a person
+// must look at.
+func TestTwoChoicesEscalatingInErrorMode(t *testing.T) {
+	m := newMock(t, mockReply{Body: answerOf("chatcmpl-two", 50, 4096,
+		choice{Calls: []call{{"call_cut0", "get_current_weather", `{"loc`}}, Finish: "length"},
+		choice{Calls: []call{{"call_cut1", "get_stock_price", `{"tic`}}, Finish: "length"})})
+	g := weatherGate(t, m, "")
+	params := fixtureParams(t)
+	params.N = openai.Int(2)
+	r := chat(t, g.URL, params)
+	e := escalated(t, r)
+	expectCount(t, m, 1)
+	recs := g.Sink.records()
+	if len(recs) != 2 {
+		t.Fatalf("%d sink records, want 2", len(recs))
+	}
+	// The answer carries the first choice's escalation; the second is
+	// recorded beside it, for the same request.
+	if recs[0].Escalation.ID != e.Escalation.ID || recs[1].Escalation.ID == e.Escalation.ID {
+		t.Errorf("sink ids %q, %q; answer's %q", recs[0].Escalation.ID, recs[1].Escalation.ID, e.Escalation.ID)
+	}
+	for i, rec := range recs {
+		if rec.Escalation.RequestID != e.Escalation.RequestID || rec.API != "chat" {
+			t.Errorf("record %d: request %q api %q", i, rec.Escalation.RequestID, rec.API)
+		}
+	}
+	const expected = `
+# HELP toolgate_escalations_total Escalations by reason.
+# TYPE toolgate_escalations_total counter
+toolgate_escalations_total{catalog_version="fixtures-v1",reason="truncated"} 2
+# HELP toolgate_requests_total Validated requests by API and outcome.
+# TYPE toolgate_requests_total counter
+toolgate_requests_total{api="chat",outcome="escalated"} 1
+# HELP toolgate_tool_calls_total Tool calls in upstream answers, by verdict.
+# TYPE toolgate_tool_calls_total counter
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="truncated",tool="get_current_weather"} 1
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="truncated",tool="get_stock_price"} 1
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="unknown_tool",tool="_unknown"} 0
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_current_weather"} 0
+toolgate_tool_calls_total{api="chat",catalog_version="fixtures-v1",result="valid",tool="get_stock_price"} 0
+` + zeroSeries + `
+`
+	if err := testutil.GatherAndCompare(g.App.Registry, strings.NewReader(expected),
+		"toolgate_escalations_total", "toolgate_requests_total", "toolgate_tool_calls_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// The same in a stream that begins with the calls: nothing was sent when
+// they are judged, so the first escalation is a plain 422, and both are
+// recorded and counted.
+func TestTwoChoicesEscalatingInAStream(t *testing.T) {
+	chunk := func(index int, id, name, args, finish string) string {
+		fin := "null"
+		if finish != "" {
+			fin = `"` + finish + `"`
+		}
+		return fmt.Sprintf(`data: {"id":"chatcmpl-two","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-2024-08-06",`+
+			`"choices":[{"index":%d,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":%q,"type":"function",`+
+			`"function":{"name":%q,"arguments":%q}}]},"finish_reason":%s}]}`+"\n\n", index, id, name, args, fin)
+	}
+	sse := chunk(0, "call_cut0", "get_current_weather", `{"loc`, "length") +
+		chunk(1, "call_cut1", "get_stock_price", `{"tic`, "length") + "data: [DONE]\n\n"
+	m := newMock(t, mockReply{Body: sse, Header: map[string]string{"Content-Type": "text/event-stream"}})
+	g := weatherGate(t, m, "")
+	req, err := json.Marshal(fixtureParams(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	_ = json.Unmarshal(req, &body)
+	body["stream"], body["n"] = true, 2
+	req, _ = json.Marshal(body)
+	resp, err := http.Post(g.URL+"/v1/chat/completions", "application/json", bytes.NewReader(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d: %s", resp.StatusCode, out)
+	}
+	recs := g.Sink.records()
+	if len(recs) != 2 || recs[0].Escalation.ID != resp.Header.Get("X-Toolgate-Escalation-Id") ||
+		!strings.Contains(string(out), recs[0].Escalation.ID) || strings.Contains(string(out), recs[1].Escalation.ID) {
+		t.Fatalf("%d sink records; answer %s", len(recs), out)
+	}
+	const expected = `
+# HELP toolgate_escalations_total Escalations by reason.
+# TYPE toolgate_escalations_total counter
+toolgate_escalations_total{catalog_version="fixtures-v1",reason="truncated"} 2
+`
+	if err := testutil.GatherAndCompare(g.App.Registry, strings.NewReader(expected), "toolgate_escalations_total"); err != nil {
+		t.Error(err)
+	}
+}
