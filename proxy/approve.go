@@ -43,6 +43,13 @@ func (x *exchange) holdable(results []*recovery.Result, begun bool) bool {
 		// its escalation stays what the config says.
 		return false
 	}
+	return confirmOnly(results)
+}
+
+// confirmOnly reports results whose every escalation is only that a valid
+// call needs a person's yes, with at least one such: the calls can wait
+// for one as the model wrote them.
+func confirmOnly(results []*recovery.Result) bool {
 	held := false
 	for _, r := range results {
 		switch e := r.Escalation; {

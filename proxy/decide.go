@@ -34,13 +34,23 @@ type verdict struct {
 	hold []*recovery.Result
 }
 
-// decide turns the ladder's results into one verdict. It has no effects:
-// what counts, observes and records the answer reads the verdict after
-// (record), and what is written is built from it. begun: a stream's first
-// bytes went out before its answer was decided.
-func (x *exchange) decide(results []*recovery.Result, begun bool) verdict {
+// policy is what decide needs of the request beside the ladder's results.
+type policy struct {
+	shadow bool
+	// errorMode: an escalation answers in place of the whole answer
+	// (SPEC §5) rather than as a choice's message.
+	errorMode bool
+	// hold: the answer may wait for a person's yes (holdable).
+	hold bool
+}
+
+// decide turns the ladder's results into one verdict, for a model's
+// answer (exchange.decide) and an MCP call (mcpcall.go) alike. It has no
+// effects: what counts, observes and records the answer reads the verdict
+// after (record), and what is written is built from it.
+func decide(results []*recovery.Result, p policy) verdict {
 	v := verdict{outcome: recovery.Pass}
-	if x.settings.Shadow {
+	if p.shadow {
 		v.outcome = recovery.ShadowPass
 	}
 	for _, r := range results {
@@ -54,11 +64,11 @@ func (x *exchange) decide(results []*recovery.Result, begun bool) verdict {
 			return v
 		}
 	}
-	if x.settings.Shadow {
+	if p.shadow {
 		return v
 	}
-	v.errorMode = x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput
-	if x.holdable(results, begun) {
+	v.errorMode = p.errorMode
+	if p.hold {
 		// A held answer is released on a retry, which only an error asks for.
 		v.errorMode, v.hold = true, results
 	}
@@ -72,6 +82,16 @@ func (x *exchange) decide(results []*recovery.Result, begun bool) verdict {
 		v.changed = v.changed || v.actions[i].Touched()
 	}
 	return v
+}
+
+// decide is the verdict on this exchange's answer. begun: a stream's
+// first bytes went out before its answer was decided.
+func (x *exchange) decide(results []*recovery.Result, begun bool) verdict {
+	return decide(results, policy{
+		shadow:    x.settings.Shadow,
+		errorMode: x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput,
+		hold:      x.holdable(results, begun),
+	})
 }
 
 // actionFor is what the ladder's result makes of one choice: an

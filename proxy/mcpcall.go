@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -65,20 +66,22 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 	noted := p.s.count(&tally{api: apiMCP, version: c.Set.Version, rid: c.RequestID, label: labels}, []*recovery.Result{res})
 	at := &site{api: apiMCP, rid: c.RequestID, version: c.Set.Version, server: c.Server, session: c.Session, callJSON: cd.CallJSON}
 	d := mcp.Decision{Noted: noted, State: &judged{res: res, site: at, cd: cd}}
-	v := res.Verdicts[0]
+	// The same decide as a model's answer: an MCP refusal always answers
+	// in place of the call, and a confirm call waits for a person.
+	v := decide([]*recovery.Result{res}, policy{errorMode: true, hold: confirmOnly([]*recovery.Result{res})})
+	tool := res.Verdicts[0].Tool
 	switch {
-	case res.Escalation == nil:
+	case len(v.escalating) == 0:
 		d.Verdict = mcp.Forward
 		return d
-	case v.Tool != nil && v.Valid():
-		// The ladder's last rung: a valid call that needs a person.
+	case v.hold != nil:
 		d.Verdict = mcp.Confirm
-		d.CallerApproves = v.Tool.Approver == catalog.ApproverCaller
+		d.CallerApproves = tool.Approver == catalog.ApproverCaller
 		return d
 	}
-	e := p.record(&d, v.Findings)
+	e := p.record(&d, res.Verdicts[0].Findings)
 	d.Verdict = mcp.Refuse
-	if v.Tool == nil {
+	if tool == nil {
 		d.Verdict = mcp.UnknownTool
 		e.Available = append([]string{}, c.Set.Visible...)
 	}
@@ -128,6 +131,19 @@ func (p *mcpPipeline) Output(o *mcp.Output) ([]byte, []neutral.Finding) {
 	p.s.metrics.MCPOutput.WithLabelValues(o.Version, o.Label).Inc()
 	nf := neutralFindings(fs)
 	return jsonrpc.Withheld(o.Message, o.Tool, nf, o.Meta), nf
+}
+
+// Write sends an answer the MCP route gives whole (its own messages, or
+// the server's answer, changed or not) through the writer a model route's
+// answers go through.
+func (p *mcpPipeline) Write(w http.ResponseWriter, status int, upstream http.Header, body []byte) {
+	rp := reply{status: status, upstream: upstream, body: body}
+	if upstream == nil && len(body) > 0 {
+		// toolgate's own JSON-RPC messages; a server's answer keeps the
+		// server's Content-Type.
+		rp.contentType = "application/json"
+	}
+	rp.send(w, nil)
 }
 
 // Failure writes f in the JSON-RPC codec's error envelope.

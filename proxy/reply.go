@@ -59,7 +59,16 @@ func (x *exchange) write(rp reply) {
 		x.report()
 		return
 	}
-	h := x.w.Header()
+	rp.send(x.w, func(h http.Header) { x.headers(h, rp.decided) })
+	x.report()
+}
+
+// send writes a whole reply to w: the upstream's headers to pass on, the
+// reply's own, those stamp adds (the request's SPEC §6 headers), then the
+// status and the body. A model route's write and an MCP route's own
+// answers (mcpPipeline.Write) both go out through it.
+func (rp *reply) send(w http.ResponseWriter, stamp func(http.Header)) {
+	h := w.Header()
 	if rp.upstream != nil {
 		copyHeader(h, rp.upstream)
 		if rp.encoded {
@@ -67,14 +76,15 @@ func (x *exchange) write(rp reply) {
 		}
 	}
 	rp.setHeaders(h)
-	x.headers(h, rp.decided)
-	x.w.WriteHeader(rp.status)
-	if rp.from != nil {
-		_, _ = io.Copy(x.w, io.LimitReader(rp.from, rp.limit))
-	} else {
-		_, _ = x.w.Write(rp.body)
+	if stamp != nil {
+		stamp(h)
 	}
-	x.report()
+	w.WriteHeader(rp.status)
+	if rp.from != nil {
+		_, _ = io.Copy(w, io.LimitReader(rp.from, rp.limit))
+	} else {
+		_, _ = w.Write(rp.body)
+	}
 }
 
 // setHeaders sets the reply's own headers. Keys are written canonical:

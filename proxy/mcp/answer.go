@@ -29,9 +29,7 @@ func (x *exchange) answerJSON(resp *http.Response, fwd []message, local [][]byte
 	if perr != nil || len(bad) > 0 {
 		// Not JSON-RPC: the client's SDK reports it as the server's fault,
 		// which it is; toolgate has nothing to judge in it.
-		x.copyHeader(resp.Header, true)
-		x.w.WriteHeader(resp.StatusCode)
-		_, _ = x.w.Write(body)
+		x.rt.pipe.Write(x.w, resp.StatusCode, resp.Header, body)
 		return
 	}
 	changed := false
@@ -42,18 +40,14 @@ func (x *exchange) answerJSON(resp *http.Response, fwd []message, local [][]byte
 			out[i], changed = b, true
 		}
 	}
-	if !changed && len(local) == 0 {
-		x.copyHeader(resp.Header, true)
-		x.w.WriteHeader(resp.StatusCode)
-		_, _ = x.w.Write(body)
-		return
+	switch {
+	case !changed && len(local) == 0:
+		x.rt.pipe.Write(x.w, resp.StatusCode, resp.Header, body)
+	case batch || x.batch:
+		x.rt.pipe.Write(x.w, resp.StatusCode, resp.Header, joinBatch(append(out, local...)))
+	default:
+		x.rt.pipe.Write(x.w, resp.StatusCode, resp.Header, out[0])
 	}
-	x.copyHeader(resp.Header, false)
-	if batch || x.batch {
-		x.writeJSON(resp.StatusCode, joinBatch(append(out, local...)))
-		return
-	}
-	x.writeJSON(resp.StatusCode, out[0])
 }
 
 // failRequests answers the forwarded requests with an error when the

@@ -94,10 +94,7 @@ func (x *exchange) post() {
 	}
 	if x.gone != nil {
 		x.outcome = outcomeUpstreamError
-		x.copyHeader(x.gone.header, false)
-		x.w.Header().Set("Content-Length", strconv.Itoa(len(x.gone.body)))
-		x.w.WriteHeader(http.StatusNotFound)
-		_, _ = x.w.Write(x.gone.body)
+		x.rt.pipe.Write(x.w, http.StatusNotFound, x.gone.header, x.gone.body)
 		return
 	}
 	if len(local) > 0 && x.outcome == outcomePass {
@@ -105,7 +102,7 @@ func (x *exchange) post() {
 	}
 	if len(fwd) == 0 {
 		if len(local) == 0 {
-			x.w.WriteHeader(http.StatusAccepted)
+			x.rt.pipe.Write(x.w, http.StatusAccepted, nil, nil)
 			return
 		}
 		x.writeLocal(local)
@@ -397,13 +394,7 @@ func (x *exchange) writeLocal(local [][]byte) {
 	x.writeJSON(http.StatusOK, local[0])
 }
 
-func (x *exchange) writeJSON(status int, body []byte) {
-	h := x.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	x.w.WriteHeader(status)
-	_, _ = x.w.Write(body)
-}
+func (x *exchange) writeJSON(status int, body []byte) { x.rt.pipe.Write(x.w, status, nil, body) }
 
 // readBody reads the POST body within limits.max_request_bytes.
 func (x *exchange) readBody() ([]byte, bool) {

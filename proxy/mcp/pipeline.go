@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
@@ -28,6 +29,9 @@ type Pipeline interface {
 	// counting a violation. It returns the message to send instead, or
 	// nil when the result passes, and the findings.
 	Output(o *Output) ([]byte, []neutral.Finding)
+	// Write sends an answer the route gives whole: status, the server's
+	// headers to pass on (nil: the body is toolgate's own JSON), body.
+	Write(w http.ResponseWriter, status int, upstream http.Header, body []byte)
 	// Failure writes one of toolgate's own errors, f, as the JSON-RPC
 	// error answering request id (nil: null).
 	Failure(id []byte, f neutral.Failure) []byte
