@@ -155,7 +155,7 @@ func TestHistoryLongConversation(t *testing.T) {
 	}
 }
 
-// FuzzHistory feeds each adapter's request reader arbitrary bodies: it
+// FuzzHistory feeds each codec's request reader arbitrary bodies: it
 // never panics, and whatever history it reads encodes as JSON for the
 // validators.
 func FuzzHistory(f *testing.F) {

@@ -23,7 +23,7 @@ import (
 
 // exchange is the state of one validated request, from the client's body to
 // the answer it gets. It is the single place where the pipeline's steps are
-// sequenced; adapters translate and the ladder decides.
+// sequenced; codecs translate and the ladder decides.
 type exchange struct {
 	s  *Server
 	rt *runtime

@@ -1,6 +1,6 @@
 // Package proxy is toolgate's HTTP side: routes, the upstream client, the
 // provider-neutral validation pipeline for answers and streams, escalation
-// encoding and metrics. Per-API wire formats live in the adapter
+// encoding and metrics. Per-API wire formats live in the codec
 // subpackages; this package only sequences them.
 package proxy
 

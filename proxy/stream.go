@@ -164,7 +164,7 @@ func (k *keepaliveTimer) stop() {
 // answer begins with a call, no byte has gone out when it is judged, and
 // an escalation can still be a plain 422 that no SDK retries.
 //
-// rd is nil for an SSE stream; an adapter with its own framing passes its
+// rd is nil for an SSE stream; a codec with its own framing passes its
 // reader.
 func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	r := &streamRun{x: x, c: c, st: st, shadow: x.settings.Shadow, stopKeepalive: func() {}}
@@ -519,7 +519,7 @@ func (h *heldEvents) reset() {
 }
 
 // free returns the buffers to the pool. Every slice of them is dead once
-// serveStream returns: adapters copy what they keep from events as they
+// serveStream returns: codecs copy what they keep from events as they
 // are fed, and Encode's output is written before the return.
 func (h *heldEvents) free() {
 	st := h.pooled
@@ -549,7 +549,7 @@ func (h *heldEvents) name(b []byte) string {
 }
 
 // readers recycles stream readers with their buffers. Events alias a
-// reader's buffer, and adapters copy what they keep of them, so nothing
+// reader's buffer, and codecs copy what they keep of them, so nothing
 // points into it once serveStream returns.
 var readers = sync.Pool{New: func() any { return sse.NewReader(nil, maxEvent) }}
 

@@ -1,7 +1,7 @@
 // Package recovery runs the bounded ladder of SPEC §4: pass a valid answer,
 // repair a bad one by asking the model again, or escalate. It is provider
 // neutral: it sees neutral Turns and asks the upstream through the Asker that
-// each API adapter implements, so it is tested without HTTP.
+// each API codec implements, so it is tested without HTTP.
 package recovery
 
 import (
@@ -71,7 +71,7 @@ func (e *UpstreamError) Error() string {
 
 func (e *UpstreamError) Unwrap() error { return e.Err }
 
-// ErrBadAnswer wraps a re-query answer the adapter could not decode.
+// ErrBadAnswer wraps a re-query answer the codec could not decode.
 var ErrBadAnswer = errors.New("the upstream answer could not be read")
 
 // Outcome is what happened to one answer; it is the X-Toolgate-Outcome value.

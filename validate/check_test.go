@@ -250,7 +250,7 @@ func TestCheckMalformedArguments(t *testing.T) {
 		{"single quotes", []byte(`{'order_id':'ord_1'}`), false},
 		{"trailing comma", []byte(`{"order_id":"ord_1",}`), false},
 		{"invalid UTF-8", []byte("{\"order_id\":\"ord_1\xff\"}"), false},
-		{"bad shape from the adapter", []byte(`{"order_id":"ord_1"}`), true},
+		{"bad shape from the codec", []byte(`{"order_id":"ord_1"}`), true},
 		{"100k-deep objects", []byte(deep), false},
 		{"100k-deep arrays", []byte(deepArr), false},
 		{"over 8 MiB", huge, false},

@@ -174,7 +174,7 @@ func Embeddable(args []byte) []byte {
 }
 
 // CompactObject is one JSON object, compacted. Repaired calls have passed
-// the validator, so an adapter rendering one treats anything else as its
+// the validator, so a codec rendering one treats anything else as its
 // own bug and fails the render instead of sending it.
 func CompactObject(args []byte) ([]byte, error) {
 	var b bytes.Buffer

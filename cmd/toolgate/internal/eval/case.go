@@ -259,7 +259,7 @@ func argumentText(raw json.RawMessage) (string, error) {
 }
 
 // syntheticAnswer is a chat completion whose only content is the bad call,
-// as if the upstream had answered it. The adapter's re-query replays it.
+// as if the upstream had answered it. The codec's re-query replays it.
 func syntheticAnswer(id, model, name, args string) []byte {
 	fn := jsonx.Object{{Key: "name", Value: jsonx.String(name)}, {Key: "arguments", Value: jsonx.String(args)}}
 	call := jsonx.Object{

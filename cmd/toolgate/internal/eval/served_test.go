@@ -29,7 +29,7 @@ func foldedAnswer() string {
 }
 
 // TestEvalRunsToolgatesChecks measures three cases whose answers eval's
-// own copy of the re-query (the adapter's parser and the local checks)
+// own copy of the re-query (the codec's parser and the local checks)
 // read as substitutions: toolgate keeps one, escalates the one its
 // validator refuses, and refuses the answer with a folded key.
 func TestEvalRunsToolgatesChecks(t *testing.T) {
@@ -65,14 +65,14 @@ func TestEvalRunsToolgatesChecks(t *testing.T) {
 	}
 	up, snap := newUpstreamWith(t, script, "validators:\n  - name: desk\n    url: "+desk.URL+"\n    tools: [get_weather]\n")
 
-	// What the old copy saw: the adapter reads a substitute out of the
+	// What the old copy saw: the codec reads a substitute out of the
 	// folded answer, and the local checks pass the vetoed substitute.
 	pr, err := openaichat.API{}.NewCodec().DecodeAnswer([]byte(foldedAnswer()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d, err := recovery.ParseDecision(pr.Choices[0].Text); err != nil || d.Decision != recovery.DecisionSubstitute {
-		t.Fatalf("the adapter alone reads %+v, %v from the folded answer; the test needs a substitute", d, err)
+		t.Fatalf("the codec alone reads %+v, %v from the folded answer; the test needs a substitute", d, err)
 	}
 	rs, err := newSetup(snap, &Options{Model: testModel}, nil)
 	if err != nil {
