@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -225,19 +224,12 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 	return results, true
 }
 
-// foldedKey reports a key that differs from a protocol key only in letter
-// case, where the codec reads keys.
-func (x *exchange) foldedKey(data []byte) bool { return x.cd.FoldedKey(data) }
-
 // parseAnswer decodes a whole upstream answer. An error means it cannot
 // be read, or (enforce mode) holds a call no agent could answer.
 func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
-	if err := x.readable(answer); err != nil {
-		return nil, err
-	}
 	resp, err := x.cd.DecodeAnswer(answer)
 	if err != nil {
-		return nil, unreadable{err}
+		return nil, answerError(err)
 	}
 	if !x.settings.Shadow && missingCallID(resp.Choices) {
 		return nil, errNoCallID
@@ -245,17 +237,19 @@ func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 	return resp, nil
 }
 
-// readable refuses an answer whose bytes could be read one way by toolgate
-// and another by the agent: not UTF-8, or a key that folds onto a
-// protocol key. The first answer and every re-query's are held to it.
-func (x *exchange) readable(answer []byte) error {
+// answerError is DecodeAnswer's error as the pipeline's: an answer whose
+// bytes could be read one way by toolgate and another by the agent (not
+// UTF-8, or a key that folds onto a protocol key) is refused as such; the
+// codec checks both in the pass that reads it, first and original answer
+// and every re-query's alike.
+func answerError(err error) error {
 	switch {
-	case !utf8.Valid(answer):
+	case errors.Is(err, api.ErrNotUTF8):
 		return errNotUTF8
-	case x.foldedKey(answer):
+	case errors.Is(err, api.ErrFoldedKey):
 		return errFoldedKey
 	}
-	return nil
+	return unreadable{err}
 }
 
 // refuseAnswer answers an upstream answer toolgate cannot judge: it is
@@ -357,12 +351,12 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		return nil, transportFailure(err)
 	}
 	// A re-query's calls go to the client as repairs.
-	if err := x.readable(answer); err != nil {
-		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
-	}
 	resp, err := x.cd.DecodeAnswer(answer)
-	if err != nil || len(resp.Choices) == 0 {
-		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, answerError(err))
+	}
+	if len(resp.Choices) == 0 {
+		return nil, fmt.Errorf("%w: no choice", recovery.ErrBadAnswer)
 	}
 	x.answerModel(answer)
 	x.note(q.Kind, resp.Usage, c.resp.Header)

@@ -273,10 +273,10 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 	var ev sse.Event
 	for !done && rd.Next() {
 		ev = rd.Event()
-		if x.foldedKey(ev.Data) {
+		step, err := r.st.Feed(&ev)
+		if errors.Is(err, api.ErrFoldedKey) {
 			return fail(errFoldedKey)
 		}
-		step, err := r.st.Feed(&ev)
 		if err != nil {
 			return fail(fmt.Errorf("%w: %w", errBadEvent, err))
 		}

@@ -3,12 +3,14 @@ package jsonx
 import (
 	"bytes"
 	"errors"
+	"io"
 	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // ErrNotUTF8 reports a document with a string that is not UTF-8.
-var ErrNotUTF8 = errors.New("jsonx: a string is not UTF-8")
+var ErrNotUTF8 = errors.New("a string is not UTF-8")
 
 // Text is a document read once into a tape: its grammar checked, the UTF-8
 // of its strings checked, every value's place found, in one pass. Reading
@@ -144,11 +146,54 @@ func (t *Text) AppendStr(dst []byte, i int) ([]byte, bool) {
 	if i < 0 || t.Nodes[i].Kind != '"' {
 		return dst, false
 	}
-	if n := &t.Nodes[i]; t.plain(n) {
+	n := &t.Nodes[i]
+	switch {
+	case t.plain(n):
 		return append(dst, t.Data[n.Start:n.End]...), true
+	case !t.NotUTF8:
+		return appendEscaped(dst, t.Data[n.Start:n.End]), true
 	}
 	return appendUnquoted(dst, t.Raw(i))
 }
+
+// appendEscaped decodes the content of a string the tape has checked, in
+// a text that is UTF-8: every escape is one JSON defines, so runs between
+// them are copied whole and each escape read without checking it again.
+// A call's arguments are a JSON text escaped into a string, a backslash
+// every few bytes, and decoding them was a sixth of judging an answer.
+func appendEscaped(dst, s []byte) []byte {
+	for {
+		k := bytes.IndexByte(s, '\\')
+		if k < 0 {
+			return append(dst, s...)
+		}
+		dst = append(dst, s[:k]...)
+		s = s[k:]
+		if s[1] != 'u' {
+			dst = append(dst, unescapeByte[s[1]])
+			s = s[2:]
+			continue
+		}
+		r, _ := hex4(s[2:])
+		s = s[6:]
+		if utf16.IsSurrogate(r) {
+			r2 := rune(-1)
+			if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+				r2, _ = hex4(s[2:])
+			}
+			if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+				r = d
+				s = s[6:]
+			} else {
+				r = utf8.RuneError
+			}
+		}
+		dst = utf8.AppendRune(dst, r)
+	}
+}
+
+// unescapeByte is the byte each one-letter escape stands for.
+var unescapeByte = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // Bytes is a string node's decoded value in a new slice that holds it
 // exactly; false for any other value.
@@ -193,7 +238,7 @@ func (t *Text) Readable(data []byte, fold *KeyFold) error {
 		case fold != nil && fold.In(data):
 			return ErrFolded
 		}
-		return ErrSyntax
+		return syntaxAt(data)
 	}
 	switch {
 	case t.NotUTF8:
@@ -205,7 +250,7 @@ func (t *Text) Readable(data []byte, fold *KeyFold) error {
 }
 
 // ErrFolded reports a key that folds onto a protocol key.
-var ErrFolded = errors.New("jsonx: a key differs from a protocol key only in letter case")
+var ErrFolded = errors.New("a key differs from a protocol key only in letter case")
 
 // Unquoted is Unquote into a new byte slice, with no copy beyond the one
 // it returns: false for anything that is not a string.
@@ -218,4 +263,18 @@ func Unquoted(raw []byte) ([]byte, bool) {
 		return bytes.Clone(body), true
 	}
 	return appendUnquoted(make([]byte, 0, len(body)), raw)
+}
+
+// syntaxAt is the error of a document the tape refused: ErrSyntax with
+// where jsontext stops reading it, when it does.
+func syntaxAt(data []byte) error {
+	r := newReader(data)
+	defer r.release()
+	if _, err := r.dec.ReadValue(); err != nil {
+		return syntaxError(err)
+	}
+	if _, err := r.dec.ReadToken(); err != io.EOF && err != nil {
+		return syntaxError(err)
+	}
+	return ErrSyntax
 }

@@ -254,3 +254,25 @@ func TestTextPool(t *testing.T) {
 		t.Fatalf("a tape of %d nodes is kept", maxPooledNodes+2)
 	}
 }
+
+// TestTextEscapes: escaped strings of a UTF-8 text, decoded without
+// jsontext, read as encoding/json reads them, surrogates included.
+func TestTextEscapes(t *testing.T) {
+	tx := GetText()
+	defer tx.Release()
+	for _, s := range []string{
+		`"\"a\\b\/c\bd\fe\nf\rg\th"`, `"\u00e9\u20ac"`, `"\ud83d\ude00x"`, `"\ud83d"`, `"\ude00\ud83d"`,
+		`"\ud83dx\ude00"`, `"\ud83d\u0041"`, `"\ud83d\ud83d\ude00"`, `"\u0000é\\"`, `"{\"k\": [1, \"v\"]}"`,
+	} {
+		if !tx.Read([]byte(s)) || tx.NotUTF8 {
+			t.Fatalf("%s: not read", s)
+		}
+		var want string
+		if err := json.Unmarshal([]byte(s), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := tx.Str(0); !ok || got != want {
+			t.Errorf("Str(%s) = %q, encoding/json reads %q", s, got, want)
+		}
+	}
+}
