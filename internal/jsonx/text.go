@@ -117,13 +117,17 @@ func (t *Text) Get(obj int, key string) int {
 
 // Is reports whether node i is a string whose value is s.
 func (t *Text) Is(i int, s string) bool {
-	if i < 0 || t.Nodes[i].Kind != '"' {
+	if i < 0 {
 		return false
 	}
-	n := &t.Nodes[i]
-	if t.plain(n) {
-		return string(t.Data[n.Start:n.End]) == s
+	if n := &t.Nodes[i]; t.plain(n) {
+		return n.Kind == '"' && string(t.Data[n.Start:n.End]) == s
 	}
+	return t.isDecoded(i, s)
+}
+
+// isDecoded is Is for a string that must be decoded to be compared.
+func (t *Text) isDecoded(i int, s string) bool {
 	var buf [64]byte
 	b, ok := t.AppendStr(buf[:0], i)
 	return ok && string(b) == s
@@ -191,6 +195,11 @@ func appendEscaped(dst, s []byte) []byte {
 		dst = utf8.AppendRune(dst, r)
 	}
 }
+
+// AppendChecked appends the decoded content of a string (the bytes
+// between its quotes) taken from a Text that read as UTF-8 (NotUTF8
+// false), which has checked its escapes.
+func AppendChecked(dst, s []byte) []byte { return appendEscaped(dst, s) }
 
 // unescapeByte is the byte each one-letter escape stands for.
 var unescapeByte = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}

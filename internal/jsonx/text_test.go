@@ -276,3 +276,22 @@ func TestTextEscapes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMayFold: the word-at-a-time MayFold flags exactly the keys with an
+// upper-case ASCII letter, a byte above 0x7F or a backslash.
+func FuzzMayFold(f *testing.F) {
+	for _, s := range []string{"", "choices", "finish_reason", "Finish_reason", "finish_reasoN", "tool\\u0043alls", "prompt_tokens_details", "@[`{AZaz", "\u212a", "abcdefgh\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		want := false
+		for i := 0; i < len(key); i++ {
+			if c := key[i]; c >= 0x80 || c == '\\' || 'A' <= c && c <= 'Z' {
+				want = true
+			}
+		}
+		if MayFold(key) != want || MayFold([]byte(key)) != want {
+			t.Fatalf("MayFold(%q) = %v", key, !want)
+		}
+	})
+}

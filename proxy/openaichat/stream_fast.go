@@ -3,7 +3,6 @@ package openaichat
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 )
@@ -41,8 +40,11 @@ type scratch struct {
 // choices at all). Only such a chunk that feedText understood is called
 // opening: one with a field it does not know may carry something.
 func (s *stream) feedText(tx *jsonx.Text) (ok, opening bool, err error) {
-	// An error chunk is the full decoder's to refuse.
-	if tx.Kind(0) != '{' || !tx.Null(tx.Get(0, "error")) || misspelt(tx, 0, "choices", "usage", "id", "error") {
+	// An error chunk is the full decoder's to refuse. A key that
+	// encoding/json, and so the full decoder, would match to one of the
+	// keys read here only when case is ignored ("Choices") is no concern:
+	// they are all protocol keys, and Feed has refused such a chunk.
+	if tx.Kind(0) != '{' || !tx.Null(tx.Get(0, "error")) {
 		return false, false, nil
 	}
 	choices := tx.Get(0, "choices")
@@ -53,7 +55,7 @@ func (s *stream) feedText(tx *jsonx.Text) (ok, opening bool, err error) {
 	if !ok || err != nil {
 		return false, false, err
 	}
-	s.applyText(deltas)
+	s.applyText(tx, deltas)
 	if s.id == "" {
 		s.id, _ = tx.Str(tx.Get(0, "id"))
 	}
@@ -101,7 +103,7 @@ func (s *stream) readTextChoices(tx *jsonx.Text, choices int) (deltas []textDelt
 // readTextChoice reads the choice at node c; its calls are appended to
 // fcalls. quiet reports a choice with no text, call, finish or logprobs.
 func (s *stream) readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d textDelta, _ []fastCall, quiet, ok bool, err error) {
-	if tx.Kind(c) != '{' || misspelt(tx, c, "index", "delta", "finish_reason") {
+	if tx.Kind(c) != '{' {
 		return d, fcalls, false, false, nil
 	}
 	idx, err := strconv.Atoi(string(tx.Raw(tx.Get(c, "index"))))
@@ -156,11 +158,11 @@ func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]f
 }
 
 // applyText applies the deltas of a chunk feedText understood whole.
-func (s *stream) applyText(deltas []textDelta) {
+func (s *stream) applyText(tx *jsonx.Text, deltas []textDelta) {
 	for _, d := range deltas {
 		c, _ := s.choice(d.choice) // in range: checked by readTextChoice
 		if d.content != nil {
-			c.content = appendFragment(c.content, d.content)
+			c.content = fragment(tx, c.content, d.content)
 			c.hasText = true
 		}
 		for _, fc := range d.calls {
@@ -172,33 +174,13 @@ func (s *stream) applyText(deltas []textDelta) {
 				n, _ := jsonx.Unquote(fc.name)
 				call.name += n
 			}
-			call.args = appendFragment(call.args, fc.args)
+			call.args = fragment(tx, call.args, fc.args)
 			s.holding = true
 		}
 		if d.finish != nil {
 			c.finish, _ = jsonx.Unquote(d.finish)
 		}
 	}
-}
-
-// misspelt reports a key of the object at node obj that matches one of
-// names only when case is ignored. encoding/json, and so the full
-// decoder, matches keys that way; a chunk that spells "Choices" must be
-// read as the full decoder reads it, or a call could slip past unseen.
-// names are lower-case ASCII.
-func misspelt(tx *jsonx.Text, obj int, names ...string) bool {
-	for k, j := 0, obj+1; k < tx.Len(obj); k, j = k+1, tx.Next(j+1) {
-		if !jsonx.MayFold(tx.Raw(j)) {
-			continue
-		}
-		key, _ := tx.Str(j)
-		for _, n := range names {
-			if key != n && strings.EqualFold(key, n) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // parseFastCalls appends the tool_calls at node v of a delta to dst when
@@ -274,4 +256,14 @@ func parseFastFunction(tx *jsonx.Text, v int, fc *fastCall) bool {
 		}
 	}
 	return true
+}
+
+// fragment is appendFragment for a string of the chunk read into tx:
+// when the chunk is UTF-8, its escapes are checked already and it is
+// decoded without checking them again.
+func fragment(tx *jsonx.Text, dst, raw []byte) []byte {
+	if tx.NotUTF8 || len(raw) < 2 {
+		return appendFragment(dst, raw)
+	}
+	return jsonx.AppendChecked(dst, raw[1:len(raw)-1])
 }
