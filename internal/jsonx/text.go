@@ -107,8 +107,12 @@ func (t *Text) Get(obj int, key string) int {
 	}
 	found := -1
 	for j, k := obj+1, 0; k < int(t.Nodes[obj].Len); k++ {
-		if t.Is(j, key) {
-			found = j + 1
+		// A name of another length, as written, is another name unless
+		// it must be decoded to be compared.
+		if n := &t.Nodes[j]; int(n.End-n.Start) == len(key) || !t.plain(n) {
+			if t.Is(j, key) {
+				found = j + 1
+			}
 		}
 		j = int(t.Nodes[j+1].Next)
 	}
