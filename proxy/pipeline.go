@@ -78,25 +78,66 @@ type usageEntry struct {
 func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) http.HandlerFunc {
 	series := s.metrics.forAPI(a.Name())
 	return func(w http.ResponseWriter, r *http.Request) {
-		x := &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, start: time.Now(),
-			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
-		x.serve()
+		newExchange(s, rt, u, a, series, w, r, prefix).serve()
 	}
 }
 
+// newExchange begins one request's exchange. It is out of line so that
+// what it takes to build one is no part of the frame a held stream waits
+// under (see serveStream).
+//
+//go:noinline
+func newExchange(s *Server, rt *runtime, u *upstream, a api.API, series *apiSeries, w http.ResponseWriter, r *http.Request, prefix string) *exchange {
+	return &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, start: time.Now(),
+		rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
+}
+
 func (x *exchange) serve() {
+	c, ok := x.open()
+	if !ok {
+		return
+	}
+	defer c.Close()
+	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
+		x.relay(c)
+		return
+	}
+	if undecoded(c.resp.Header) {
+		// A body toolgate cannot decode can be neither judged nor passed on.
+		x.fail(errEncoding)
+		return
+	}
+	// The answer's own framing decides the path, not the request's stream
+	// flag: an upstream may ignore stream: true, and a request toolgate
+	// could not read may still have asked for a stream.
+	if st, rd, ok := x.cd.NewFramedStream(c.resp.Header, c.body); ok {
+		x.serveStream(c, st, rd)
+		return
+	}
+	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
+		x.serveStream(c, x.cd.NewStream(), nil)
+		return
+	}
+	x.serveAnswer(c)
+}
+
+// open reads the request and sends it upstream. It is false when the
+// exchange is over already (a failure written, or a resumed approval); it
+// is apart from serve so that its frame is gone while a stream is held
+// (see serveStream).
+func (x *exchange) open() (*call, bool) {
 	snap := x.rt.snap
 	body, err := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
 	if err != nil {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
 		x.writeFailure(classify(err, false))
-		return
+		return nil, false
 	}
 	x.body = body
 	if resumeAsked(x.r) {
 		x.resume(body)
-		return
+		return nil, false
 	}
 	x.settings = x.rt.settings
 	x.header = outboundHeader(x.r.Header, false)
@@ -130,30 +171,9 @@ func (x *exchange) serve() {
 	}
 	if err != nil {
 		x.fail(err)
-		return
+		return nil, false
 	}
-	defer c.Close()
-	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
-		x.relay(c)
-		return
-	}
-	if undecoded(c.resp.Header) {
-		// A body toolgate cannot decode can be neither judged nor passed on.
-		x.fail(errEncoding)
-		return
-	}
-	// The answer's own framing decides the path, not the request's stream
-	// flag: an upstream may ignore stream: true, and a request toolgate
-	// could not read may still have asked for a stream.
-	if st, rd, ok := x.cd.NewFramedStream(c.resp.Header, c.body); ok {
-		x.serveStream(c, st, rd)
-		return
-	}
-	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
-		x.serveStream(c, x.cd.NewStream(), nil)
-		return
-	}
-	x.serveAnswer(c)
+	return c, true
 }
 
 // sendRead reads the request, then sends it with the strict flags and the
