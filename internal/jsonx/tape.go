@@ -108,11 +108,15 @@ func (s *tapeScan) str(i int) (int, bool) {
 		case c < 0x20:
 			return i, false
 		case c == '\\':
-			n := escapeLen(d[i:])
-			if n == 0 {
+			// The one-letter escapes of an argument string (\" most of
+			// all) come every few bytes: they are passed here, in line.
+			if i+1 < len(d) && simpleEscape[d[i+1]] {
+				i += 2
+			} else if n := escapeLen(d[i:]); n > 0 {
+				i += n
+			} else {
 				return i, false
 			}
-			i += n
 			escaped = true
 		default: // a byte above 0x7F, when checking UTF-8
 			r, size := utf8.DecodeRune(d[i:])
@@ -123,6 +127,9 @@ func (s *tapeScan) str(i int) (int, bool) {
 		}
 	}
 }
+
+// simpleEscape marks the letters of the two-byte escapes.
+var simpleEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
 
 // escapeLen is the length of the escape at the start of b, or 0 for one
 // JSON does not define.

@@ -171,8 +171,10 @@ func (t *Text) AppendStr(dst []byte, i int) ([]byte, bool) {
 // every few bytes, and decoding them was a sixth of judging an answer.
 func appendEscaped(dst, s []byte) []byte {
 	for {
-		k := bytes.IndexByte(s, '\\')
-		if k < 0 {
+		// The content of a checked string has no bare quote, so the next
+		// stop of quoteOrEscape is a backslash.
+		k := quoteOrEscape(s, 0)
+		if k == len(s) {
 			return append(dst, s...)
 		}
 		dst = append(dst, s[:k]...)
