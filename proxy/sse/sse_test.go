@@ -973,3 +973,45 @@ func TestDrainedReaderHoldsNoBuffer(t *testing.T) {
 		t.Fatalf("after the end: err %v", rd.Err())
 	}
 }
+
+// eventReads serves a stream one event per Read, as an upstream that
+// flushes every event is read: the reader is drained after each.
+type eventReads struct {
+	ends   []int
+	stream []byte
+	at, i  int
+}
+
+func (e *eventReads) Read(p []byte) (int, error) {
+	if e.i >= len(e.ends) {
+		return 0, io.EOF
+	}
+	n := copy(p, e.stream[e.at:e.ends[e.i]])
+	e.at += n
+	if e.at == e.ends[e.i] {
+		e.i++
+	}
+	return n, nil
+}
+
+// BenchmarkReaderEventPerRead is BenchmarkReader with every event read on
+// its own, where the reader waits in its small buffer between events.
+func BenchmarkReaderEventPerRead(b *testing.B) {
+	stream := fixtures[1].load(b)
+	ends := eventEnds(stream)
+	src := &eventReads{ends: ends, stream: stream}
+	r := sse.NewReader(src, 0)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		*src = eventReads{ends: ends, stream: stream}
+		r.Reset(src)
+		n := 0
+		for r.Next() {
+			n++
+		}
+		if r.Err() != nil || n != len(ends) {
+			b.Fatal(r.Err(), n)
+		}
+	}
+}
