@@ -403,11 +403,12 @@ func (r *Reader) addLine(from, to int) {
 
 // A drained reader, one that has returned every byte it read, waits for
 // the next bytes in a small buffer of its own, and takes a full one from
-// bufs only when they do not fit. A proxy holding ten thousand quiet
-// streams kept a 4 KiB buffer for each, 39 MiB in all, to wait with; a
-// chat chunk is a few hundred bytes, so a stream whose events come one at
-// a time reads them in the small buffer.
-const waitBufSize = 512
+// bufs only for an event that does not fit. A proxy holding ten thousand
+// quiet streams kept a 4 KiB buffer for each, 39 MiB in all, to wait
+// with, and took one for each again when they all ended at once; a chat
+// chunk is a few hundred bytes, so a stream reads them in the small
+// buffer.
+const waitBufSize = 1 << 10
 
 var bufs = sync.Pool{New: func() any { return new([initialBufSize]byte) }}
 
@@ -461,17 +462,10 @@ func (r *Reader) drained() {
 	}
 }
 
-// waiting reports whether buf is the small buffer.
-func (r *Reader) waiting() bool {
-	return r.wait != nil && len(r.buf) > 0 && &r.buf[0] == &r.wait[0]
-}
-
 // makeRoom frees space at the end of a full buffer. It slides pending bytes
 // to the front only when at least as many bytes were consumed as must be
 // copied (so copying stays proportional to the stream length) and grows
-// the buffer otherwise, never past what one event of the limit needs. The
-// small buffer is always left for a pooled one: bytes that overflow it
-// are a burst, read best in large pieces.
+// the buffer otherwise, never past what one event of the limit needs.
 func (r *Reader) makeRoom() {
 	// One byte past the limit is enough to prove an event too large, and
 	// lets an event of exactly max bytes ending in '\r' see whether '\n'
@@ -482,7 +476,7 @@ func (r *Reader) makeRoom() {
 	}
 	pending := r.end - r.start
 	size := len(r.buf)
-	if size < limit && (r.start == 0 || r.start < pending || r.waiting()) {
+	if size < limit && (r.start == 0 || r.start < pending) {
 		switch {
 		case size < initialBufSize:
 			size = min(initialBufSize, limit)

@@ -941,7 +941,7 @@ func (s *signalReader) Read(p []byte) (int, error) {
 // nothing pending has handed its buffer back and waits in a small one, and
 // an event larger than that, read in pieces, comes back whole.
 func TestDrainedReaderHoldsNoBuffer(t *testing.T) {
-	const piece = 512 // the reader's small buffer
+	const piece = 1 << 10 // the reader's small buffer
 	src := &signalReader{waiting: make(chan struct{}), next: make(chan []byte)}
 	rd := sse.NewReader(src, 0)
 	long := "data: " + strings.Repeat("x", 3*piece) + "\n\n"
