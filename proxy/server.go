@@ -430,9 +430,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, bodyError(err)
 	}
 	// Read to its end and closed, the body leaves net/http nothing to
-	// drain when the response begins. Left open, it is drained by a call
-	// made deep in the first write, which under a stream's frames took
-	// the handler's stack past the 8 KiB it starts with (see serveStream).
+	// drain when the response begins; left open, it is drained (of
+	// nothing) by a copy made inside the first write.
 	_ = r.Body.Close()
 	return body, nil
 }
