@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/sse"
 )
 
 // The APIs whose streams are SSE only answer the parts of the codec
@@ -32,6 +35,61 @@ func TestSSECodecsContractDefaults(t *testing.T) {
 		st := cd.NewStream()
 		if !bytes.Equal(st.Keepalive(), api.KeepaliveComment) || st.Complete() {
 			t.Errorf("%s: stream keepalive %q complete %v", name, st.Keepalive(), st.Complete())
+		}
+	}
+}
+
+// Every codec refuses, in DecodeAnswer and Feed, what the pipeline refuses
+// as an answer the agent could read another way: bytes that are not UTF-8
+// and a key folding onto a protocol key, each with its own error, before
+// any other. The pipeline makes no check of its own.
+func TestCodecsRefuseUnreadableAnswers(t *testing.T) {
+	folded := map[string]string{
+		"chat":      `{"choices":[{"message":{"Tool_Calls":[]}}]}`,
+		"messages":  `{"content":[],"Content":[]}`,
+		"responses": `{"output":[],"Output":[]}`,
+		"gemini":    `{"candidates":[],"Candidates":[]}`,
+	}
+	for name, doc := range folded {
+		cd := apis[name].NewCodec()
+		for _, c := range []struct {
+			body string
+			want error
+		}{
+			{doc, api.ErrFoldedKey},
+			{strings.Replace(doc, "[]", "[\"\xff\"]", 1), api.ErrNotUTF8},
+			{"{\"a\":\"\xff\"", api.ErrNotUTF8},
+		} {
+			if _, err := cd.DecodeAnswer([]byte(c.body)); !errors.Is(err, c.want) {
+				t.Errorf("%s: DecodeAnswer(%q) = %v, want %v", name, c.body, err, c.want)
+			}
+		}
+		// Not JSON, and still refused for what it holds first, where the
+		// codec checks every key (Gemini reads keys where it reads them).
+		if _, err := cd.DecodeAnswer([]byte(doc[:len(doc)-1])); name != "gemini" && !errors.Is(err, api.ErrFoldedKey) {
+			t.Errorf("%s: DecodeAnswer of a cut answer = %v, want %v", name, err, api.ErrFoldedKey)
+		}
+		ev := sse.Event{Data: []byte(doc)}
+		ev.Raw = sse.AppendEvent(nil, "", ev.Data)
+		if _, err := cd.NewStream().Feed(&ev); !errors.Is(err, api.ErrFoldedKey) {
+			t.Errorf("%s: Feed(%s) = %v, want %v", name, doc, err, api.ErrFoldedKey)
+		}
+	}
+}
+
+// answerError keeps the two refusals apart from an unreadable answer.
+func TestAnswerError(t *testing.T) {
+	other := errors.New("bad shape")
+	for _, c := range []struct {
+		in, want error
+	}{
+		{fmt.Errorf("x: %w", api.ErrNotUTF8), errNotUTF8},
+		{fmt.Errorf("x: %w", api.ErrFoldedKey), errFoldedKey},
+		{other, errUnreadable},
+	} {
+		got := answerError(c.in)
+		if !errors.Is(got, c.want) || c.want == errUnreadable && !errors.Is(got, other) {
+			t.Errorf("answerError(%v) = %v, want %v", c.in, got, c.want)
 		}
 	}
 }

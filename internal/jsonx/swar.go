@@ -45,3 +45,18 @@ func stringStop(d []byte, i int) int {
 	}
 	return i
 }
+
+// stringStopHigh is stringStop that also stops at a byte above 0x7F, for a
+// reader that checks the UTF-8 of what it reads.
+func stringStopHigh(d []byte, i int) int {
+	for ; i+8 <= len(d); i += 8 {
+		x := binary.LittleEndian.Uint64(d[i:])
+		m := zeroByte(x^(ones*'"')) | zeroByte(x^(ones*'\\')) | (x-ones*0x20)&^x&highs | x&highs
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(d) && plainByte[d[i]] && d[i] < 0x80; i++ {
+	}
+	return i
+}

@@ -1,6 +1,6 @@
 package jsonx
 
-import "bytes"
+import "unicode/utf8"
 
 // Node is one value of a document read by AppendTape. An object's node is
 // followed by its members, each a name (a string node) then the value's
@@ -30,36 +30,45 @@ const tapeDepth = decodeDepth
 // strings as encoding/json does; callers that refuse it check first.
 // Repeated names are kept: it is for the caller to notice them.
 func AppendTape(dst []Node, data []byte) ([]Node, bool) {
-	if int64(len(data)) >= 1<<31 {
-		return dst, false
-	}
-	i := skipWS(data, 0)
-	dst, i, ok := appendNode(dst, data, i, 0)
-	if !ok || skipWS(data, i) != len(data) {
-		return dst, false
-	}
-	return dst, true
+	s := tapeScan{d: data, nodes: dst, limit: tapeDepth}
+	ok := s.read()
+	return s.nodes, ok
 }
 
-// appendNode reads the value at d[i:].
-func appendNode(dst []Node, d []byte, i, depth int) ([]Node, int, bool) {
+// tapeScan is one pass over a document: the grammar, each value's place
+// and, when asked, the UTF-8 of every string, which is all of a JSON
+// text's UTF-8 that can be wrong (outside strings, a byte above 0x7F is a
+// grammar error).
+type tapeScan struct {
+	d     []byte
+	nodes []Node
+	limit int
+	// utf8 asks for strings to be checked; notUTF8 records one that is not.
+	utf8, notUTF8 bool
+}
+
+func (s *tapeScan) read() bool {
+	if int64(len(s.d)) >= 1<<31 {
+		return false
+	}
+	i, ok := s.value(skipWS(s.d, 0), 0)
+	return ok && skipWS(s.d, i) == len(s.d)
+}
+
+// value reads the value at d[i:].
+func (s *tapeScan) value(i, depth int) (int, bool) {
+	d := s.d
 	if i >= len(d) {
-		return dst, i, false
+		return i, false
 	}
 	switch c := d[i]; c {
 	case '"':
-		end, err := skipString(d, i)
-		if err != nil {
-			return dst, i, false
-		}
-		n := Node{Kind: '"', Start: int32(i + 1), End: int32(end - 1), Next: int32(len(dst) + 1)}
-		n.Escaped = bytes.IndexByte(d[i+1:end-1], '\\') >= 0
-		return append(dst, n), end, true
+		return s.str(i)
 	case '{', '[':
-		if depth >= tapeDepth {
-			return dst, i, false
+		if depth >= s.limit {
+			return i, false
 		}
-		return appendContainer(dst, d, i, depth)
+		return s.container(i, depth)
 	}
 	j := i
 	for j < len(d) && !isDelim(d[j]) {
@@ -71,9 +80,72 @@ func appendNode(dst []Node, d []byte, i, depth int) ([]Node, int, bool) {
 	case string(lit) == "true", string(lit) == "false", string(lit) == "null":
 		kind = lit[0]
 	case !validNumber(lit):
-		return dst, i, false
+		return i, false
 	}
-	return append(dst, Node{Kind: kind, Start: int32(i), End: int32(j), Next: int32(len(dst) + 1)}), j, true
+	s.nodes = append(s.nodes, Node{Kind: kind, Start: int32(i), End: int32(j), Next: int32(len(s.nodes) + 1)})
+	return j, true
+}
+
+// str reads the string opening at d[i], checking what JSON requires of
+// one (no raw control characters, only defined escapes) and, when asked,
+// its UTF-8, in the same pass that finds its end and its escapes.
+func (s *tapeScan) str(i int) (int, bool) {
+	d := s.d
+	start, escaped := i+1, false
+	for i++; ; {
+		if s.utf8 {
+			i = stringStopHigh(d, i)
+		} else {
+			i = stringStop(d, i)
+		}
+		if i >= len(d) {
+			return i, false
+		}
+		switch c := d[i]; {
+		case c == '"':
+			s.nodes = append(s.nodes, Node{Kind: '"', Escaped: escaped, Start: int32(start), End: int32(i), Next: int32(len(s.nodes) + 1)})
+			return i + 1, true
+		case c < 0x20:
+			return i, false
+		case c == '\\':
+			// The one-letter escapes of an argument string (\" most of
+			// all) come every few bytes: they are passed here, in line.
+			if i+1 < len(d) && simpleEscape[d[i+1]] {
+				i += 2
+			} else if n := escapeLen(d[i:]); n > 0 {
+				i += n
+			} else {
+				return i, false
+			}
+			escaped = true
+		default: // a byte above 0x7F, when checking UTF-8
+			r, size := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && size == 1 {
+				s.notUTF8 = true
+			}
+			i += size
+		}
+	}
+}
+
+// simpleEscape marks the letters of the two-byte escapes.
+var simpleEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+
+// escapeLen is the length of the escape at the start of b, or 0 for one
+// JSON does not define.
+func escapeLen(b []byte) int {
+	if len(b) < 2 {
+		return 0
+	}
+	switch b[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if _, ok := hex4(b[2:]); ok {
+			return 6
+		}
+	}
+	return 0
 }
 
 func isDelim(c byte) bool {
@@ -84,52 +156,56 @@ func isDelim(c byte) bool {
 	return false
 }
 
-// appendContainer reads the object or array opening at d[i].
-func appendContainer(dst []Node, d []byte, i, depth int) ([]Node, int, bool) {
+// container reads the object or array opening at d[i].
+func (s *tapeScan) container(i, depth int) (int, bool) {
+	d := s.d
 	open, closer := d[i], byte('}')
 	if open == '[' {
 		closer = ']'
 	}
-	at := len(dst)
-	dst = append(dst, Node{Kind: open, Start: int32(i)})
+	at := len(s.nodes)
+	s.nodes = append(s.nodes, Node{Kind: open, Start: int32(i)})
 	i = skipWS(d, i+1)
 	count := int32(0)
 	if i < len(d) && d[i] == closer {
-		return closeNode(dst, at, count, i), i + 1, true
+		return s.close(at, count, i), true
 	}
 	for {
 		var ok bool
 		if open == '{' {
 			if i >= len(d) || d[i] != '"' {
-				return dst, i, false
+				return i, false
 			}
-			if dst, i, ok = appendNode(dst, d, i, depth+1); !ok {
-				return dst, i, false
+			if i, ok = s.str(i); !ok {
+				return i, false
 			}
 			if i = skipWS(d, i); i >= len(d) || d[i] != ':' {
-				return dst, i, false
+				return i, false
 			}
 			i = skipWS(d, i+1)
 		}
-		if dst, i, ok = appendNode(dst, d, i, depth+1); !ok {
-			return dst, i, false
+		if i, ok = s.value(i, depth+1); !ok {
+			return i, false
 		}
 		count++
 		if i = skipWS(d, i); i >= len(d) {
-			return dst, i, false
+			return i, false
 		}
 		switch d[i] {
 		case ',':
 			i = skipWS(d, i+1)
 		case closer:
-			return closeNode(dst, at, count, i), i + 1, true
+			return s.close(at, count, i), true
 		default:
-			return dst, i, false
+			return i, false
 		}
 	}
 }
 
-func closeNode(dst []Node, at int, count int32, end int) []Node {
-	dst[at].Len, dst[at].End, dst[at].Next = count, int32(end+1), int32(len(dst))
-	return dst
+// close completes the container node at, whose closing bracket is at end,
+// and returns the position after it.
+func (s *tapeScan) close(at int, count int32, end int) int {
+	n := &s.nodes[at]
+	n.Len, n.End, n.Next = count, int32(end+1), int32(len(s.nodes))
+	return end + 1
 }

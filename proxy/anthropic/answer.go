@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 )
 
 // DecodeAnswer implements api.Codec, for the first answer and for the
@@ -13,6 +14,9 @@ import (
 // are answered in re-queries but never judged; every other tool_use block,
 // the abstain exit included once InjectTool offered it, is a function call.
 func (c *codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
+	if err := api.Readable(body, c.FoldedKey); err != nil {
+		return nil, err
+	}
 	var w wireResponse
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, err

@@ -67,6 +67,9 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if s.done || ev.Comment || len(ev.Data) == 0 {
 		return neutral.Step{Done: s.done}, nil
 	}
+	if api.ProtocolKeys.In(ev.Data) {
+		return neutral.Step{}, api.ErrFoldedKey
+	}
 	e := &s.ev
 	if err := s.dec.decode(ev.Data, ev.Event, e); err != nil {
 		return neutral.Step{}, err

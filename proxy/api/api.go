@@ -7,6 +7,7 @@ package api
 import (
 	"io"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
@@ -30,7 +31,10 @@ type Codec interface {
 	// less its prefix (Gemini names the model and the verb there). An
 	// error means the request cannot be read; it is then forwarded as is.
 	DecodeRequest(path string, body []byte) (*neutral.Request, error)
-	// DecodeAnswer decodes a non-streaming answer.
+	// DecodeAnswer decodes a non-streaming answer. It refuses an answer
+	// that is not UTF-8 (ErrNotUTF8) or has a key folding onto a protocol
+	// key where FoldedKey looks (ErrFoldedKey), before any other error:
+	// the bytes could be read one way here and another by the agent.
 	DecodeAnswer(body []byte) (*neutral.Answer, error)
 	// ReQuery builds a re-query from the request (as sent upstream) with
 	// q's history appended, in the provider's exact shape; prev is the
@@ -70,11 +74,32 @@ type Codec interface {
 	// only in letter case. A codec that knows where its wire format's
 	// keys are read checks there only (a check of every key would refuse
 	// a Gemini argument named "Type"); the others check every key of the
-	// document against ProtocolKeys.
+	// document against ProtocolKeys. DecodeAnswer and Feed refuse what it
+	// reports, in the pass that reads the document where they can.
 	FoldedKey(data []byte) bool
 	// Strict mode (SPEC §3b): the codec only reads and writes the flag;
 	// which tools get it is the pipeline's decision.
 	StrictMarker
+}
+
+// The refusals of DecodeAnswer and Feed that the pipeline tells apart
+// from an answer that is merely unreadable.
+var (
+	ErrNotUTF8   = jsonx.ErrNotUTF8
+	ErrFoldedKey = jsonx.ErrFolded
+)
+
+// Readable is the check DecodeAnswer starts with, for a codec that does not
+// make it in its own reading pass: UTF-8, then folded, the codec's
+// FoldedKey.
+func Readable(body []byte, folded func([]byte) bool) error {
+	switch {
+	case !utf8.Valid(body):
+		return ErrNotUTF8
+	case folded(body):
+		return ErrFoldedKey
+	}
+	return nil
 }
 
 // ProtocolKeys are the keys of the three APIs that carry tool calls, text
@@ -107,6 +132,8 @@ type EventReader interface {
 type Stream interface {
 	// Feed reads one upstream event. An error means the upstream sent an
 	// event that cannot be read; the stream is then failed, never guessed.
+	// An event with a key the codec's FoldedKey reports is refused with
+	// an error that wraps ErrFoldedKey.
 	Feed(ev *sse.Event) (neutral.Step, error)
 	// Turns returns the assembled answer, one turn per choice. Each turn's
 	// Raw replays it in a re-query.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 )
 
 // usageOf reads usageMetadata, which may be absent.
@@ -135,8 +136,8 @@ func callOf(raw []byte, pos int) (neutral.ToolCall, error) {
 
 // DecodeAnswer implements api.Codec: one turn per candidate.
 func (c *codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
-	if foldedKey(body) {
-		return nil, errFolded
+	if err := api.Readable(body, foldedKey); err != nil {
+		return nil, err
 	}
 	obj, err := jsonx.ParseObject(body)
 	if err != nil {

@@ -14,6 +14,7 @@ package gemini
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/api"
@@ -48,7 +49,7 @@ var ErrShape = errors.New("gemini: not a Gemini API object")
 // errFolded reports a key that differs from a Gemini key only by letter
 // case: Go's decoder would read it as the key while a JavaScript client
 // would not, so what toolgate judged and what the agent runs could differ.
-var errFolded = errors.New("gemini: a key differs from a Gemini API key only in letter case")
+var errFolded = fmt.Errorf("gemini: %w", api.ErrFoldedKey)
 
 // keyNames are the Gemini keys that carry calls, text and their framing,
 // by their JSON names.

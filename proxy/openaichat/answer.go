@@ -3,6 +3,7 @@ package openaichat
 import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 )
 
 // turnRef is the codec's handle on one choice of an answer, for replay.
@@ -14,34 +15,34 @@ type turnRef struct {
 // DecodeAnswer implements api.Codec, for the client's answer and for
 // re-query answers alike.
 func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
-	// The answer is split with jsonx, which checks the JSON grammar in the
-	// same pass; only the tool calls are decoded into structs. The rest of
-	// an answer (usage details, logprobs, annotations) is not needed, and
-	// reflection over it was the largest cost of the plain path. Values
-	// inside the checked top level are split without a second check.
-	top, err := jsonx.ParseObject(body)
-	if err != nil {
+	// One pass reads the answer into a tape: its grammar, its UTF-8 and
+	// the place of every value, and the keys are checked against the
+	// protocol keys on the tape. Only the calls are then decoded; the
+	// rest of an answer (usage details, logprobs, annotations) is not
+	// needed, and no value is read twice.
+	tx := jsonx.GetText()
+	defer tx.Release()
+	if err := tx.Readable(body, api.ProtocolKeys); err != nil {
 		return nil, err
 	}
-	rawChoices := top.Get("choices")
-	if jsonx.IsNull(rawChoices) {
+	if tx.Kind(0) != '{' {
+		return nil, jsonx.ErrSyntax
+	}
+	choices := tx.Get(0, "choices")
+	if tx.Kind(choices) != '[' {
 		return nil, ErrShape
 	}
-	choices, err := jsonx.SplitArray(rawChoices)
-	if err != nil {
-		return nil, ErrShape
-	}
-	id, _ := jsonx.Unquote(top.Get("id"))
-	a := &neutral.Answer{Body: body, Choices: make([]*neutral.Turn, len(choices))}
-	if u := top.Get("usage"); !jsonx.IsNull(u) {
+	id, _ := tx.Str(tx.Get(0, "id"))
+	a := &neutral.Answer{Body: body, Choices: make([]*neutral.Turn, tx.Len(choices))}
+	if u := tx.Get(0, "usage"); !tx.Null(u) {
 		var ok bool
-		if a.Usage, ok = readUsage(u); !ok {
+		if a.Usage, ok = tapeUsage(tx, u); !ok {
 			return nil, ErrShape
 		}
 	}
-	for i, raw := range choices {
+	for i, j := 0, choices+1; i < len(a.Choices); i, j = i+1, tx.Next(j) {
 		t := &neutral.Turn{ResponseID: id, Raw: turnRef{body: body, choice: i}}
-		if err := readChoice(t, raw); err != nil {
+		if err := readChoice(t, tx, j); err != nil {
 			return nil, err
 		}
 		if i == 0 {
@@ -52,25 +53,26 @@ func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 	return a, nil
 }
 
-// readChoice reads one choice's text, calls and finish reason into t.
-func readChoice(t *neutral.Turn, raw []byte) error {
-	c, err := jsonx.SplitObject(raw)
-	if err != nil {
+// readChoice reads the text, calls and finish reason of the choice at
+// node c into t.
+func readChoice(t *neutral.Turn, tx *jsonx.Text, c int) error {
+	if tx.Kind(c) != '{' {
 		return ErrShape
 	}
-	if m := c.Get("message"); !jsonx.IsNull(m) {
-		msg, err := jsonx.SplitObject(m)
-		if err != nil {
+	if m := tx.Get(c, "message"); !tx.Null(m) {
+		if tx.Kind(m) != '{' {
 			return ErrShape
 		}
-		t.Text, _ = jsonx.Unquote(msg.Get("content"))
-		if tcs := msg.Get("tool_calls"); !jsonx.IsNull(tcs) {
-			elems, err := jsonx.SplitArray(tcs)
-			if err != nil {
+		t.Text, _ = tx.Str(tx.Get(m, "content"))
+		if tcs := tx.Get(m, "tool_calls"); !tx.Null(tcs) {
+			if tx.Kind(tcs) != '[' {
 				return ErrShape
 			}
-			for _, e := range elems {
-				tc, err := readCall(e)
+			if tx.Len(tcs) > 0 {
+				t.Calls = make([]neutral.ToolCall, 0, tx.Len(tcs))
+			}
+			for k, e := 0, tcs+1; k < tx.Len(tcs); k, e = k+1, tx.Next(e) {
+				tc, err := tapeCall(tx, e)
 				if err != nil {
 					return err
 				}
@@ -79,9 +81,9 @@ func readChoice(t *neutral.Turn, raw []byte) error {
 		}
 	}
 	finish := ""
-	if fr := c.Get("finish_reason"); !jsonx.IsNull(fr) {
+	if fr := tx.Get(c, "finish_reason"); !tx.Null(fr) {
 		var ok bool
-		if finish, ok = jsonx.Unquote(fr); !ok {
+		if finish, ok = tx.Str(fr); !ok {
 			return ErrShape
 		}
 	}
@@ -89,16 +91,67 @@ func readChoice(t *neutral.Turn, raw []byte) error {
 	return nil
 }
 
-// readUsage reads the token counts of a usage object taken from a checked
-// answer or chunk.
-func readUsage(raw []byte) (neutral.Usage, bool) {
-	obj, err := jsonx.SplitObject(raw)
-	if err != nil {
+// tapeUsage reads the token counts of the usage object at node u.
+func tapeUsage(tx *jsonx.Text, u int) (neutral.Usage, bool) {
+	if tx.Kind(u) != '{' {
 		return neutral.Usage{}, false
 	}
-	in, ok1 := jsonx.Int(obj.Get("prompt_tokens"))
-	out, ok2 := jsonx.Int(obj.Get("completion_tokens"))
+	in, ok1 := jsonx.Int(tx.Raw(tx.Get(u, "prompt_tokens")))
+	out, ok2 := jsonx.Int(tx.Raw(tx.Get(u, "completion_tokens")))
 	return neutral.Usage{Input: in, Output: out}, ok1 && ok2
+}
+
+// tapeCall is readCall for the call at node i of an answer's tape.
+func tapeCall(tx *jsonx.Text, i int) (wireCall, error) {
+	var tc wireCall
+	switch tx.Kind(i) {
+	case 'n':
+		return tc, nil
+	case '{':
+	default:
+		return tc, ErrShape
+	}
+	var err error
+	if tc.ID, err = tapeOptString(tx, tx.Get(i, "id")); err != nil {
+		return tc, ErrShape
+	}
+	if tc.Type, err = tapeOptString(tx, tx.Get(i, "type")); err != nil {
+		return tc, ErrShape
+	}
+	if fn := tx.Get(i, "function"); !tx.Null(fn) {
+		if tx.Kind(fn) != '{' {
+			return tc, ErrShape
+		}
+		tc.Function = &wireFunction{}
+		if tc.Function.Name, err = tapeOptString(tx, tx.Get(fn, "name")); err != nil {
+			return tc, ErrShape
+		}
+		args := tx.Get(fn, "arguments")
+		tc.Function.Arguments = tx.Raw(args)
+		tc.Function.decoded, tc.Function.decodedOK = tx.Bytes(args)
+	}
+	if cu := tx.Get(i, "custom"); !tx.Null(cu) {
+		if tx.Kind(cu) != '{' {
+			return tc, ErrShape
+		}
+		tc.Custom = &wireCustom{}
+		if tc.Custom.Name, err = tapeOptString(tx, tx.Get(cu, "name")); err != nil {
+			return tc, ErrShape
+		}
+	}
+	return tc, nil
+}
+
+// tapeOptString is optString for node i.
+func tapeOptString(tx *jsonx.Text, i int) (string, error) {
+	if tx.Null(i) {
+		return "", nil
+	}
+	s, ok := tx.Str(i)
+	if !ok {
+		return "", errField("of a string")
+	}
+	return s, nil
 }
 
 // readCall reads one tool call of a checked answer into its wire form. A
@@ -151,8 +204,12 @@ func neutralCall(tc wireCall) neutral.ToolCall {
 		c.Kind, c.Name = neutral.Custom, tc.Custom.Name
 	case (tc.Type == "function" || tc.Type == "") && tc.Function != nil:
 		c.Kind, c.Name = neutral.Function, tc.Function.Name
-		if s, ok := jsonx.Unquote(tc.Function.Arguments); ok {
-			c.Args = []byte(s)
+		args, ok := tc.Function.decoded, tc.Function.decodedOK
+		if !ok {
+			args, ok = jsonx.Unquoted(tc.Function.Arguments)
+		}
+		if ok {
+			c.Args = args
 		} else {
 			// Arguments must be a JSON string; anything else is the wrong
 			// shape, reported as such and never coerced.

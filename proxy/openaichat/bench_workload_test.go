@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -43,4 +44,39 @@ func BenchmarkStreamFilterWorkload(b *testing.B) {
 		b.Fatalf("answer.sse has %d events, want 40", len(evs))
 	}
 	runStreamFilter(b, evs, workloadContext(b))
+}
+
+// BenchmarkReadAnswerWorkload is all the reading of answer.json the
+// pipeline asks for: DecodeAnswer, which also holds the answer to UTF-8
+// and refuses keys folding onto protocol keys, in the same pass.
+func BenchmarkReadAnswerWorkload(b *testing.B) {
+	answer := workloadFile(b, "answer.json")
+	cd := openaichat.API{}.NewCodec()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(answer)))
+	for b.Loop() {
+		if _, err := cd.DecodeAnswer(answer); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStreamReadWorkload is all the reading of answer.sse's 40
+// events the pipeline asks for: Feed of each (which refuses folded keys
+// in the pass that reads the event) and Turns, without judging.
+func BenchmarkStreamReadWorkload(b *testing.B) {
+	evs := readEvents(b, workloadFile(b, "answer.sse"))
+	cd := openaichat.API{}.NewCodec()
+	b.ReportAllocs()
+	for b.Loop() {
+		st := cd.NewStream()
+		for i := range evs {
+			if _, err := st.Feed(&evs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if len(st.Turns()) != 1 {
+			b.Fatal("want one turn")
+		}
+	}
 }

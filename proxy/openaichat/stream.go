@@ -90,7 +90,17 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		return neutral.Step{Done: true}, nil
 	}
 	s.call = false
-	if ok, opening, err := s.feedText(ev.Data); ok || err != nil {
+	// One pass reads the chunk into a tape; its keys are checked against
+	// the protocol keys there, and the common chunks are read from it.
+	tx := jsonx.GetText()
+	defer tx.Release()
+	if !tx.Read(ev.Data) {
+		if api.ProtocolKeys.In(ev.Data) {
+			return neutral.Step{}, api.ErrFoldedKey
+		}
+	} else if api.ProtocolKeys.InText(tx) {
+		return neutral.Step{}, api.ErrFoldedKey
+	} else if ok, opening, err := s.feedText(tx); ok || err != nil {
 		return neutral.Step{Hold: s.call, Opening: opening}, err
 	}
 	var ch chunk

@@ -3,7 +3,6 @@ package openaichat
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 )
@@ -27,67 +26,64 @@ type fastCall struct {
 // scratch holds the slices feedText reuses from chunk to chunk, so reading
 // a stream allocates for what it keeps, not for what it looks at.
 type scratch struct {
-	top, choice, delta, call, fn jsonx.Object
-	choices, calls               [][]byte
-	deltas                       []textDelta
-	fcalls                       []fastCall
+	deltas []textDelta
+	fcalls []fastCall
 }
 
 // feedText reads the common chunks (text and function-call deltas, role,
-// finish, usage) without reflection: decoding every chunk into structs was
-// most of a stream's CPU. It reports false, leaving the chunk to the full
-// decoder, for anything else: an error, a custom call, or a field it does
-// not know. Nothing changes until the whole chunk has been understood.
-// opening reports a chunk that carries nothing yet: no text, call, finish,
-// logprobs or usage (a role-only delta, or no choices at all). Only such a
-// chunk that feedText understood is called opening: one with a field it
-// does not know may carry something.
-func (s *stream) feedText(data []byte) (ok, opening bool, err error) {
-	sc := &s.scratch
-	// ParseObjectInto checks the JSON grammar as it splits; what it refuses,
-	// the full decoder refuses too, with its own error. The values inside
-	// are split with jsonx.Split*, which does not check them again.
-	obj, err := jsonx.ParseObjectInto(sc.top, data)
-	// An error chunk is the full decoder's to refuse.
-	if err != nil || !jsonx.IsNull(obj.Get("error")) || misspelt(obj, "choices", "usage", "id", "error") {
+// finish, usage) from the chunk's tape, without reflection: decoding every
+// chunk into structs was most of a stream's CPU. It reports false, leaving
+// the chunk to the full decoder, for anything else: an error, a custom
+// call, or a field it does not know. Nothing changes until the whole chunk
+// has been understood. opening reports a chunk that carries nothing yet:
+// no text, call, finish, logprobs or usage (a role-only delta, or no
+// choices at all). Only such a chunk that feedText understood is called
+// opening: one with a field it does not know may carry something.
+func (s *stream) feedText(tx *jsonx.Text) (ok, opening bool, err error) {
+	// An error chunk is the full decoder's to refuse. A key that
+	// encoding/json, and so the full decoder, would match to one of the
+	// keys read here only when case is ignored ("Choices") is no concern:
+	// they are all protocol keys, and Feed has refused such a chunk.
+	if tx.Kind(0) != '{' || !tx.Null(tx.Get(0, "error")) {
 		return false, false, nil
 	}
-	sc.top = obj
-	choices := sc.choices[:0]
-	if raw := obj.Get("choices"); !jsonx.IsNull(raw) {
-		if choices, err = jsonx.SplitArrayInto(sc.choices, raw); err != nil {
-			return false, false, nil
-		}
-		sc.choices = choices
+	choices := tx.Get(0, "choices")
+	if !tx.Null(choices) && tx.Kind(choices) != '[' {
+		return false, false, nil
 	}
-	deltas, quiet, ok, err := s.readTextChoices(choices)
+	deltas, quiet, ok, err := s.readTextChoices(tx, choices)
 	if !ok || err != nil {
 		return false, false, err
 	}
-	s.applyText(deltas)
+	s.applyText(tx, deltas)
 	if s.id == "" {
-		s.id, _ = jsonx.Unquote(obj.Get("id"))
+		s.id, _ = tx.Str(tx.Get(0, "id"))
 	}
-	u := obj.Get("usage")
-	if !jsonx.IsNull(u) {
-		if usage, ok := readUsage(u); ok {
+	u := tx.Get(0, "usage")
+	if !tx.Null(u) {
+		if usage, ok := tapeUsage(tx, u); ok {
 			s.usage = usage
 		}
 	}
-	return true, quiet && jsonx.IsNull(u), nil
+	return true, quiet && tx.Null(u), nil
 }
 
-// readTextChoices reads every choice of a chunk into the scratch deltas,
-// and checks their call indexes, before any is applied. quiet reports that
-// no choice carries anything for the user.
-func (s *stream) readTextChoices(choices [][]byte) (deltas []textDelta, quiet, ok bool, err error) {
+// readTextChoices reads every choice of the array at node choices (-1 or
+// null: none) into the scratch deltas, and checks their call indexes,
+// before any is applied. quiet reports that no choice carries anything
+// for the user.
+func (s *stream) readTextChoices(tx *jsonx.Text, choices int) (deltas []textDelta, quiet, ok bool, err error) {
 	sc := &s.scratch
 	deltas, fcalls := sc.deltas[:0], sc.fcalls[:0]
 	quiet = true
-	for _, raw := range choices {
+	n := 0
+	if !tx.Null(choices) {
+		n = tx.Len(choices)
+	}
+	for k, c := 0, choices+1; k < n; k, c = k+1, tx.Next(c) {
 		var d textDelta
 		var q bool
-		if d, fcalls, q, ok, err = s.readTextChoice(raw, fcalls); !ok || err != nil {
+		if d, fcalls, q, ok, err = s.readTextChoice(tx, c, fcalls); !ok || err != nil {
 			return nil, false, false, err
 		}
 		quiet = quiet && q
@@ -104,16 +100,13 @@ func (s *stream) readTextChoices(choices [][]byte) (deltas []textDelta, quiet, o
 	return deltas, quiet, true, nil
 }
 
-// readTextChoice reads one choice of a chunk; its calls are appended to
+// readTextChoice reads the choice at node c; its calls are appended to
 // fcalls. quiet reports a choice with no text, call, finish or logprobs.
-func (s *stream) readTextChoice(raw []byte, fcalls []fastCall) (d textDelta, _ []fastCall, quiet, ok bool, err error) {
-	sc := &s.scratch
-	co, err := jsonx.SplitObjectInto(sc.choice, raw)
-	if err != nil || misspelt(co, "index", "delta", "finish_reason") {
+func (s *stream) readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d textDelta, _ []fastCall, quiet, ok bool, err error) {
+	if tx.Kind(c) != '{' {
 		return d, fcalls, false, false, nil
 	}
-	sc.choice = co
-	idx, err := strconv.Atoi(string(co.Get("index")))
+	idx, err := strconv.Atoi(string(tx.Raw(tx.Get(c, "index"))))
 	if err != nil {
 		return d, fcalls, false, false, nil
 	}
@@ -121,40 +114,39 @@ func (s *stream) readTextChoice(raw []byte, fcalls []fastCall) (d textDelta, _ [
 		return d, fcalls, false, false, fmt.Errorf("%w: choice index %d", ErrStream, idx)
 	}
 	d.choice = idx
-	if fr := co.Get("finish_reason"); !jsonx.IsNull(fr) {
-		if fr[0] != '"' {
+	if fr := tx.Get(c, "finish_reason"); !tx.Null(fr) {
+		if tx.Kind(fr) != '"' {
 			return d, fcalls, false, false, nil
 		}
-		d.finish = fr
+		d.finish = tx.Raw(fr)
 	}
-	if dr := co.Get("delta"); !jsonx.IsNull(dr) {
-		if fcalls, ok = s.readTextDelta(&d, dr, fcalls); !ok {
+	if dr := tx.Get(c, "delta"); !tx.Null(dr) {
+		if fcalls, ok = readTextDelta(tx, &d, dr, fcalls); !ok {
 			return d, fcalls, false, false, nil
 		}
 	}
-	quiet = jsonx.IsNull(co.Get("logprobs")) && d.finish == nil && len(d.calls) == 0 &&
+	quiet = tx.Null(tx.Get(c, "logprobs")) && d.finish == nil && len(d.calls) == 0 &&
 		(d.content == nil || string(d.content) == `""`)
 	return d, fcalls, quiet, true, nil
 }
 
-// readTextDelta reads a choice's delta into d: its role, text and plain
-// function-call fragments. Any other field is the full decoder's.
-func (s *stream) readTextDelta(d *textDelta, raw []byte, fcalls []fastCall) ([]fastCall, bool) {
-	delta, err := jsonx.SplitObjectInto(s.scratch.delta, raw)
-	if err != nil {
+// readTextDelta reads the delta at node dr into d: its role, text and
+// plain function-call fragments. Any other field is the full decoder's.
+func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]fastCall, bool) {
+	if tx.Kind(dr) != '{' {
 		return fcalls, false
 	}
-	s.scratch.delta = delta
-	for _, f := range delta {
+	for k, j := 0, dr+1; k < tx.Len(dr); k, j = k+1, tx.Next(j+1) {
+		v := j + 1
 		switch {
-		case f.Key == "role":
-		case (f.Key == "content" || f.Key == "refusal" || f.Key == "reasoning_content") && jsonx.IsNull(f.Value):
-		case f.Key == "content" && f.Value[0] == '"':
-			d.content = f.Value
-		case f.Key == "tool_calls":
+		case tx.Is(j, "role"):
+		case (tx.Is(j, "content") || tx.Is(j, "refusal") || tx.Is(j, "reasoning_content")) && tx.Null(v):
+		case tx.Is(j, "content") && tx.Kind(v) == '"':
+			d.content = tx.Raw(v)
+		case tx.Is(j, "tool_calls"):
 			first := len(fcalls)
 			var ok bool
-			if fcalls, ok = s.parseFastCalls(fcalls, f.Value); !ok {
+			if fcalls, ok = parseFastCalls(tx, fcalls, v); !ok {
 				return fcalls, false
 			}
 			d.calls = fcalls[first:len(fcalls):len(fcalls)]
@@ -166,11 +158,11 @@ func (s *stream) readTextDelta(d *textDelta, raw []byte, fcalls []fastCall) ([]f
 }
 
 // applyText applies the deltas of a chunk feedText understood whole.
-func (s *stream) applyText(deltas []textDelta) {
+func (s *stream) applyText(tx *jsonx.Text, deltas []textDelta) {
 	for _, d := range deltas {
 		c, _ := s.choice(d.choice) // in range: checked by readTextChoice
 		if d.content != nil {
-			c.content = appendFragment(c.content, d.content)
+			c.content = fragment(tx, c.content, d.content)
 			c.hasText = true
 		}
 		for _, fc := range d.calls {
@@ -182,7 +174,7 @@ func (s *stream) applyText(deltas []textDelta) {
 				n, _ := jsonx.Unquote(fc.name)
 				call.name += n
 			}
-			call.args = appendFragment(call.args, fc.args)
+			call.args = fragment(tx, call.args, fc.args)
 			s.call = true
 		}
 		if d.finish != nil {
@@ -191,36 +183,16 @@ func (s *stream) applyText(deltas []textDelta) {
 	}
 }
 
-// misspelt reports a key that matches one of names only when case is
-// ignored. encoding/json, and so the full decoder, matches keys that way; a
-// chunk that spells "Choices" must be read as the full decoder reads it, or
-// a call could slip past unseen. names are lower-case ASCII.
-func misspelt(obj jsonx.Object, names ...string) bool {
-	for _, f := range obj {
-		if !jsonx.MayFold(f.Key) {
-			continue
-		}
-		for _, n := range names {
-			if f.Key != n && strings.EqualFold(f.Key, n) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// parseFastCalls appends the tool_calls of a delta to dst when they have
-// the plain function shape. Anything else (custom calls, arguments that are
-// not a string, unknown fields) goes to the full decoder.
-func (s *stream) parseFastCalls(dst []fastCall, raw []byte) ([]fastCall, bool) {
-	sc := &s.scratch
-	elems, err := jsonx.SplitArrayInto(sc.calls, raw)
-	if err != nil {
+// parseFastCalls appends the tool_calls at node v of a delta to dst when
+// they have the plain function shape. Anything else (custom calls,
+// arguments that are not a string, unknown fields) goes to the full
+// decoder.
+func parseFastCalls(tx *jsonx.Text, dst []fastCall, v int) ([]fastCall, bool) {
+	if tx.Kind(v) != '[' {
 		return dst, false
 	}
-	sc.calls = elems
-	for _, e := range elems {
-		fc, ok := s.parseFastCall(e)
+	for k, e := 0, v+1; k < tx.Len(v); k, e = k+1, tx.Next(e) {
+		fc, ok := parseFastCall(tx, e)
 		if !ok {
 			return dst, false
 		}
@@ -229,34 +201,34 @@ func (s *stream) parseFastCalls(dst []fastCall, raw []byte) ([]fastCall, bool) {
 	return dst, true
 }
 
-// parseFastCall reads one call delta of the plain function shape, which
-// must name its index.
-func (s *stream) parseFastCall(raw []byte) (fc fastCall, ok bool) {
-	obj, err := jsonx.SplitObjectInto(s.scratch.call, raw)
-	if err != nil {
+// parseFastCall reads the call delta at node e, of the plain function
+// shape, which must name its index.
+func parseFastCall(tx *jsonx.Text, e int) (fc fastCall, ok bool) {
+	if tx.Kind(e) != '{' {
 		return fc, false
 	}
-	s.scratch.call = obj
 	seenIndex := false
-	for _, f := range obj {
-		switch f.Key {
-		case "index":
-			if fc.index, err = strconv.Atoi(string(f.Value)); err != nil {
+	for k, j := 0, e+1; k < tx.Len(e); k, j = k+1, tx.Next(j+1) {
+		v := j + 1
+		switch {
+		case tx.Is(j, "index"):
+			var err error
+			if fc.index, err = strconv.Atoi(string(tx.Raw(v))); err != nil {
 				return fc, false
 			}
 			seenIndex = true
-		case "id":
-			if f.Value[0] != '"' {
+		case tx.Is(j, "id"):
+			if tx.Kind(v) != '"' {
 				return fc, false
 			}
-			fc.id = f.Value
-		case "type":
-			if string(f.Value) != `"function"` {
+			fc.id = tx.Raw(v)
+		case tx.Is(j, "type"):
+			if string(tx.Raw(v)) != `"function"` {
 				return fc, false
 			}
-			fc.typ = f.Value
-		case "function":
-			if !s.parseFastFunction(f.Value, &fc) {
+			fc.typ = tx.Raw(v)
+		case tx.Is(j, "function"):
+			if !parseFastFunction(tx, v, &fc) {
 				return fc, false
 			}
 		default:
@@ -266,22 +238,32 @@ func (s *stream) parseFastCall(raw []byte) (fc fastCall, ok bool) {
 	return fc, seenIndex
 }
 
-func (s *stream) parseFastFunction(raw []byte, fc *fastCall) bool {
-	obj, err := jsonx.SplitObjectInto(s.scratch.fn, raw)
-	if err != nil {
+// parseFastFunction reads the function object at node v into fc.
+func parseFastFunction(tx *jsonx.Text, v int, fc *fastCall) bool {
+	if tx.Kind(v) != '{' {
 		return false
 	}
-	s.scratch.fn = obj
-	for _, f := range obj {
+	for k, j := 0, v+1; k < tx.Len(v); k, j = k+1, tx.Next(j+1) {
+		fv := j + 1
 		switch {
-		case (f.Key == "name" || f.Key == "arguments") && jsonx.IsNull(f.Value):
-		case f.Key == "name" && f.Value[0] == '"':
-			fc.name = f.Value
-		case f.Key == "arguments" && f.Value[0] == '"':
-			fc.args = f.Value
+		case (tx.Is(j, "name") || tx.Is(j, "arguments")) && tx.Null(fv):
+		case tx.Is(j, "name") && tx.Kind(fv) == '"':
+			fc.name = tx.Raw(fv)
+		case tx.Is(j, "arguments") && tx.Kind(fv) == '"':
+			fc.args = tx.Raw(fv)
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// fragment is appendFragment for a string of the chunk read into tx:
+// when the chunk is UTF-8, its escapes are checked already and it is
+// decoded without checking them again.
+func fragment(tx *jsonx.Text, dst, raw []byte) []byte {
+	if tx.NotUTF8 || len(raw) < 2 {
+		return appendFragment(dst, raw)
+	}
+	return jsonx.AppendChecked(dst, raw[1:len(raw)-1])
 }

@@ -39,6 +39,10 @@ type wireCall struct {
 type wireFunction struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// decoded holds Arguments decoded, when read from a tape that has
+	// checked them (decodedOK).
+	decoded   []byte
+	decodedOK bool
 }
 
 type wireCustom struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 )
 
 // turnItems is a turn in replayable form: the answer's output items, each
@@ -88,7 +89,10 @@ func (h *wireHead) stop() neutral.Stop {
 }
 
 // DecodeAnswer implements api.Codec. A response has one assistant turn.
-func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
+func (c *codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
+	if err := api.Readable(body, c.FoldedKey); err != nil {
+		return nil, err
+	}
 	obj, err := jsonx.ParseObject(body)
 	if err != nil {
 		return nil, err

@@ -146,6 +146,9 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		// reuse their Chat Completions framing end with it.
 		return neutral.Step{Done: true}, nil
 	}
+	if api.ProtocolKeys.In(ev.Data) {
+		return neutral.Step{}, api.ErrFoldedKey
+	}
 	var head eventHead
 	if err := json.Unmarshal(ev.Data, &head); err != nil {
 		return neutral.Step{}, errorf("%v", err)

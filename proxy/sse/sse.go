@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 )
 
 // DefaultMaxEvent is the event size limit NewReader uses when given a
@@ -85,6 +86,10 @@ type Reader struct {
 	max int
 
 	buf []byte
+	// pooled: buf is one of bufs, handed back whenever the reader is
+	// drained; wait is what a drained reader reads into meanwhile.
+	pooled bool
+	wait   *[waitBufSize]byte
 	// buf[start:end] holds the bytes read but not yet returned. Within
 	// it, line is where the line being scanned begins, and buf[line:scan]
 	// is known to contain no line break, so short reads never cause a
@@ -115,7 +120,7 @@ func NewReader(src io.Reader, maxEvent int) *Reader {
 // Reset makes r read a new stream from src with the same size limit,
 // keeping its buffers so that pooled Readers do not allocate per stream.
 func (r *Reader) Reset(src io.Reader) {
-	*r = Reader{src: src, max: r.max, buf: r.buf, data: r.data[:0], atStart: true}
+	*r = Reader{src: src, max: r.max, buf: r.buf, pooled: r.pooled, wait: r.wait, data: r.data[:0], atStart: true}
 }
 
 // BufferCap is the size of the Reader's buffer, for a pool that keeps only
@@ -130,32 +135,50 @@ func (r *Reader) Next() bool {
 	}
 	for {
 		if n, ok := r.scanEvent(); ok {
-			if n > r.max {
-				return r.fail(ErrEventTooLarge)
-			}
-			raw := r.buf[r.start : r.start+n : r.start+n]
-			r.start += n
-			r.line, r.scan = r.start, r.start
-			r.ev = r.cur.build(raw, r.data)
-			r.cur = fields{}
-			r.atStart = false
-			return true
+			return r.emit(n)
 		}
 		if r.srcErr != nil {
-			err := r.srcErr
-			if err == io.EOF {
-				err = nil
-				if r.start < r.end {
-					err = ErrTruncated
-				}
-			}
-			return r.fail(err)
+			return r.stop()
 		}
 		if r.end-r.start > r.max {
 			return r.fail(ErrEventTooLarge)
 		}
 		r.fill()
 	}
+}
+
+// emit makes the n bytes at start the current event. It and stop are out
+// of line: a proxy holds a quiet stream in fill, under Next's frame, and
+// kept small that frame lets the runtime shrink the stack of each of
+// thousands of held streams by half.
+//
+//go:noinline
+func (r *Reader) emit(n int) bool {
+	if n > r.max {
+		return r.fail(ErrEventTooLarge)
+	}
+	raw := r.buf[r.start : r.start+n : r.start+n]
+	r.start += n
+	r.line, r.scan = r.start, r.start
+	r.ev = r.cur.build(raw, r.data)
+	r.cur = fields{}
+	r.atStart = false
+	return true
+}
+
+// stop ends the events once the source has: cleanly at EOF between
+// events, else with the source's error or ErrTruncated.
+//
+//go:noinline
+func (r *Reader) stop() bool {
+	err := r.srcErr
+	if err == io.EOF {
+		err = nil
+		if r.start < r.end {
+			err = ErrTruncated
+		}
+	}
+	return r.fail(err)
 }
 
 // Event returns the event found by the last successful call to Next. Its
@@ -378,12 +401,24 @@ func (r *Reader) addLine(from, to int) {
 	}
 }
 
+// A drained reader, one that has returned every byte it read, waits for
+// the next bytes in a small buffer of its own, and takes a full one from
+// bufs only for an event that does not fit. A proxy holding ten thousand
+// quiet streams kept a 4 KiB buffer for each, 39 MiB in all, to wait
+// with, and took one for each again when they all ended at once; a chat
+// chunk is a few hundred bytes, so a stream reads them in the small
+// buffer.
+const waitBufSize = 1 << 10
+
+var bufs = sync.Pool{New: func() any { return new([initialBufSize]byte) }}
+
 // fill reads more of the source into buf, making room first if needed.
 func (r *Reader) fill() {
 	if r.start == r.end {
 		// Nothing pending: rewinding is free and avoids a later copy.
 		r.start, r.end, r.line, r.scan = 0, 0, 0, 0
 		r.breaks = breakFinder{}
+		r.drained()
 	}
 	if r.end == len(r.buf) {
 		r.makeRoom()
@@ -406,9 +441,30 @@ func (r *Reader) fill() {
 	r.srcErr = io.ErrNoProgress
 }
 
+// drained hands a pooled buffer back and waits in the small one. A buffer
+// grown past the pooled size for a large event is kept: such events tend
+// to come again.
+func (r *Reader) drained() {
+	if r.pooled {
+		bufs.Put((*[initialBufSize]byte)(r.buf))
+		r.buf, r.pooled = nil, false
+	}
+	if r.buf != nil {
+		return
+	}
+	if r.wait == nil {
+		r.wait = new([waitBufSize]byte)
+	}
+	r.buf = r.wait[:]
+	if r.max < waitBufSize {
+		// One byte past the limit, as makeRoom allows.
+		r.buf = r.buf[:r.max+1]
+	}
+}
+
 // makeRoom frees space at the end of a full buffer. It slides pending bytes
 // to the front only when at least as many bytes were consumed as must be
-// copied (so copying stays proportional to the stream length) and doubles
+// copied (so copying stays proportional to the stream length) and grows
 // the buffer otherwise, never past what one event of the limit needs.
 func (r *Reader) makeRoom() {
 	// One byte past the limit is enough to prove an event too large, and
@@ -420,20 +476,18 @@ func (r *Reader) makeRoom() {
 	}
 	pending := r.end - r.start
 	size := len(r.buf)
-	switch {
-	case size == 0:
-		size = min(initialBufSize, limit)
-	case size < limit && (r.start == 0 || r.start < pending):
-		if size > limit/2 {
+	if size < limit && (r.start == 0 || r.start < pending) {
+		switch {
+		case size < initialBufSize:
+			size = min(initialBufSize, limit)
+		case size > limit/2:
 			size = limit
-		} else {
+		default:
 			size *= 2
 		}
 	}
 	if size != len(r.buf) {
-		grown := make([]byte, size)
-		copy(grown, r.buf[r.start:r.end])
-		r.buf = grown
+		r.grow(size)
 	} else {
 		copy(r.buf, r.buf[r.start:r.end])
 	}
@@ -442,6 +496,23 @@ func (r *Reader) makeRoom() {
 	r.start, r.end = 0, pending
 	// Rescanning pending bytes costs no more than the copy just made.
 	r.breaks = breakFinder{}
+}
+
+// grow moves the pending bytes into a buffer of size bytes, a pooled one
+// when that is the pooled size.
+func (r *Reader) grow(size int) {
+	var grown []byte
+	pooled := size == initialBufSize
+	if pooled {
+		grown = bufs.Get().(*[initialBufSize]byte)[:]
+	} else {
+		grown = make([]byte, size)
+	}
+	copy(grown, r.buf[r.start:r.end])
+	if r.pooled {
+		bufs.Put((*[initialBufSize]byte)(r.buf))
+	}
+	r.buf, r.pooled = grown, pooled
 }
 
 // AppendEvent appends an event with the given name and data to dst in the

@@ -917,3 +917,101 @@ func BenchmarkAppendEvent(b *testing.B) {
 		buf = sse.AppendEvent(buf[:0], "content_block_delta", data)
 	}
 }
+
+// signalReader serves its chunks one Read at a time, telling waiting each
+// time it is asked for more and blocking until next gives the next chunk.
+type signalReader struct {
+	waiting chan struct{}
+	next    chan []byte
+}
+
+func (s *signalReader) Read(p []byte) (int, error) {
+	s.waiting <- struct{}{}
+	b, ok := <-s.next
+	if !ok {
+		return 0, io.EOF
+	}
+	if len(b) > len(p) {
+		panic("chunk larger than the read")
+	}
+	return copy(p, b), nil
+}
+
+// TestDrainedReaderHoldsNoBuffer: a reader waiting for the next event with
+// nothing pending has handed its buffer back and waits in a small one, and
+// an event larger than that, read in pieces, comes back whole.
+func TestDrainedReaderHoldsNoBuffer(t *testing.T) {
+	const piece = 1 << 10 // the reader's small buffer
+	src := &signalReader{waiting: make(chan struct{}), next: make(chan []byte)}
+	rd := sse.NewReader(src, 0)
+	long := "data: " + strings.Repeat("x", 3*piece) + "\n\n"
+	events := make(chan string, 3)
+	go func() {
+		for rd.Next() {
+			events <- string(rd.Event().Raw)
+		}
+		close(events)
+	}()
+	<-src.waiting
+	src.next <- []byte("data: a\n\n")
+	if got := <-events; got != "data: a\n\n" {
+		t.Fatalf("first event %q", got)
+	}
+	<-src.waiting
+	if c := rd.BufferCap(); c > piece {
+		t.Fatalf("a drained reader keeps a buffer of %d bytes while it waits", c)
+	}
+	for i := 0; i < len(long); i += piece {
+		src.next <- []byte(long[i:min(i+piece, len(long))])
+		<-src.waiting
+	}
+	close(src.next)
+	if got := <-events; got != long {
+		t.Fatalf("long event of %d bytes, want %d", len(got), len(long))
+	}
+	if _, more := <-events; more || rd.Err() != nil {
+		t.Fatalf("after the end: err %v", rd.Err())
+	}
+}
+
+// eventReads serves a stream one event per Read, as an upstream that
+// flushes every event is read: the reader is drained after each.
+type eventReads struct {
+	ends   []int
+	stream []byte
+	at, i  int
+}
+
+func (e *eventReads) Read(p []byte) (int, error) {
+	if e.i >= len(e.ends) {
+		return 0, io.EOF
+	}
+	n := copy(p, e.stream[e.at:e.ends[e.i]])
+	e.at += n
+	if e.at == e.ends[e.i] {
+		e.i++
+	}
+	return n, nil
+}
+
+// BenchmarkReaderEventPerRead is BenchmarkReader with every event read on
+// its own, where the reader waits in its small buffer between events.
+func BenchmarkReaderEventPerRead(b *testing.B) {
+	stream := fixtures[1].load(b)
+	ends := eventEnds(stream)
+	src := &eventReads{ends: ends, stream: stream}
+	r := sse.NewReader(src, 0)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		*src = eventReads{ends: ends, stream: stream}
+		r.Reset(src)
+		n := 0
+		for r.Next() {
+			n++
+		}
+		if r.Err() != nil || n != len(ends) {
+			b.Fatal(r.Err(), n)
+		}
+	}
+}

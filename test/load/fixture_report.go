@@ -93,7 +93,10 @@ func printFixtureTable(w io.Writer, rep *report) {
 
 // fixtureTargets checks the fixture workload's stated targets for toolgate
 // against the bare proxy of the same run. A target needs at least 5
-// repetitions to count as met.
+// repetitions to count as met. The throughput and CPU targets are the
+// second round's, set once judging was known to have a floor (jsonschema
+// v6 alone was above the first round's 40 µs): 0.8 × bare at most 80 µs
+// more CPU per plain answer, 150 µs per stream.
 func fixtureTargets(rows []summaryRow) []targetCheck {
 	var out []targetCheck
 	judge := func(name string, reps int, ok bool, value string) {
@@ -108,7 +111,7 @@ func fixtureTargets(rows []summaryRow) []targetCheck {
 		sc        string
 		minRatio  float64
 		maxCPUAdd float64
-	}{{"fixture-plain-c32", 1.0, 40}, {"fixture-stream-c32", 0.9, 80}} {
+	}{{"fixture-plain-c32", 0.8, 80}, {"fixture-stream-c32", 0.8, 150}} {
 		tg, b := find(rows, t.sc, "toolgate"), find(rows, t.sc, "bare")
 		if tg == nil || b == nil {
 			continue

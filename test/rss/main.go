@@ -161,13 +161,26 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, rest)
 }
 
-// goroutines reads go_goroutines from toolgate's admin /metrics.
+// goroutines reads go_goroutines from the proxy's admin /metrics, with
+// what their stacks and the heap hold, where memory goes while streams are
+// held.
 func goroutines(admin string) string {
-	m, err := proc.Scrape(admin, "go_goroutines")
-	if v, ok := m["go_goroutines"]; err == nil && ok {
-		return strconv.FormatFloat(v, 'f', -1, 64)
+	m, err := proc.Scrape(admin, "go_goroutines", "go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes")
+	if err != nil {
+		return "?"
 	}
-	return "?"
+	out := "?"
+	if v, ok := m["go_goroutines"]; ok {
+		out = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	if v, ok := m["go_memstats_stack_inuse_bytes"]; ok {
+		out += fmt.Sprintf(" (stacks %.1f MiB", v/(1<<20))
+		if h, ok := m["go_memstats_heap_inuse_bytes"]; ok {
+			out += fmt.Sprintf(", heap in use %.1f MiB", h/(1<<20))
+		}
+		out += ")"
+	}
+	return out
 }
 
 func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
@@ -380,6 +393,7 @@ func run(bin, memLimit string, n, opening int, timeout time.Duration, maxRSS flo
 
 	release()
 	wg.Wait()
+	gAfter := goroutines(admin)
 	after, err := proc.Status(pid)
 	if err != nil {
 		return err
@@ -402,7 +416,7 @@ func run(bin, memLimit string, n, opening int, timeout time.Duration, maxRSS flo
 	fmt.Printf("  idle before streams:  VmRSS %s, VmHWM %s, threads %d\n", mib(idle["VmRSS"]), mib(idle["VmHWM"]), idle["Threads"])
 	fmt.Printf("  all %d held (open in %v): VmRSS %s, VmHWM %s, threads %d, goroutines %s\n",
 		n, openedIn.Round(time.Millisecond), mib(held["VmRSS"]), mib(held["VmHWM"]), held["Threads"], g)
-	fmt.Printf("  after all completed:  VmRSS %s, peak VmHWM %s\n", mib(after["VmRSS"]), mib(after["VmHWM"]))
+	fmt.Printf("  after all completed:  VmRSS %s, peak VmHWM %s, goroutines %s\n", mib(after["VmRSS"]), mib(after["VmHWM"]), gAfter)
 	fmt.Printf("  per held stream (VmHWM - idle VmRSS) / n: %.1f KiB\n", float64(after["VmHWM"]-idle["VmRSS"])/float64(n))
 	fmt.Printf("  errors: %d of %d streams\n", failed.Load(), n)
 	if failed.Load() > 0 || finished.Load() != int64(n) {

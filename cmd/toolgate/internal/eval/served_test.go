@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
@@ -65,14 +67,26 @@ func TestEvalRunsToolgatesChecks(t *testing.T) {
 	}
 	up, snap := newUpstreamWith(t, script, "validators:\n  - name: desk\n    url: "+desk.URL+"\n    tools: [get_weather]\n")
 
-	// What the old copy saw: the codec reads a substitute out of the
-	// folded answer, and the local checks pass the vetoed substitute.
-	pr, err := openaichat.API{}.NewCodec().DecodeAnswer([]byte(foldedAnswer()))
-	if err != nil {
+	// What the old copy saw: the message's content, read without a check
+	// for folded keys, is a substitute (the codec itself now refuses the
+	// answer, as toolgate does), and the local checks pass the vetoed
+	// substitute.
+	cd := openaichat.API{}.NewCodec()
+	if _, err := cd.DecodeAnswer([]byte(foldedAnswer())); !errors.Is(err, api.ErrFoldedKey) {
+		t.Fatalf("the codec reads the folded answer: %v", err)
+	}
+	var wire struct {
+		Choices []struct{ Message map[string]json.RawMessage }
+	}
+	var content string
+	if err := json.Unmarshal([]byte(foldedAnswer()), &wire); err != nil || len(wire.Choices) != 1 {
+		t.Fatalf("folded answer: %v", err)
+	}
+	if err := json.Unmarshal(wire.Choices[0].Message["content"], &content); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := recovery.ParseDecision(pr.Choices[0].Text); err != nil || d.Decision != recovery.DecisionSubstitute {
-		t.Fatalf("the codec alone reads %+v, %v from the folded answer; the test needs a substitute", d, err)
+	if d, err := recovery.ParseDecision(content); err != nil || d.Decision != recovery.DecisionSubstitute {
+		t.Fatalf("the content reads %+v, %v; the test needs a substitute", d, err)
 	}
 	rs, err := newSetup(snap, &Options{Model: testModel}, nil)
 	if err != nil {
