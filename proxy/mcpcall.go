@@ -146,9 +146,6 @@ func (p *mcpPipeline) Write(w http.ResponseWriter, status int, upstream http.Hea
 	rp.send(w, nil)
 }
 
-// Failure writes f in the JSON-RPC codec's error envelope.
-func (p *mcpPipeline) Failure(id []byte, f neutral.Failure) []byte { return jsonrpc.Error(id, f) }
-
 // Done counts the request and writes its one log line, as report does for
 // a model route.
 func (p *mcpPipeline) Done(ctx context.Context, d *mcp.Done) {

@@ -77,9 +77,10 @@ func TestLayering(t *testing.T) {
 		"validate":          {"recovery", "judge", "proxy"},
 		"recovery":          {"judge", "proxy"},
 		"judge":             {"recovery", "proxy"},
-		// MCP's route translates JSON-RPC; the pipeline of package proxy
-		// judges, counts and records its calls (proxy/mcpcall.go).
-		"proxy/mcp": {"validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"},
+		// MCP's route speaks JSON-RPC through proxy/jsonrpc's wire shapes;
+		// the pipeline of package proxy judges, counts and records its
+		// calls (proxy/mcpcall.go).
+		"proxy/mcp": {"validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"},
 	}
 	for _, c := range codecs {
 		forbidden[c] = []string{"catalog", "validate", "recovery", "judge", "proxy/mcp"}

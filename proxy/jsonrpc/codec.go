@@ -8,6 +8,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,12 +31,16 @@ func (API) Name() string { return "mcp" }
 // NewCodec implements api.API.
 func (API) NewCodec() api.Codec { return &Codec{} }
 
-// JSON-RPC 2.0 error codes toolgate answers with.
+// JSON-RPC 2.0 error codes (https://www.jsonrpc.org/specification#error_object)
+// and the implementation-defined ones toolgate answers with.
 const (
-	codeInvalidRequest = -32600
-	codeInvalidParams  = -32602
-	// codeUnavailable: toolgate could not get the server's answer.
-	codeUnavailable = -32000
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	// CodeUnavailable: toolgate could not get the server's answer, or
+	// failed otherwise (the failure code is in data).
+	CodeUnavailable = -32000
 )
 
 // Codec reads one tools/call. It keeps the message's id and whether the
@@ -176,7 +181,7 @@ func replaceCall(body []byte, call neutral.ToolCall) ([]byte, error) {
 // a tool the server does not have get a JSON-RPC error instead.
 func (c *Codec) EncodeEscalation(e *neutral.Escalated) []byte {
 	if e.Available != nil {
-		return errorResponse(c.id, codeInvalidParams, unknownToolText(c.name, e.Available), struct {
+		return ErrorResponse(c.id, CodeInvalidParams, unknownToolText(c.name, e.Available), struct {
 			Code      string   `json:"code"`
 			Tool      string   `json:"tool"`
 			Available []string `json:"available"`
@@ -184,7 +189,7 @@ func (c *Codec) EncodeEscalation(e *neutral.Escalated) []byte {
 	}
 	res := refusal(c.name, e)
 	if c.task {
-		return errorResponse(c.id, codeInvalidParams, res.Content[0].Text, res.Meta[metaEscalation])
+		return ErrorResponse(c.id, CodeInvalidParams, res.Content[0].Text, res.Meta[metaEscalation])
 	}
 	return response(c.id, res)
 }
@@ -192,11 +197,11 @@ func (c *Codec) EncodeEscalation(e *neutral.Escalated) []byte {
 // EncodeError implements api.Codec: toolgate's own error as a JSON-RPC
 // error, its code in data.
 func (c *Codec) EncodeError(f neutral.Failure) []byte {
-	code := codeUnavailable
+	code := CodeUnavailable
 	if f.Refusal {
-		code = codeInvalidRequest
+		code = CodeInvalidRequest
 	}
-	return errorResponse(c.id, code, f.Message, map[string]string{"code": string(f.Code)})
+	return ErrorResponse(c.id, code, f.Message, map[string]string{"code": string(f.Code)})
 }
 
 // Error is f as the JSON-RPC error answering the request with id (JSON;
@@ -316,7 +321,7 @@ func (s *Stream) Encode(held []neutral.HeldEvent, _ []neutral.Action, _ api.Sent
 // ErrorEvent implements api.Stream: the call's answer, as an event.
 func (s *Stream) ErrorEvent(f neutral.Failure, _ *neutral.Escalated, _ api.Sent) []byte {
 	c := &Codec{id: s.id}
-	return Event(c.EncodeError(f))
+	return Event(nil, c.EncodeError(f))
 }
 
 // UpstreamError implements api.Stream: the server's error goes as sent;
@@ -326,9 +331,18 @@ func (s *Stream) UpstreamError(ev neutral.HeldEvent, _ api.Sent) []byte { return
 // Usage implements api.Stream: MCP answers count no tokens.
 func (s *Stream) Usage() neutral.Usage { return neutral.Usage{} }
 
-// Event frames one JSON-RPC message as an SSE event.
-func Event(data []byte) []byte {
-	out := []byte("event: message\ndata: ")
-	out = append(out, strings.ReplaceAll(string(data), "\n", "\ndata: ")...)
-	return append(out, "\n\n"...)
+// Event frames one JSON-RPC message as an SSE event; id, when set, is
+// the event id of the event it replaces, so a resumed stream still finds
+// its place.
+func Event(id, data []byte) []byte {
+	var b bytes.Buffer
+	if id != nil {
+		b.WriteString("id: ")
+		b.Write(id)
+		b.WriteByte('\n')
+	}
+	b.WriteString("event: message\ndata: ")
+	b.Write(bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: ")))
+	b.WriteString("\n\n")
+	return b.Bytes()
 }

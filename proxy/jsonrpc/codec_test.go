@@ -184,7 +184,7 @@ func TestStream(t *testing.T) {
 	}
 	var held []neutral.HeldEvent
 	for i, data := range events {
-		ev := &sse.Event{Data: []byte(data), Raw: Event([]byte(data))}
+		ev := &sse.Event{Data: []byte(data), Raw: Event(nil, []byte(data))}
 		step, err := st.Feed(ev)
 		if err != nil {
 			t.Fatal(err)

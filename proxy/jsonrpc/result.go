@@ -120,7 +120,9 @@ func response(id []byte, result any) []byte {
 	return b
 }
 
-func errorResponse(id []byte, code int, msg string, data any) []byte {
+// ErrorResponse encodes a JSON-RPC error answering id (JSON; nil for
+// null), with data when it is not nil.
+func ErrorResponse(id []byte, code int, msg string, data any) []byte {
 	type errObj struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`

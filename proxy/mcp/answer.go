@@ -1,13 +1,13 @@
 package mcp
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -94,7 +94,7 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 		}
 		if len(ev.Data) > 0 {
 			if b, ok := x.inspectData(ev.Data, open); ok {
-				out = sseMessage(ev.ID, b)
+				out = jsonrpc.Event(ev.ID, b)
 			}
 		}
 		if _, err := x.w.Write(out); err != nil {
@@ -128,7 +128,7 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 	}
 	for _, m := range fwd {
 		if open[m.idKey()] {
-			_, _ = x.w.Write(sseMessage(nil, x.failure(m.id, upstreamFailure(msg))))
+			_, _ = x.w.Write(jsonrpc.Event(nil, x.failure(m.id, upstreamFailure(msg))))
 		}
 	}
 	_ = rc.Flush()
@@ -192,21 +192,6 @@ func (x *exchange) inspect(m *message) ([]byte, bool) {
 		return x.called(m, t)
 	}
 	return nil, false
-}
-
-// sseMessage frames one JSON-RPC message as an SSE event, keeping the
-// event id of the event it replaces so resumption still works.
-func sseMessage(id, data []byte) []byte {
-	var b bytes.Buffer
-	if id != nil {
-		b.WriteString("id: ")
-		b.Write(id)
-		b.WriteByte('\n')
-	}
-	b.WriteString("event: message\ndata: ")
-	b.Write(bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: ")))
-	b.WriteString("\n\n")
-	return b.Bytes()
 }
 
 // readLimited reads a whole body of at most limit bytes.

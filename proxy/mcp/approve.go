@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
 // Approvals for MCP (SPEC §5a): a client without elicitation gets its
@@ -120,7 +121,7 @@ func (x *exchange) resume(h *held) bool {
 // whose data.code is the SPEC §5a code.
 func (x *exchange) refuseResume(h *held, code approval.Code) {
 	x.outcome = outcomeEscalated
-	x.writeJSON(http.StatusOK, errorResponse(h.m.id, codeInvalidRequest, "the approval does not release this call: "+string(code),
+	x.writeJSON(http.StatusOK, jsonrpc.ErrorResponse(h.m.id, jsonrpc.CodeInvalidRequest, "the approval does not release this call: "+string(code),
 		map[string]any{"code": code}))
 }
 
@@ -172,6 +173,6 @@ func (x *exchange) staleResume(msg *message, name string, args []byte, d Decisio
 	}
 	svc.Refuse(rec, approval.CodeStale)
 	x.outcome = outcomeEscalated
-	return errorResponse(msg.id, codeInvalidRequest, "the approval does not release this call: "+string(approval.CodeStale),
+	return jsonrpc.ErrorResponse(msg.id, jsonrpc.CodeInvalidRequest, "the approval does not release this call: "+string(approval.CodeStale),
 		map[string]any{"code": approval.CodeStale})
 }

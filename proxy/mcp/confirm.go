@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
 // maxArgsShown bounds the arguments an elicitation shows a person.
@@ -43,7 +44,7 @@ func (x *exchange) confirm(h *held) {
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
 	x.w.WriteHeader(http.StatusOK)
-	_, _ = x.w.Write(sseMessage(nil, request(id, "elicitation/create", x.question(h))))
+	_, _ = x.w.Write(jsonrpc.Event(nil, request(id, "elicitation/create", x.question(h))))
 	_ = http.NewResponseController(x.w).Flush()
 
 	timer := time.NewTimer(x.rt.snap.Config.Catalog.MCP.ConfirmTimeout.D())
@@ -64,7 +65,7 @@ func (x *exchange) confirm(h *held) {
 	case <-x.ctx.Done():
 		return
 	}
-	_, _ = x.w.Write(sseMessage(nil, x.refuseUnconfirmed(h, why)))
+	_, _ = x.w.Write(jsonrpc.Event(nil, x.refuseUnconfirmed(h, why)))
 	_ = http.NewResponseController(x.w).Flush()
 }
 
@@ -109,7 +110,7 @@ func (x *exchange) forwardConfirmed(h *held) {
 	resp, done, err := x.sendTimed(h.m.raw)
 	if err != nil {
 		x.outcome = outcomeUpstreamError
-		_, _ = x.w.Write(sseMessage(nil, x.failure(h.m.id, upstreamFailure(x.downMessage()))))
+		_, _ = x.w.Write(jsonrpc.Event(nil, x.failure(h.m.id, upstreamFailure(x.downMessage()))))
 		return
 	}
 	defer done()
@@ -122,17 +123,17 @@ func (x *exchange) forwardConfirmed(h *held) {
 		msgs, _, _, perr := parseBody(b)
 		if err != nil || perr != nil || len(msgs) != 1 {
 			x.outcome = outcomeUpstreamError
-			_, _ = x.w.Write(sseMessage(nil, x.failure(h.m.id, upstreamFailure("the MCP server's answer could not be read"))))
+			_, _ = x.w.Write(jsonrpc.Event(nil, x.failure(h.m.id, upstreamFailure("the MCP server's answer could not be read"))))
 			return
 		}
 		out := msgs[0].raw
 		if c, ok := x.inspect(&msgs[0]); ok {
 			out = c
 		}
-		_, _ = x.w.Write(sseMessage(nil, out))
+		_, _ = x.w.Write(jsonrpc.Event(nil, out))
 	default:
 		x.outcome = outcomeUpstreamError
-		_, _ = x.w.Write(sseMessage(nil, x.failure(h.m.id, upstreamFailure("the MCP server answered HTTP "+strconv.Itoa(resp.StatusCode)))))
+		_, _ = x.w.Write(jsonrpc.Event(nil, x.failure(h.m.id, upstreamFailure("the MCP server answered HTTP "+strconv.Itoa(resp.StatusCode)))))
 	}
 	_ = http.NewResponseController(x.w).Flush()
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
 // Header names of Streamable HTTP.
@@ -66,7 +67,7 @@ func (x *exchange) post() {
 	x.batch = batch
 	if perr != nil {
 		x.outcome = outcomeInvalid
-		x.writeJSON(http.StatusBadRequest, errorResponse(perr.id, perr.code, perr.msg, nil))
+		x.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(perr.id, perr.code, perr.msg, nil))
 		return
 	}
 	sid := x.r.Header.Get(hdrSession)
@@ -74,7 +75,7 @@ func (x *exchange) post() {
 	if batch {
 		if v := x.protocol(); v != protocol20250326 {
 			x.outcome = outcomeInvalid
-			x.writeJSON(http.StatusBadRequest, errorResponse(nil, codeInvalidRequest,
+			x.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest,
 				"Invalid Request: MCP revision "+v+" has no JSON-RPC batches; send one message per request", nil))
 			return
 		}
@@ -127,7 +128,7 @@ func (x *exchange) post() {
 // person's yes, or forwarded.
 func (x *exchange) sort(msgs []message, bad []rpcError) (fwd []message, local [][]byte, hold *held) {
 	for _, e := range bad {
-		local = append(local, errorResponse(e.id, e.code, e.msg, nil))
+		local = append(local, jsonrpc.ErrorResponse(e.id, e.code, e.msg, nil))
 	}
 	for i := range msgs {
 		m := &msgs[i]
@@ -137,9 +138,9 @@ func (x *exchange) sort(msgs []message, bad []rpcError) (fwd []message, local []
 		case m.kind == kindNotification && m.method == "tools/call":
 			// A call without an id would get no answer, and a lax server
 			// might still run it; it is neither judged nor forwarded.
-			local = append(local, errorResponse(nil, codeInvalidRequest, "Invalid Request: tools/call is a request and needs an id", nil))
+			local = append(local, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: tools/call is a request and needs an id", nil))
 		case m.kind == kindRequest && m.method == "server/discover":
-			local = append(local, errorResponse(m.id, codeMethodNotFound,
+			local = append(local, jsonrpc.ErrorResponse(m.id, jsonrpc.CodeMethodNotFound,
 				"toolgate speaks MCP revisions "+strings.Join(supportedProtocols, ", ")+"; use initialize", nil))
 		case m.kind == kindRequest && m.method == "tools/call":
 			ans, h := x.judge(m)
@@ -207,7 +208,7 @@ func (x *exchange) busy(msgs []message) {
 	var local [][]byte
 	for _, m := range msgs {
 		if m.kind == kindRequest {
-			local = append(local, errorResponse(m.id, codeBusy, msg, nil))
+			local = append(local, jsonrpc.ErrorResponse(m.id, codeBusy, msg, nil))
 		}
 	}
 	x.writeLocal(local)
@@ -244,7 +245,7 @@ func (x *exchange) forward(body []byte, fwd []message, local [][]byte) {
 		x.copyHeader(resp.Header, false)
 		x.w.WriteHeader(http.StatusOK)
 		for _, l := range local {
-			_, _ = x.w.Write(sseMessage(nil, l))
+			_, _ = x.w.Write(jsonrpc.Event(nil, l))
 		}
 		x.pipeSSE(resp.Body, fwd)
 	case resp.StatusCode/100 == 2 && len(local) > 0:
@@ -417,7 +418,7 @@ func (x *exchange) readBody() ([]byte, bool) {
 			return tooLarge()
 		}
 		x.outcome = outcomeInvalid
-		x.writeJSON(http.StatusBadRequest, errorResponse(nil, codeParseError, "Parse error: the body could not be read", nil))
+		x.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeParseError, "Parse error: the body could not be read", nil))
 		return nil, false
 	}
 	return b, true

@@ -4,15 +4,16 @@ import (
 	"net/http"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
 // toolgate's own errors on an MCP route are the pipeline's failure
 // classes, the same values a model route answers with: made where they
-// arise, and written once, by the pipeline's JSON-RPC codec, as an error
-// whose data.code is the failure code.
+// arise, and written once, by the JSON-RPC codec, as an error whose
+// data.code is the failure code.
 
 // failure is f as the JSON-RPC error answering request id.
-func (x *exchange) failure(id []byte, f neutral.Failure) []byte { return x.rt.pipe.Failure(id, f) }
+func (x *exchange) failure(id []byte, f neutral.Failure) []byte { return jsonrpc.Error(id, f) }
 
 // upstreamFailure is a server toolgate could not use: unreachable, too
 // slow, or an answer it could not read or relay. The client's retry may

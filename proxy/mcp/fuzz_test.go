@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -40,13 +41,13 @@ func FuzzJSONRPC(f *testing.F) {
 func checkBody(t *testing.T, b []byte) {
 	msgs, bad, _, perr := parseBody(b)
 	if perr != nil {
-		if !json.Valid(errorResponse(perr.id, perr.code, perr.msg, nil)) {
+		if !json.Valid(jsonrpc.ErrorResponse(perr.id, perr.code, perr.msg, nil)) {
 			t.Fatalf("the error answer is not JSON")
 		}
 		return
 	}
 	for _, e := range bad {
-		if e.code != codeInvalidRequest {
+		if e.code != jsonrpc.CodeInvalidRequest {
 			t.Fatalf("element error %d", e.code)
 		}
 	}
@@ -69,12 +70,12 @@ func checkBody(t *testing.T, b []byte) {
 		if m.method == "tools/call" {
 			callParams(m.params)
 		}
-		framed := sseMessage(m.id, compact(m.raw))
+		framed := jsonrpc.Event(m.id, compact(m.raw))
 		rd := sse.NewReader(bytes.NewReader(framed), 0)
 		if !rd.Next() || !bytes.Equal(rd.Event().Data, compact(m.raw)) || rd.Next() {
 			t.Fatalf("framing %q did not read back as one event", framed)
 		}
-		if m.id != nil && !strings.Contains(string(errorResponse(m.id, 1, "m", nil)), string(m.id)) {
+		if m.id != nil && !strings.Contains(string(jsonrpc.ErrorResponse(m.id, 1, "m", nil)), string(m.id)) {
 			t.Fatalf("an answer lost the id %s", m.id)
 		}
 	}

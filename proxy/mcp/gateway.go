@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
 // Metrics are the proxy's collectors an MCP route observes itself; the
@@ -133,7 +134,7 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.other()
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		x.writeJSON(http.StatusMethodNotAllowed, errorResponse(nil, codeInvalidRequest, "MCP Streamable HTTP takes POST, GET and DELETE", nil))
+		x.writeJSON(http.StatusMethodNotAllowed, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "MCP Streamable HTTP takes POST, GET and DELETE", nil))
 		x.outcome = outcomeInvalid
 	}
 }

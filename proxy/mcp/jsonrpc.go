@@ -9,18 +9,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
-// JSON-RPC 2.0 error codes (https://www.jsonrpc.org/specification#error_object)
-// and the implementation-defined ones toolgate answers with.
-const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	// codeBusy: the session has as many requests open as max_streams allows.
-	codeBusy = -32001
-)
+// codeBusy: the session has as many requests open as max_streams allows
+// (implementation-defined, beside the codes of proxy/jsonrpc).
+const codeBusy = -32001
 
 // kind is what a JSON-RPC message is, by the fields it carries.
 type kind uint8
@@ -66,10 +60,10 @@ const maxDepth = 128
 func parseBody(b []byte) (msgs []message, bad []rpcError, batch bool, perr *rpcError) {
 	t := bytes.TrimSpace(b)
 	if len(t) == 0 || !utf8.Valid(t) || !json.Valid(t) {
-		return nil, nil, false, &rpcError{code: codeParseError, msg: "Parse error: the body is not valid JSON"}
+		return nil, nil, false, &rpcError{code: jsonrpc.CodeParseError, msg: "Parse error: the body is not valid JSON"}
 	}
 	if err := checkKeys(t); err != nil {
-		return nil, nil, false, &rpcError{code: codeInvalidRequest, msg: "Invalid Request: " + err.Error()}
+		return nil, nil, false, &rpcError{code: jsonrpc.CodeInvalidRequest, msg: "Invalid Request: " + err.Error()}
 	}
 	if t[0] != '[' {
 		m, e := parseMessage(t)
@@ -80,10 +74,10 @@ func parseBody(b []byte) (msgs []message, bad []rpcError, batch bool, perr *rpcE
 	}
 	elems, err := jsonx.ParseArray(t)
 	if err != nil {
-		return nil, nil, true, &rpcError{code: codeParseError, msg: "Parse error: the body is not valid JSON"}
+		return nil, nil, true, &rpcError{code: jsonrpc.CodeParseError, msg: "Parse error: the body is not valid JSON"}
 	}
 	if len(elems) == 0 {
-		return nil, nil, true, &rpcError{code: codeInvalidRequest, msg: "Invalid Request: an empty batch"}
+		return nil, nil, true, &rpcError{code: jsonrpc.CodeInvalidRequest, msg: "Invalid Request: an empty batch"}
 	}
 	for _, el := range elems {
 		m, e := parseMessage(el)
@@ -103,16 +97,16 @@ func parseMessage(b []byte) (message, *rpcError) {
 	m := message{raw: b}
 	obj, err := jsonx.ParseObject(b)
 	if err != nil {
-		return m, &rpcError{code: codeInvalidRequest, msg: "Invalid Request: a message must be a JSON object"}
+		return m, &rpcError{code: jsonrpc.CodeInvalidRequest, msg: "Invalid Request: a message must be a JSON object"}
 	}
 	if id := obj.Get("id"); id != nil {
 		m.id = compact(id)
 		if !validID(m.id) {
-			return m, &rpcError{code: codeInvalidRequest, msg: "Invalid Request: id must be a string or a number"}
+			return m, &rpcError{code: jsonrpc.CodeInvalidRequest, msg: "Invalid Request: id must be a string or a number"}
 		}
 	}
 	bad := func(msg string) (message, *rpcError) {
-		return m, &rpcError{code: codeInvalidRequest, msg: "Invalid Request: " + msg, id: m.id}
+		return m, &rpcError{code: jsonrpc.CodeInvalidRequest, msg: "Invalid Request: " + msg, id: m.id}
 	}
 	if v := obj.Get("jsonrpc"); v == nil || string(compact(v)) != `"2.0"` {
 		return bad(`jsonrpc must be "2.0"`)
@@ -230,22 +224,6 @@ func checkKeys(b []byte) error {
 	}
 }
 
-// errorResponse encodes a JSON-RPC error for id (null when nil).
-func errorResponse(id []byte, code int, msg string, data any) []byte {
-	type errObj struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    any    `json:"data,omitempty"`
-	}
-	type resp struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   errObj          `json:"error"`
-	}
-	b, _ := jsonx.Marshal(resp{JSONRPC: "2.0", ID: idOrNull(id), Error: errObj{Code: code, Message: msg, Data: data}})
-	return b
-}
-
 // request encodes a JSON-RPC request toolgate itself sends.
 func request(id, method string, params any) []byte {
 	type req struct {
@@ -256,13 +234,6 @@ func request(id, method string, params any) []byte {
 	}
 	b, _ := jsonx.Marshal(req{JSONRPC: "2.0", ID: id, Method: method, Params: params})
 	return b
-}
-
-func idOrNull(id []byte) json.RawMessage {
-	if id == nil {
-		return json.RawMessage("null")
-	}
-	return id
 }
 
 // joinBatch encodes elements as one JSON array.

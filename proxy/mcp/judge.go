@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
 // held is a valid call to a tool that needs a person's yes first.
@@ -24,7 +25,7 @@ type held struct {
 func (x *exchange) judge(m *message) ([]byte, *held) {
 	name, args, problem := callParams(m.params)
 	if problem != "" {
-		return errorResponse(m.id, codeInvalidParams, "Invalid params: "+problem, nil), nil
+		return jsonrpc.ErrorResponse(m.id, jsonrpc.CodeInvalidParams, "Invalid params: "+problem, nil), nil
 	}
 	set, err := x.catalog()
 	var gone *sessionGone

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
 // rebinding refuses a request a web page may have sent through DNS
@@ -31,7 +33,7 @@ func (rt *Route) rebinding(w http.ResponseWriter, r *http.Request) bool {
 	}
 	rt.g.deps.Log.Info("mcp request refused", zap.String("request_id", w.Header().Get("X-Toolgate-Request-Id")),
 		zap.String("mcp_server", rt.cfg.Name), zap.String("reason", why))
-	body := errorResponse(nil, codeInvalidRequest, "Forbidden: toolgate refused this request to MCP server "+
+	body := jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "Forbidden: toolgate refused this request to MCP server "+
 		strconv.Quote(rt.cfg.Name)+": "+why, nil)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

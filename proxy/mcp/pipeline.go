@@ -32,9 +32,6 @@ type Pipeline interface {
 	// Write sends an answer the route gives whole: status, the server's
 	// headers to pass on (nil: the body is toolgate's own JSON), body.
 	Write(w http.ResponseWriter, status int, upstream http.Header, body []byte)
-	// Failure writes one of toolgate's own errors, f, as the JSON-RPC
-	// error answering request id (nil: null).
-	Failure(id []byte, f neutral.Failure) []byte
 	// Done counts one MCP request and writes its log line.
 	Done(ctx context.Context, r *Done)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -149,7 +150,7 @@ func (x *exchange) initialized(m *message, t tracked) ([]byte, bool) {
 	}
 	v := str(obj, "protocolVersion")
 	if !slices.Contains(supportedProtocols, v) {
-		return errorResponse(m.id, codeInvalidRequest, "toolgate does not serve MCP revision "+strconv.Quote(v)+
+		return jsonrpc.ErrorResponse(m.id, jsonrpc.CodeInvalidRequest, "toolgate does not serve MCP revision "+strconv.Quote(v)+
 			"; it serves "+strings.Join(supportedProtocols, ", "), nil), true
 	}
 	sid := x.upstreamSession
