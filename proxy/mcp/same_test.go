@@ -79,6 +79,9 @@ func TestMCPAndModelRecordTheSameFinding(t *testing.T) {
 			t.Errorf("%s: calls counted rule_violation %v", api, n)
 		}
 	}
+	if n := metric(t, g.reg, "toolgate_added_latency_seconds", map[string]string{"api": "mcp"}); n < 1 {
+		t.Errorf("no MCP request observed in toolgate_added_latency_seconds")
+	}
 	if n := metric(t, g.reg, "toolgate_escalations_total", map[string]string{"reason": "rule_violation"}); n != 2 {
 		t.Errorf("escalations with reason rule_violation: %v, want one per front", n)
 	}
