@@ -105,9 +105,8 @@ func userText(e *recovery.Escalation) string {
 
 // account counts the answer's calls and the ladder's steps.
 func (x *exchange) account(results []*recovery.Result) {
-	t := &tally{api: x.api.Name(), version: x.rt.snap.Version, rid: x.rid, abstain: x.settings.AbstainTool,
-		label: x.toolLabel, strict: x.strictMarked}
-	x.out.findings = append(x.out.findings, x.s.count(t, results)...)
+	t := &tally{api: x.api.Name(), version: x.rt.snap.Version, rid: x.rid, abstain: x.settings.AbstainTool, tools: x}
+	x.out.findings = x.s.count(t, results, x.out.findings)
 }
 
 // tally is what counting one request's calls needs to know of it.
@@ -115,20 +114,25 @@ type tally struct {
 	api, version, rid string
 	// abstain is the abstain exit's name when it was offered.
 	abstain string
-	// label is the bounded tool label of a call.
-	label func(name string, v validate.Verdict) string
-	// strict reports a tool sent with the provider's strict flag; nil
-	// for none.
-	strict func(name string) bool
+	tools   toolLabeler
+}
+
+// toolLabeler names a call's tool in the metrics. An interface, not two
+// func fields: the exchange itself is one, so counting a model's answer
+// allocates nothing for it.
+type toolLabeler interface {
+	// toolLabel is the bounded tool label of a call.
+	toolLabel(name string, v validate.Verdict) string
+	// strictMarked reports a tool sent with the provider's strict flag.
+	strictMarked(name string) bool
 }
 
 // count counts judged calls and the ladder's steps, for the model routes
-// and MCP alike, and returns every finding code for the log line. Only
-// the original answer's calls are counted, so the hallucination rate is
-// per model answer, not inflated by repairs.
-func (s *Server) count(t *tally, results []*recovery.Result) []string {
+// and MCP alike, and appends every finding code to findings for the log
+// line. Only the original answer's calls are counted, so the
+// hallucination rate is per model answer, not inflated by repairs.
+func (s *Server) count(t *tally, results []*recovery.Result, findings []string) []string {
 	m := s.metrics
-	var findings []string
 	for _, r := range results {
 		for i, v := range r.Verdicts {
 			orig := r.Original[i]
@@ -141,8 +145,8 @@ func (s *Server) count(t *tally, results []*recovery.Result) []string {
 			for _, f := range v.Findings {
 				findings = append(findings, string(f.Code))
 			}
-			m.ToolCalls.WithLabelValues(t.api, t.version, t.label(orig.Name, v), result).Inc()
-			if t.strict != nil && t.strict(orig.Name) {
+			m.ToolCalls.WithLabelValues(t.api, t.version, t.tools.toolLabel(orig.Name, v), result).Inc()
+			if t.tools.strictMarked(orig.Name) {
 				m.StrictCalls.WithLabelValues(t.api, result).Inc()
 			}
 			s.accountUnvalidated(t.rid, v)

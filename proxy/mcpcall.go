@@ -57,13 +57,7 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 	// and nobody to ask again: the ladder's other settings do not apply.
 	settings := recovery.Settings{}
 	res, _ := recovery.Run(ctx, &recovery.Input{Turn: ans.Choices[0], Judge: j.Batch, Eff: c.Set.Eff, Settings: &settings})
-	labels := func(name string, v validate.Verdict) string {
-		if l, ok := c.Set.Labels[name]; ok && v.Tool != nil {
-			return l
-		}
-		return "_unknown"
-	}
-	noted := p.s.count(&tally{api: apiMCP, version: c.Set.Version, rid: c.RequestID, label: labels}, []*recovery.Result{res})
+	noted := p.s.count(&tally{api: apiMCP, version: c.Set.Version, rid: c.RequestID, tools: mcpTools{c.Set}}, []*recovery.Result{res}, nil)
 	at := &site{api: apiMCP, rid: c.RequestID, version: c.Set.Version, server: c.Server, session: c.Session, callJSON: cd.CallJSON}
 	d := mcp.Decision{Noted: noted, State: &judged{res: res, site: at, cd: cd}}
 	// The same decide as a model's answer: an MCP refusal always answers
@@ -170,6 +164,19 @@ func (p *mcpPipeline) Done(ctx context.Context, d *mcp.Done) {
 }
 
 const apiMCP = "mcp"
+
+// mcpTools labels an MCP call's tool "server/tool", or _unknown.
+type mcpTools struct{ set *catalog.MCPSet }
+
+func (m mcpTools) toolLabel(name string, v validate.Verdict) string {
+	if l, ok := m.set.Labels[name]; ok && v.Tool != nil {
+		return l
+	}
+	return "_unknown"
+}
+
+// strictMarked implements toolLabeler: no provider decodes MCP calls.
+func (mcpTools) strictMarked(string) bool { return false }
 
 // serverChecks are the local checks only an MCP server's tool set has: a
 // tool the catalog hides, and the server's own inputSchema.
