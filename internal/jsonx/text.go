@@ -29,6 +29,8 @@ type Text struct {
 	// is read all the same, as encoding/json reads it; Str then decodes
 	// them as U+FFFD.
 	NotUTF8 bool
+	// valid: the last read accepted Data, so Follow may start from it.
+	valid bool
 }
 
 // texts pools tapes: a request reads its answer, or each event of its
@@ -47,7 +49,7 @@ func (t *Text) Release() {
 	if cap(t.Nodes) > maxPooledNodes {
 		t.Nodes = nil
 	}
-	t.Data, t.Nodes, t.NotUTF8 = nil, t.Nodes[:0], false
+	t.Data, t.Nodes, t.NotUTF8, t.valid = nil, t.Nodes[:0], false, false
 	texts.Put(t)
 }
 
@@ -58,7 +60,7 @@ func (t *Text) Release() {
 func (t *Text) Read(data []byte) bool {
 	s := tapeScan{d: data, nodes: t.Nodes[:0], limit: maxDepth, utf8: true}
 	ok := s.read()
-	t.Data, t.Nodes, t.NotUTF8 = data, s.nodes, s.notUTF8
+	t.Data, t.Nodes, t.NotUTF8, t.valid = data, s.nodes, s.notUTF8, ok
 	return ok
 }
 

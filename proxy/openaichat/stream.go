@@ -61,6 +61,9 @@ type stream struct {
 	api.SSEStream
 
 	scratch scratch
+	// last is the last chunk read whole, for the next to be read against
+	// (jsonx.Text.Follow).
+	last    jsonx.Text
 	id      string
 	choices map[int]*streamChoice
 	usage   neutral.Usage
@@ -94,14 +97,21 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	// the protocol keys there, and the common chunks are read from it.
 	tx := jsonx.GetText()
 	defer tx.Release()
-	if !tx.Read(ev.Data) {
+	read, sameKeys := tx.Follow(&s.last, ev.Data)
+	switch {
+	case !read:
 		if api.ProtocolKeys.In(ev.Data) {
 			return neutral.Step{}, api.ErrFoldedKey
 		}
-	} else if api.ProtocolKeys.InText(tx) {
+	case !sameKeys && api.ProtocolKeys.InText(tx):
 		return neutral.Step{}, api.ErrFoldedKey
-	} else if ok, opening, err := s.feedText(tx); ok || err != nil {
-		return neutral.Step{Hold: s.call, Opening: opening}, err
+	default:
+		// Its keys passed: the next chunk, mostly this one's bytes, is
+		// read against it.
+		s.last.Keep(tx)
+		if ok, opening, err := s.feedText(tx); ok || err != nil {
+			return neutral.Step{Hold: s.call, Opening: opening}, err
+		}
 	}
 	var ch chunk
 	if err := json.Unmarshal(ev.Data, &ch); err != nil {

@@ -3,6 +3,7 @@ package openaichat
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -617,4 +618,31 @@ func TestStreamOpeningChunks(t *testing.T) {
 			t.Fatalf("steps %+v forwarded %q held %d err %v", run.Steps, run.Forwarded, len(run.Held), err)
 		}
 	})
+}
+
+// TestStreamFollowingChunks: a chunk read against the one before it is
+// judged as if read alone. One that differs from it only in a key, which
+// folds onto a protocol key, is refused; one that differs only in its
+// text reads as the text it carries, a byte that is not UTF-8 kept as
+// sent (a character may be cut between fragments).
+func TestStreamFollowingChunks(t *testing.T) {
+	const head = `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":`
+	text := func(s string) string { return head + `{"content":"` + s + `"},"finish_reason":null}]}` + "\n\n" }
+	for _, folded := range []string{
+		`data: {"id":"c1","object":"chat.completion.chunk","Choices":[{"index":0,"delta":{"content":"b"},"finish_reason":null}]}`,
+		`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"Content":"b"},"finish_reason":null}]}`,
+		`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"b"},"finish_Reason":null}]}`,
+	} {
+		_, fed, err := feedStream(t, []byte(text("a")+folded+"\n\ndata: [DONE]\n\n"))
+		if !errors.Is(err, api.ErrFoldedKey) || len(fed) != 1 {
+			t.Errorf("%s after its twin: %d fed, err %v, want the folded key refused", folded, len(fed), err)
+		}
+	}
+	st, _, err := feedStream(t, []byte(text("a")+text("b")+text(`c\"d`)+text("")+text("\xff")+"data: [DONE]\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Turns()[0].Text; got != "abc\"d\xff" {
+		t.Errorf("text %q", got)
+	}
 }

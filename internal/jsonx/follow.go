@@ -1,0 +1,138 @@
+package jsonx
+
+import "encoding/binary"
+
+// Follow reads data into t as Read does, taking what it can from prev, a
+// reading of the same stream's previous event whose Data is still intact.
+// A stream's events repeat each other but for one string: every Chat
+// chunk carries the same id, object, created, model and fingerprint
+// around its text or arguments fragment, every Messages delta the same
+// type and index. When data is prev.Data with the content of one string
+// changed, only that string is read: the rest is byte for byte a document
+// prev found to be JSON, so it still is, and its tape is prev's with the
+// places after the string moved.
+//
+// t ends as Read(data) leaves it, and ok is what Read reports, whichever
+// way it was read (FuzzFollow holds it to that). sameKeys reports that
+// data's object keys are prev's, byte for byte, which only the short way
+// can tell: a verdict on prev's keys holds for data's.
+func (t *Text) Follow(prev *Text, data []byte) (ok, sameKeys bool) {
+	if prev == nil || !prev.valid || prev.NotUTF8 || int64(len(data)) >= 1<<31 {
+		return t.Read(data), false
+	}
+	old := prev.Data
+	p := commonPrefix(old, data)
+	q := commonSuffix(old[p:], data[p:])
+	// old[p:len(old)-q] is what old has where data differs: it must lie
+	// within the content of one string, its quotes outside it.
+	if len(old) == len(data) && p == len(old) {
+		t.adopt(prev, data)
+		return true, true
+	}
+	n := prev.stringAround(p, len(old)-q)
+	if n < 0 {
+		return t.Read(data), false
+	}
+	str := prev.Nodes[n]
+	delta := int32(len(data) - len(old))
+	// The changed string is read where it opens; its closing quote must be
+	// the one old's suffix begins with, moved.
+	s := tapeScan{d: data, nodes: t.Nodes[:0], limit: maxDepth, utf8: true}
+	end, strOK := s.str(int(str.Start) - 1)
+	if !strOK || end != int(str.End+delta)+1 {
+		return t.Read(data), false
+	}
+	escaped, notUTF8 := s.nodes[0].Escaped, s.notUTF8
+	t.adopt(prev, data)
+	for i := range t.Nodes {
+		nd := &t.Nodes[i]
+		if nd.Start > str.End {
+			nd.Start += delta
+		}
+		if nd.End > str.End {
+			nd.End += delta
+		}
+	}
+	t.Nodes[n].End += delta
+	t.Nodes[n].Escaped = escaped
+	t.NotUTF8 = notUTF8
+	return true, !prev.isKey(n)
+}
+
+// adopt makes t prev's reading of data, which has prev's tape.
+func (t *Text) adopt(prev *Text, data []byte) {
+	t.Data, t.Nodes, t.NotUTF8, t.valid = data, append(t.Nodes[:0], prev.Nodes...), prev.NotUTF8, true
+}
+
+// Keep makes t a copy of from that owns its bytes, for Follow to read the
+// next event against once the buffer from's Data lies in is reused.
+func (t *Text) Keep(from *Text) {
+	t.Data = append(t.Data[:0], from.Data...)
+	t.Nodes = append(t.Nodes[:0], from.Nodes...)
+	t.NotUTF8, t.valid = from.NotUTF8, from.valid
+}
+
+// Forget drops what t holds, keeping its arrays for the next Keep.
+func (t *Text) Forget() {
+	t.Data, t.Nodes, t.NotUTF8, t.valid = t.Data[:0], t.Nodes[:0], false, false
+}
+
+// stringAround is the string node whose content holds old's bytes
+// [lo, hi), its quotes outside them, or -1. Strings do not nest, so at
+// most one does.
+func (t *Text) stringAround(lo, hi int) int {
+	for i := range t.Nodes {
+		if nd := &t.Nodes[i]; nd.Kind == '"' && int(nd.Start) <= lo && hi <= int(nd.End) {
+			return i
+		}
+	}
+	return -1
+}
+
+// isKey reports whether string node n is a member's name. Its innermost
+// container is the last node before it that encloses it.
+func (t *Text) isKey(n int) bool {
+	at := t.Nodes[n].Start
+	for c := n - 1; c >= 0; c-- {
+		nd := &t.Nodes[c]
+		if (nd.Kind != '{' && nd.Kind != '[') || nd.Start >= at || nd.End <= at {
+			continue
+		}
+		if nd.Kind == '[' {
+			return false
+		}
+		for j, k := c+1, 0; k < int(nd.Len) && j <= n; k, j = k+1, int(t.Nodes[j+1].Next) {
+			if j == n {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// commonPrefix is the length of the longest prefix a and b share.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+8 <= n && binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
+		i += 8
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// commonSuffix is the length of the longest suffix a and b share.
+func commonSuffix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+8 <= n && binary.LittleEndian.Uint64(a[len(a)-i-8:]) == binary.LittleEndian.Uint64(b[len(b)-i-8:]) {
+		i += 8
+	}
+	for i < n && a[len(a)-1-i] == b[len(b)-1-i] {
+		i++
+	}
+	return i
+}
