@@ -121,6 +121,43 @@ func (t *Text) Get(obj int, key string) int {
 	return found
 }
 
+// Lookup finds several members of the object at node obj in one walk:
+// vals[k] becomes Get(obj, keys[k]). A chunk's reader wants four or five
+// of an object's members, and a walk each was most of its reading.
+func (t *Text) Lookup(obj int, keys []string, vals []int) {
+	for k := range vals {
+		vals[k] = -1
+	}
+	if obj < 0 || t.Nodes[obj].Kind != '{' {
+		return
+	}
+	var buf [32]byte
+	for j, m := obj+1, 0; m < int(t.Nodes[obj].Len); m++ {
+		name := t.Name(j, buf[:0])
+		for k, key := range keys {
+			if string(name) == key {
+				vals[k] = j + 1
+			}
+		}
+		j = int(t.Nodes[j+1].Next)
+	}
+}
+
+// Name is the decoded value of string node i: its bytes in the text when
+// it needs no decoding, else decoded into buf. It is for comparing a
+// member's name, and holds nothing for a node that is no string.
+func (t *Text) Name(i int, buf []byte) []byte {
+	n := &t.Nodes[i]
+	if n.Kind != '"' {
+		return nil
+	}
+	if t.plain(n) {
+		return t.Data[n.Start:n.End]
+	}
+	b, _ := t.AppendStr(buf, i)
+	return b
+}
+
 // Is reports whether node i is a string whose value is s.
 func (t *Text) Is(i int, s string) bool {
 	if i < 0 {

@@ -150,6 +150,21 @@ func checkMembers(t *testing.T, tx *Text, data []byte) {
 			t.Fatalf("%q: Is(%q) is false", data, ws)
 		}
 	}
+	keys := make([]string, 0, len(obj)+1)
+	for _, m := range obj {
+		keys = append(keys, m.Key)
+	}
+	keys = append(keys, "\x00absent")
+	vals := make([]int, len(keys))
+	tx.Lookup(0, keys, vals)
+	for k, key := range keys {
+		if want := tx.Get(0, key); vals[k] != want {
+			t.Fatalf("%q: Lookup finds %q at %d, Get at %d", data, key, vals[k], want)
+		}
+		if vals[k] >= 0 && string(tx.Name(vals[k]-1, nil)) != key && utf8.ValidString(key) {
+			t.Fatalf("%q: the name before %q's value is %q", data, key, tx.Name(vals[k]-1, nil))
+		}
+	}
 	if tx.Get(0, "\x00absent") != -1 || !tx.Null(-1) || tx.Raw(-1) != nil {
 		t.Fatalf("%q: an absent member is found", data)
 	}

@@ -23,6 +23,13 @@ type fastCall struct {
 	id, typ, name, args []byte
 }
 
+// chunkKeys and choiceKeys are the members feedText looks up in a chunk
+// and in each of its choices.
+var (
+	chunkKeys  = [4]string{"error", "choices", "id", "usage"}
+	choiceKeys = [4]string{"index", "finish_reason", "delta", "logprobs"}
+)
+
 // scratch holds the slices feedText reuses from chunk to chunk, so reading
 // a stream allocates for what it keeps, not for what it looks at.
 type scratch struct {
@@ -44,10 +51,12 @@ func (s *stream) feedText(tx *jsonx.Text) (ok, opening bool, err error) {
 	// encoding/json, and so the full decoder, would match to one of the
 	// keys read here only when case is ignored ("Choices") is no concern:
 	// they are all protocol keys, and Feed has refused such a chunk.
-	if tx.Kind(0) != '{' || !tx.Null(tx.Get(0, "error")) {
+	var top [4]int
+	tx.Lookup(0, chunkKeys[:], top[:])
+	errAt, choices, id, u := top[0], top[1], top[2], top[3]
+	if tx.Kind(0) != '{' || !tx.Null(errAt) {
 		return false, false, nil
 	}
-	choices := tx.Get(0, "choices")
 	if !tx.Null(choices) && tx.Kind(choices) != '[' {
 		return false, false, nil
 	}
@@ -57,9 +66,8 @@ func (s *stream) feedText(tx *jsonx.Text) (ok, opening bool, err error) {
 	}
 	s.applyText(tx, deltas)
 	if s.id == "" {
-		s.id, _ = tx.Str(tx.Get(0, "id"))
+		s.id, _ = tx.Str(id)
 	}
-	u := tx.Get(0, "usage")
 	if !tx.Null(u) {
 		if usage, ok := tapeUsage(tx, u); ok {
 			s.usage = usage
@@ -106,7 +114,10 @@ func (s *stream) readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d tex
 	if tx.Kind(c) != '{' {
 		return d, fcalls, false, false, nil
 	}
-	idx, err := strconv.Atoi(string(tx.Raw(tx.Get(c, "index"))))
+	var at [4]int
+	tx.Lookup(c, choiceKeys[:], at[:])
+	index, fr, dr, logprobs := at[0], at[1], at[2], at[3]
+	idx, err := strconv.Atoi(string(tx.Raw(index)))
 	if err != nil {
 		return d, fcalls, false, false, nil
 	}
@@ -114,18 +125,18 @@ func (s *stream) readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d tex
 		return d, fcalls, false, false, fmt.Errorf("%w: choice index %d", ErrStream, idx)
 	}
 	d.choice = idx
-	if fr := tx.Get(c, "finish_reason"); !tx.Null(fr) {
+	if !tx.Null(fr) {
 		if tx.Kind(fr) != '"' {
 			return d, fcalls, false, false, nil
 		}
 		d.finish = tx.Raw(fr)
 	}
-	if dr := tx.Get(c, "delta"); !tx.Null(dr) {
+	if !tx.Null(dr) {
 		if fcalls, ok = readTextDelta(tx, &d, dr, fcalls); !ok {
 			return d, fcalls, false, false, nil
 		}
 	}
-	quiet = tx.Null(tx.Get(c, "logprobs")) && d.finish == nil && len(d.calls) == 0 &&
+	quiet = tx.Null(logprobs) && d.finish == nil && len(d.calls) == 0 &&
 		(d.content == nil || string(d.content) == `""`)
 	return d, fcalls, quiet, true, nil
 }
@@ -136,14 +147,16 @@ func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]f
 	if tx.Kind(dr) != '{' {
 		return fcalls, false
 	}
+	var buf [32]byte
 	for k, j := 0, dr+1; k < tx.Len(dr); k, j = k+1, tx.Next(j+1) {
 		v := j + 1
+		name := tx.Name(j, buf[:0])
 		switch {
-		case tx.Is(j, "role"):
-		case (tx.Is(j, "content") || tx.Is(j, "refusal") || tx.Is(j, "reasoning_content")) && tx.Null(v):
-		case tx.Is(j, "content") && tx.Kind(v) == '"':
+		case string(name) == "role":
+		case (string(name) == "content" || string(name) == "refusal" || string(name) == "reasoning_content") && tx.Null(v):
+		case string(name) == "content" && tx.Kind(v) == '"':
 			d.content = tx.Raw(v)
-		case tx.Is(j, "tool_calls"):
+		case string(name) == "tool_calls":
 			first := len(fcalls)
 			var ok bool
 			if fcalls, ok = parseFastCalls(tx, fcalls, v); !ok {
@@ -208,26 +221,27 @@ func parseFastCall(tx *jsonx.Text, e int) (fc fastCall, ok bool) {
 		return fc, false
 	}
 	seenIndex := false
+	var buf [32]byte
 	for k, j := 0, e+1; k < tx.Len(e); k, j = k+1, tx.Next(j+1) {
 		v := j + 1
-		switch {
-		case tx.Is(j, "index"):
+		switch string(tx.Name(j, buf[:0])) {
+		case "index":
 			var err error
 			if fc.index, err = strconv.Atoi(string(tx.Raw(v))); err != nil {
 				return fc, false
 			}
 			seenIndex = true
-		case tx.Is(j, "id"):
+		case "id":
 			if tx.Kind(v) != '"' {
 				return fc, false
 			}
 			fc.id = tx.Raw(v)
-		case tx.Is(j, "type"):
+		case "type":
 			if string(tx.Raw(v)) != `"function"` {
 				return fc, false
 			}
 			fc.typ = tx.Raw(v)
-		case tx.Is(j, "function"):
+		case "function":
 			if !parseFastFunction(tx, v, &fc) {
 				return fc, false
 			}
@@ -243,13 +257,15 @@ func parseFastFunction(tx *jsonx.Text, v int, fc *fastCall) bool {
 	if tx.Kind(v) != '{' {
 		return false
 	}
+	var buf [32]byte
 	for k, j := 0, v+1; k < tx.Len(v); k, j = k+1, tx.Next(j+1) {
 		fv := j + 1
+		name := tx.Name(j, buf[:0])
 		switch {
-		case (tx.Is(j, "name") || tx.Is(j, "arguments")) && tx.Null(fv):
-		case tx.Is(j, "name") && tx.Kind(fv) == '"':
+		case (string(name) == "name" || string(name) == "arguments") && tx.Null(fv):
+		case string(name) == "name" && tx.Kind(fv) == '"':
 			fc.name = tx.Raw(fv)
-		case tx.Is(j, "arguments") && tx.Kind(fv) == '"':
+		case string(name) == "arguments" && tx.Kind(fv) == '"':
 			fc.args = tx.Raw(fv)
 		default:
 			return false
