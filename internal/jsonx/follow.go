@@ -1,6 +1,9 @@
 package jsonx
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sort"
+)
 
 // Follow reads data into t as Read does, taking what it can from prev, a
 // reading of the same stream's previous event whose Data is still intact.
@@ -43,19 +46,21 @@ func (t *Text) Follow(prev *Text, data []byte) (ok, sameKeys bool) {
 		return t.Read(data), false
 	}
 	escaped, notUTF8 := s.nodes[0].Escaped, s.notUTF8
-	t.adopt(prev, data)
-	for i := range t.Nodes {
+	// The nodes before the string are prev's; of the rest, what begins
+	// after the string moves, and what holds it ends later.
+	t.Data, t.NotUTF8, t.valid = data, notUTF8, true
+	t.Nodes = append(t.Nodes[:0], prev.Nodes...)
+	for i := n; i < len(t.Nodes); i++ {
 		nd := &t.Nodes[i]
-		if nd.Start > str.End {
-			nd.Start += delta
-		}
-		if nd.End > str.End {
+		nd.Start += delta
+		nd.End += delta
+	}
+	for i := 0; i <= n; i++ {
+		if nd := &t.Nodes[i]; nd.End > str.End {
 			nd.End += delta
 		}
 	}
-	t.Nodes[n].End += delta
-	t.Nodes[n].Escaped = escaped
-	t.NotUTF8 = notUTF8
+	t.Nodes[n] = Node{Kind: '"', Escaped: escaped, Start: str.Start, End: str.End + delta, Next: str.Next}
 	return true, !prev.isKey(n)
 }
 
@@ -68,7 +73,7 @@ func (t *Text) adopt(prev *Text, data []byte) {
 // next event against once the buffer from's Data lies in is reused.
 func (t *Text) Keep(from *Text) {
 	// Events of one stream differ in length by a fragment: room for a
-	// longer one saves growing both arrays event after event.
+	// somewhat longer one saves growing the copy event after event.
 	if cap(t.Data) < len(from.Data) {
 		t.Data = make([]byte, 0, len(from.Data)+len(from.Data)/2)
 	}
@@ -89,12 +94,16 @@ func (t *Text) Forget() {
 // [lo, hi), its quotes outside them, or -1. Strings do not nest, so at
 // most one does.
 func (t *Text) stringAround(lo, hi int) int {
-	for i := range t.Nodes {
-		if nd := &t.Nodes[i]; nd.Kind == '"' && int(nd.Start) <= lo && hi <= int(nd.End) {
-			return i
-		}
+	// Nodes are in the order their values begin: the candidate is the
+	// last node to begin at or before lo.
+	i := sort.Search(len(t.Nodes), func(i int) bool { return int(t.Nodes[i].Start) > lo }) - 1
+	if i < 0 {
+		return -1
 	}
-	return -1
+	if nd := &t.Nodes[i]; nd.Kind != '"' || hi > int(nd.End) {
+		return -1
+	}
+	return i
 }
 
 // isKey reports whether string node n is a member's name. Its innermost

@@ -106,10 +106,11 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	case !sameKeys && api.ProtocolKeys.InText(tx):
 		return neutral.Step{}, api.ErrFoldedKey
 	default:
+		ok, opening, err := s.feedText(tx)
 		// Its keys passed: the next chunk, mostly this one's bytes, is
 		// read against it.
 		s.last.Keep(tx)
-		if ok, opening, err := s.feedText(tx); ok || err != nil {
+		if ok || err != nil {
 			return neutral.Step{Hold: s.call, Opening: opening}, err
 		}
 	}
