@@ -30,6 +30,7 @@ func (t *Text) Follow(prev *Text, data []byte) (ok, sameKeys bool) {
 	// within the content of one string, its quotes outside it.
 	if len(old) == len(data) && p == len(old) {
 		t.adopt(prev, data)
+		t.followed, t.changed = true, -1
 		return true, true
 	}
 	n := prev.stringAround(p, len(old)-q)
@@ -48,7 +49,7 @@ func (t *Text) Follow(prev *Text, data []byte) (ok, sameKeys bool) {
 	escaped, notUTF8 := s.nodes[0].Escaped, s.notUTF8
 	// The nodes before the string are prev's; of the rest, what begins
 	// after the string moves, and what holds it ends later.
-	t.Data, t.NotUTF8, t.valid = data, notUTF8, true
+	t.Data, t.NotUTF8, t.valid, t.followed, t.changed = data, notUTF8, true, true, n
 	t.Nodes = append(t.Nodes[:0], prev.Nodes...)
 	for i := n; i < len(t.Nodes); i++ {
 		nd := &t.Nodes[i]
@@ -62,6 +63,16 @@ func (t *Text) Follow(prev *Text, data []byte) (ok, sameKeys bool) {
 	}
 	t.Nodes[n] = Node{Kind: '"', Escaped: escaped, Start: str.Start, End: str.End + delta, Next: str.Next}
 	return true, !prev.isKey(n)
+}
+
+// Changed reports how t was read: followed is true when Follow took the
+// short way, and node is then the string whose content differs from
+// prev's (-1 when none does); every other node is prev's, moved.
+func (t *Text) Changed() (node int, followed bool) {
+	if !t.followed {
+		return -1, false
+	}
+	return t.changed, true
 }
 
 // adopt makes t prev's reading of data, which has prev's tape.

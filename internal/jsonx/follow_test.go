@@ -87,7 +87,35 @@ func checkFollow(t *testing.T, a, b []byte) (short bool) {
 	if sameKeys && !reflect.DeepEqual(keysOf(prev), keysOf(want)) {
 		t.Fatalf("Follow says %q has the keys of %q: %q against %q", b, a, keysOf(want), keysOf(prev))
 	}
+	if changed, followed := got.Changed(); followed {
+		checkChanged(t, prev, got, changed)
+	}
 	return sameKeys
+}
+
+// checkChanged: where Follow says only string node changed differs, every
+// other node has prev's kind, length and place in the tape, and every
+// other value prev's bytes.
+func checkChanged(t *testing.T, prev, got *Text, changed int) {
+	t.Helper()
+	if len(prev.Nodes) != len(got.Nodes) {
+		t.Fatalf("followed %q from %q: %d nodes, prev %d", got.Data, prev.Data, len(got.Nodes), len(prev.Nodes))
+	}
+	for i := range got.Nodes {
+		p, g := prev.Nodes[i], got.Nodes[i]
+		if p.Kind != g.Kind || p.Len != g.Len || p.Next != g.Next {
+			t.Fatalf("followed %q from %q: node %d is %+v, was %+v", got.Data, prev.Data, i, g, p)
+		}
+		if i == changed {
+			if g.Kind != '"' {
+				t.Fatalf("changed node %d is a %c", i, g.Kind)
+			}
+			continue
+		}
+		if g.Kind != '{' && g.Kind != '[' && string(got.Raw(i)) != string(prev.Raw(i)) {
+			t.Fatalf("followed %q from %q: node %d is %q, was %q, and changed is %d", got.Data, prev.Data, i, got.Raw(i), prev.Raw(i), changed)
+		}
+	}
 }
 
 // keysOf lists every object key of a read text as written, in order.

@@ -31,6 +31,10 @@ type Text struct {
 	NotUTF8 bool
 	// valid: the last read accepted Data, so Follow may start from it.
 	valid bool
+	// followed: Follow read Data as its prev with at most string node
+	// changed (-1: none) changed.
+	followed bool
+	changed  int
 }
 
 // texts pools tapes: a request reads its answer, or each event of its
@@ -49,7 +53,7 @@ func (t *Text) Release() {
 	if cap(t.Nodes) > maxPooledNodes {
 		t.Nodes = nil
 	}
-	t.Data, t.Nodes, t.NotUTF8, t.valid = nil, t.Nodes[:0], false, false
+	t.Data, t.Nodes, t.NotUTF8, t.valid, t.followed = nil, t.Nodes[:0], false, false, false
 	texts.Put(t)
 }
 
@@ -60,7 +64,7 @@ func (t *Text) Release() {
 func (t *Text) Read(data []byte) bool {
 	s := tapeScan{d: data, nodes: t.Nodes[:0], limit: maxDepth, utf8: true}
 	ok := s.read()
-	t.Data, t.Nodes, t.NotUTF8, t.valid = data, s.nodes, s.notUTF8, ok
+	t.Data, t.Nodes, t.NotUTF8, t.valid, t.followed = data, s.nodes, s.notUTF8, ok, false
 	return ok
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -218,6 +219,7 @@ func FuzzChatStream(f *testing.F) {
 	f.Add([]byte(chunkLine(`{"content":"hi"}`, "")+chunkLine(callStart, "")+chunkLine(argFrag(`{"a":1}`), "length")), []byte{2})
 
 	f.Fuzz(func(t *testing.T, data, sizes []byte) {
+		checkFollowedAsWhole(t, data)
 		st, evs, ok := runFuzzStream(t, &chopReader{data: data, sizes: sizes})
 		whole, _, okWhole := runFuzzStream(t, bytes.NewReader(data))
 		if ok != okWhole {
@@ -285,4 +287,65 @@ func BenchmarkChatStreamFeed(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(evs)), "events/op")
+}
+
+// checkFollowedAsWhole feeds a stream twice: as it comes, where each chunk
+// is read against the last and by the last one's plan, and with every
+// chunk read whole. Each step, refusal and the turns must be the same.
+func checkFollowedAsWhole(t *testing.T, data []byte) {
+	t.Helper()
+	followed, whole := API{}.NewCodec().NewStream(), API{}.NewCodec().NewStream()
+	rd := sse.NewReader(bytes.NewReader(data), 1<<16)
+	for rd.Next() {
+		ev := rd.Event()
+		step, err := followed.Feed(&ev)
+		whole.(*stream).last.Forget()
+		wstep, werr := whole.Feed(&ev)
+		if step != wstep || (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+			t.Fatalf("%q: followed %+v, %v; read whole %+v, %v", ev.Raw, step, err, wstep, werr)
+		}
+		if err != nil || step.Done || step.UpstreamError {
+			break
+		}
+	}
+	a, b := followed.Turns(), whole.Turns()
+	if len(a) != len(b) || followed.Usage() != whole.Usage() {
+		t.Fatalf("followed: %d turns, usage %+v; whole: %d, %+v", len(a), followed.Usage(), len(b), whole.Usage())
+	}
+	for i := range a {
+		if a[i].Text != b[i].Text || a[i].Stop != b[i].Stop || a[i].ResponseID != b[i].ResponseID || len(a[i].Calls) != len(b[i].Calls) {
+			t.Fatalf("turn %d: followed %+v, whole %+v", i, a[i], b[i])
+		}
+		for j, c := range a[i].Calls {
+			w := b[i].Calls[j]
+			if c.ID != w.ID || c.Name != w.Name || !bytes.Equal(c.Args, w.Args) || c.Kind != w.Kind || c.BadShape != w.BadShape {
+				t.Fatalf("turn %d call %d: followed %+v, whole %+v", i, j, c, w)
+			}
+		}
+	}
+}
+
+// TestFollowedAsWhole runs checkFollowedAsWhole over the recordings and
+// over chunks that change what the plan decided on: a call's type, an
+// empty text, a finish reason, an id.
+func TestFollowedAsWhole(t *testing.T) {
+	for _, name := range []string{"tool_call_stream.sse", "parallel_tool_calls_stream.sse", "tool_call_stream_include_usage.sse"} {
+		checkFollowedAsWhole(t, readFixture(t, name))
+	}
+	call := func(typ, args string) string {
+		return `data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"type":"` + typ + `","function":{"arguments":"` + args + `"}}]},"finish_reason":null}]}` + "\n\n"
+	}
+	text := func(id, content, finish string) string {
+		return `data: {"id":"` + id + `","choices":[{"index":0,"delta":{"content":"` + content + `"},"finish_reason":"` + finish + `"}]}` + "\n\n"
+	}
+	for _, stream := range []string{
+		call("function", "{") + call("function", `\"a\"`) + call("functioN", ":1}") + "data: [DONE]\n\n",
+		call("function", "{") + call("custom", "x") + "data: [DONE]\n\n",
+		text("c", "", "") + text("c", "hi", "") + text("c", "", "") + text("d", "", "stop") + "data: [DONE]\n\n",
+		text("c", "a", "length") + text("c", "a", "stop") + text("c", "a", "stop") + "data: [DONE]\n\n",
+		text("c", "a", "") + strings.Replace(text("c", "a", ""), `"content"`, `"zontent"`, 1) + "data: [DONE]\n\n",
+		call("function", "{") + call("function", "{") + call("functioN", "{") + "data: [DONE]\n\n",
+	} {
+		checkFollowedAsWhole(t, []byte(stream))
+	}
 }

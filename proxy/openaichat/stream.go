@@ -64,6 +64,7 @@ type stream struct {
 	// last is the last chunk read whole, for the next to be read against
 	// (jsonx.Text.Follow).
 	last    jsonx.Text
+	plan    chunkPlan
 	id      string
 	choices map[int]*streamChoice
 	usage   neutral.Usage
@@ -106,7 +107,7 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	case !sameKeys && api.ProtocolKeys.InText(tx):
 		return neutral.Step{}, api.ErrFoldedKey
 	default:
-		ok, opening, err := s.feedText(tx)
+		ok, opening, err := s.feedText(tx, sameKeys)
 		// Its keys passed: the next chunk, mostly this one's bytes, is
 		// read against it.
 		s.last.Keep(tx)

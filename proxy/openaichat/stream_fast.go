@@ -7,20 +7,38 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
-// textDelta is what feedText read of one choice of a chunk. The byte
-// slices alias the event's data and are consumed before Feed returns.
+// textDelta is what feedText read of one choice of a chunk. Its values
+// are nodes of the chunk's tape (-1: absent), so that the next chunk, read
+// with the same nodes, is read by the same plan.
 type textDelta struct {
 	choice  int
-	content []byte // raw JSON string, or nil
-	finish  []byte // raw JSON string, or nil
+	content int // a string
+	finish  int // a string
 	calls   []fastCall
+	// still: the choice carries nothing but its content, which may be
+	// empty (no finish, call or logprobs).
+	still bool
 }
 
 // fastCall is one tool-call delta read by parseFastCalls; its fields are
-// raw JSON strings aliasing the event's data, nil when absent.
+// string nodes, -1 when absent.
 type fastCall struct {
 	index               int
-	id, typ, name, args []byte
+	id, typ, name, args int
+}
+
+// chunkPlan is what feedText read of the last chunk, by node. A chunk that
+// Follow read as the last one with one string changed, and with the same
+// keys, has the same nodes: every decision feedText made of the last one
+// holds for it, but where it was made on that string's value. Of values,
+// feedText decides on a call's type alone (and on whether the text is
+// empty, which is read again), so a chunk whose changed string is no
+// call's type is read by the plan: its fragments, id, finish and usage are
+// taken from the nodes the plan names. A text or arguments fragment is
+// most chunks.
+type chunkPlan struct {
+	ok    bool
+	id, u int
 }
 
 // chunkKeys and choiceKeys are the members feedText looks up in a chunk
@@ -46,7 +64,11 @@ type scratch struct {
 // no text, call, finish, logprobs or usage (a role-only delta, or no
 // choices at all). Only such a chunk that feedText understood is called
 // opening: one with a field it does not know may carry something.
-func (s *stream) feedText(tx *jsonx.Text) (ok, opening bool, err error) {
+func (s *stream) feedText(tx *jsonx.Text, sameKeys bool) (ok, opening bool, err error) {
+	if changed, short := tx.Changed(); short && sameKeys && s.plan.ok && !s.typeNode(changed) {
+		return true, s.applyPlan(tx), nil
+	}
+	s.plan.ok = false
 	// An error chunk is the full decoder's to refuse. A key that
 	// encoding/json, and so the full decoder, would match to one of the
 	// keys read here only when case is ignored ("Choices") is no concern:
@@ -60,85 +82,106 @@ func (s *stream) feedText(tx *jsonx.Text) (ok, opening bool, err error) {
 	if !tx.Null(choices) && tx.Kind(choices) != '[' {
 		return false, false, nil
 	}
-	deltas, quiet, ok, err := s.readTextChoices(tx, choices)
-	if !ok || err != nil {
+	if _, ok, err := s.readTextChoices(tx, choices); !ok || err != nil {
 		return false, false, err
 	}
+	s.plan = chunkPlan{ok: true, id: id, u: u}
+	return true, s.applyPlan(tx), nil
+}
+
+// applyPlan applies the chunk read into tx by the plan: its deltas, id and
+// usage. opening reports a chunk that carries nothing yet.
+func (s *stream) applyPlan(tx *jsonx.Text) (opening bool) {
+	deltas := s.scratch.deltas
 	s.applyText(tx, deltas)
 	if s.id == "" {
-		s.id, _ = tx.Str(id)
+		s.id, _ = tx.Str(s.plan.id)
 	}
-	if !tx.Null(u) {
+	if u := s.plan.u; !tx.Null(u) {
 		if usage, ok := tapeUsage(tx, u); ok {
 			s.usage = usage
 		}
+		return false
 	}
-	return true, quiet && tx.Null(u), nil
+	for _, d := range deltas {
+		if !d.still || (d.content >= 0 && string(tx.Raw(d.content)) != `""`) {
+			return false
+		}
+	}
+	return true
+}
+
+// typeNode reports whether node i is the type of a call in the plan.
+func (s *stream) typeNode(i int) bool {
+	for _, d := range s.scratch.deltas {
+		for _, fc := range d.calls {
+			if fc.typ == i && i >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // readTextChoices reads every choice of the array at node choices (-1 or
 // null: none) into the scratch deltas, and checks their call indexes,
-// before any is applied. quiet reports that no choice carries anything
-// for the user.
-func (s *stream) readTextChoices(tx *jsonx.Text, choices int) (deltas []textDelta, quiet, ok bool, err error) {
+// before any is applied.
+func (s *stream) readTextChoices(tx *jsonx.Text, choices int) (deltas []textDelta, ok bool, err error) {
 	sc := &s.scratch
 	deltas, fcalls := sc.deltas[:0], sc.fcalls[:0]
-	quiet = true
 	n := 0
 	if !tx.Null(choices) {
 		n = tx.Len(choices)
 	}
 	for k, c := 0, choices+1; k < n; k, c = k+1, tx.Next(c) {
 		var d textDelta
-		var q bool
-		if d, fcalls, q, ok, err = s.readTextChoice(tx, c, fcalls); !ok || err != nil {
-			return nil, false, false, err
+		if d, fcalls, ok, err = readTextChoice(tx, c, fcalls); !ok || err != nil {
+			return nil, false, err
 		}
-		quiet = quiet && q
 		deltas = append(deltas, d)
 	}
 	sc.deltas, sc.fcalls = deltas, fcalls
 	for _, d := range deltas {
 		for _, fc := range d.calls {
 			if fc.index < 0 || fc.index >= maxCalls {
-				return nil, false, false, fmt.Errorf("%w: tool call index %d", ErrStream, fc.index)
+				return nil, false, fmt.Errorf("%w: tool call index %d", ErrStream, fc.index)
 			}
 		}
 	}
-	return deltas, quiet, true, nil
+	return deltas, true, nil
 }
 
 // readTextChoice reads the choice at node c; its calls are appended to
-// fcalls. quiet reports a choice with no text, call, finish or logprobs.
-func (s *stream) readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d textDelta, _ []fastCall, quiet, ok bool, err error) {
+// fcalls.
+func readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d textDelta, _ []fastCall, ok bool, err error) {
+	d.content, d.finish = -1, -1
 	if tx.Kind(c) != '{' {
-		return d, fcalls, false, false, nil
+		return d, fcalls, false, nil
 	}
 	var at [4]int
 	tx.Lookup(c, choiceKeys[:], at[:])
 	index, fr, dr, logprobs := at[0], at[1], at[2], at[3]
 	idx, err := strconv.Atoi(string(tx.Raw(index)))
 	if err != nil {
-		return d, fcalls, false, false, nil
+		return d, fcalls, false, nil
 	}
 	if idx < 0 || idx >= maxChoices {
-		return d, fcalls, false, false, fmt.Errorf("%w: choice index %d", ErrStream, idx)
+		return d, fcalls, false, fmt.Errorf("%w: choice index %d", ErrStream, idx)
 	}
 	d.choice = idx
 	if !tx.Null(fr) {
 		if tx.Kind(fr) != '"' {
-			return d, fcalls, false, false, nil
+			return d, fcalls, false, nil
 		}
-		d.finish = tx.Raw(fr)
+		d.finish = fr
 	}
 	if !tx.Null(dr) {
 		if fcalls, ok = readTextDelta(tx, &d, dr, fcalls); !ok {
-			return d, fcalls, false, false, nil
+			return d, fcalls, false, nil
 		}
 	}
-	quiet = tx.Null(logprobs) && d.finish == nil && len(d.calls) == 0 &&
-		(d.content == nil || string(d.content) == `""`)
-	return d, fcalls, quiet, true, nil
+	d.still = tx.Null(logprobs) && d.finish < 0 && len(d.calls) == 0
+	return d, fcalls, true, nil
 }
 
 // readTextDelta reads the delta at node dr into d: its role, text and
@@ -155,7 +198,7 @@ func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]f
 		case string(name) == "role":
 		case (string(name) == "content" || string(name) == "refusal" || string(name) == "reasoning_content") && tx.Null(v):
 		case string(name) == "content" && tx.Kind(v) == '"':
-			d.content = tx.Raw(v)
+			d.content = v
 		case string(name) == "tool_calls":
 			first := len(fcalls)
 			var ok bool
@@ -174,24 +217,24 @@ func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]f
 func (s *stream) applyText(tx *jsonx.Text, deltas []textDelta) {
 	for _, d := range deltas {
 		c, _ := s.choice(d.choice) // in range: checked by readTextChoice
-		if d.content != nil {
-			c.content = fragment(tx, c.content, d.content)
+		if d.content >= 0 {
+			c.content = fragment(tx, c.content, tx.Raw(d.content))
 			c.hasText = true
 		}
 		for _, fc := range d.calls {
 			call := c.call(fc.index)
-			id, _ := jsonx.Unquote(fc.id)
-			typ, _ := jsonx.Unquote(fc.typ)
+			id, _ := jsonx.Unquote(tx.Raw(fc.id))
+			typ, _ := jsonx.Unquote(tx.Raw(fc.typ))
 			call.identify(id, typ)
-			if fc.name != nil {
-				n, _ := jsonx.Unquote(fc.name)
+			if fc.name >= 0 {
+				n, _ := jsonx.Unquote(tx.Raw(fc.name))
 				call.name += n
 			}
-			call.args = fragment(tx, call.args, fc.args)
+			call.args = fragment(tx, call.args, tx.Raw(fc.args))
 			s.call = true
 		}
-		if d.finish != nil {
-			c.finish, _ = jsonx.Unquote(d.finish)
+		if d.finish >= 0 {
+			c.finish, _ = jsonx.Unquote(tx.Raw(d.finish))
 		}
 	}
 }
@@ -217,6 +260,7 @@ func parseFastCalls(tx *jsonx.Text, dst []fastCall, v int) ([]fastCall, bool) {
 // parseFastCall reads the call delta at node e, of the plain function
 // shape, which must name its index.
 func parseFastCall(tx *jsonx.Text, e int) (fc fastCall, ok bool) {
+	fc.id, fc.typ, fc.name, fc.args = -1, -1, -1, -1
 	if tx.Kind(e) != '{' {
 		return fc, false
 	}
@@ -235,12 +279,12 @@ func parseFastCall(tx *jsonx.Text, e int) (fc fastCall, ok bool) {
 			if tx.Kind(v) != '"' {
 				return fc, false
 			}
-			fc.id = tx.Raw(v)
+			fc.id = v
 		case "type":
 			if string(tx.Raw(v)) != `"function"` {
 				return fc, false
 			}
-			fc.typ = tx.Raw(v)
+			fc.typ = v
 		case "function":
 			if !parseFastFunction(tx, v, &fc) {
 				return fc, false
@@ -264,9 +308,9 @@ func parseFastFunction(tx *jsonx.Text, v int, fc *fastCall) bool {
 		switch {
 		case (string(name) == "name" || string(name) == "arguments") && tx.Null(fv):
 		case string(name) == "name" && tx.Kind(fv) == '"':
-			fc.name = tx.Raw(fv)
+			fc.name = fv
 		case string(name) == "arguments" && tx.Kind(fv) == '"':
-			fc.args = tx.Raw(fv)
+			fc.args = fv
 		default:
 			return false
 		}
