@@ -27,6 +27,9 @@ type fastCall struct {
 	id, typ, name, args int
 }
 
+// firstFragmentCap is the room a text or a call's arguments start with.
+const firstFragmentCap = 256
+
 // chunkPlan is what feedText read of the last chunk, by node. A chunk that
 // Follow read as the last one with one string changed, and with the same
 // keys, has the same nodes: every decision feedText made of the last one
@@ -324,6 +327,11 @@ func parseFastFunction(tx *jsonx.Text, v int, fc *fastCall) bool {
 func fragment(tx *jsonx.Text, dst, raw []byte) []byte {
 	if tx.NotUTF8 || len(raw) < 2 {
 		return appendFragment(dst, raw)
+	}
+	if dst == nil {
+		// A text or a call's arguments come in many fragments of a few
+		// bytes: growing from nothing took a copy every few fragments.
+		dst = make([]byte, 0, max(firstFragmentCap, 2*len(raw)))
 	}
 	return jsonx.AppendChecked(dst, raw[1:len(raw)-1])
 }
