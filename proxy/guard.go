@@ -30,6 +30,18 @@ func rawPath(u *url.URL) string {
 // a judged route on its canonical path, a pass-through with the client's
 // bytes, or a refusal in the route's envelope.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *runtime) {
+	if h, at := s.judgedRoute(w, r, rt); h != nil {
+		h.ServeHTTP(w, at)
+	}
+}
+
+// judgedRoute decides the request's route and serves it there, but for a
+// judged route, whose handler and request it returns for route to call.
+// A held stream waits under route's frame, which so stays small (see
+// serveStream).
+//
+//go:noinline
+func (s *Server) judgedRoute(w http.ResponseWriter, r *http.Request, rt *runtime) (http.Handler, *http.Request) {
 	t := rt.routes
 	raw := rawPath(r.URL)
 	d := t.decide(r.Method, raw, r.ContentLength != 0)
@@ -39,7 +51,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *runtime) {
 	if d.kind == routeRefuse {
 		if rt.snap.Config.Mode != catalog.ModeShadow || (d.route != nil && d.route.alone) {
 			s.refuse(w, r, d)
-			return
+			return nil, nil
 		}
 		// Shadow mode forwards unchanged: the refusal is only counted, and
 		// the request routed as written, to the upstream that owns the
@@ -50,14 +62,14 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *runtime) {
 	if d.kind == routeJudge {
 		// The route is known: no second lookup. The handler reads the
 		// path it sends upstream from the URL.
-		d.route.handler.ServeHTTP(w, atPath(r, d.path))
-		return
+		return d.route.handler, atPath(r, d.path)
 	}
 	rctx := t.ctxs.Get().(*chi.Context)
 	rctx.Reset()
 	rctx.RoutePath = d.path
 	t.mux.ServeHTTP(w, withContext(r, context.WithValue(r.Context(), chi.RouteCtxKey, rctx)))
 	t.ctxs.Put(rctx)
+	return nil, nil
 }
 
 // atPath is r with its URL's path set to path. It is out of line, as

@@ -116,27 +116,37 @@ func (x *exchange) serve() {
 		return
 	}
 	defer c.Close()
+	if st, rd, stream := x.answerPath(c); stream {
+		x.serveStream(c, st, rd)
+	}
+}
+
+// answerPath serves an answer that is not a stream, and returns the stream
+// of one that is. It is apart from serve so that none of it takes a place
+// in the frame a held stream waits under (see serveStream).
+//
+//go:noinline
+func (x *exchange) answerPath(c *call) (api.Stream, api.EventReader, bool) {
 	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
 		x.write(x.relayReply(c))
-		return
+		return nil, nil, false
 	}
 	if undecoded(c.resp.Header) {
 		// A body toolgate cannot decode can be neither judged nor passed on.
 		x.fail(errEncoding)
-		return
+		return nil, nil, false
 	}
 	// The answer's own framing decides the path, not the request's stream
 	// flag: an upstream may ignore stream: true, and a request toolgate
 	// could not read may still have asked for a stream.
 	if st, rd, ok := x.cd.NewFramedStream(c.resp.Header, c.body); ok {
-		x.serveStream(c, st, rd)
-		return
+		return st, rd, true
 	}
 	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
-		x.serveStream(c, x.cd.NewStream(), nil)
-		return
+		return x.cd.NewStream(), nil, true
 	}
 	x.serveAnswer(c)
+	return nil, nil, false
 }
 
 // open reads the request and sends it upstream. It is false when the

@@ -263,6 +263,8 @@ type streamRun struct {
 	holding, opening, shadow bool
 	keeping                  bool
 	stopKeepalive            func()
+	// ev is the event being taken.
+	ev sse.Event
 }
 
 func (r *streamRun) startKeepalive() {
@@ -283,59 +285,70 @@ func (r *streamRun) fail(err error) {
 // read feeds the upstream's events and writes or holds each, until the
 // terminal event (done) or the end of the body. ok is false when the
 // stream is over already: the client is gone or a failure was written.
+// A held stream waits in rd.Next under this frame: what is done with each
+// event is out of line, in take.
 func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
-	x := r.x
 	tRead := time.Now()
-	// The wait is counted before a failure is written: its log line
-	// reports toolgate's own time.
+	for !done && rd.Next() {
+		if done, ok = r.take(rd, tRead); !ok {
+			return false, false
+		}
+	}
+	r.x.upWait += time.Since(tRead)
+	return done, true
+}
+
+// take feeds the event rd has read and writes or holds it. ok is false
+// when the stream is over: the client is gone or a failure was written,
+// after the wait since tRead was counted, so that the failure's log line
+// reports toolgate's own time.
+//
+//go:noinline
+func (r *streamRun) take(rd api.EventReader, tRead time.Time) (done, ok bool) {
+	x := r.x
 	fail := func(err error) (bool, bool) {
 		x.upWait += time.Since(tRead)
 		r.fail(err)
 		return false, false
 	}
-	limit := x.rt.snap.Config.Limits.MaxResponseBytes
-	// One event variable for the stream: Feed takes its address, and a
-	// variable declared in the loop would be a heap object per event.
-	var ev sse.Event
-	for !done && rd.Next() {
-		ev = rd.Event()
-		step, err := r.st.Feed(&ev)
-		if errors.Is(err, api.ErrFoldedKey) {
-			// Told apart from a whole answer's: it is one event of many.
-			return fail(fmt.Errorf("%w: %v", errBadEvent, errFoldedKey))
-		}
-		if err != nil {
-			return fail(fmt.Errorf("%w: %w", errBadEvent, err))
-		}
-		if step.UpstreamError {
-			x.upWait += time.Since(tRead)
-			r.relayError(&ev, rd)
-			return false, false
-		}
-		r.cur.Fed(step)
-		done = step.Done
-		if !r.route(&ev, step) {
-			return false, false
-		}
-		if r.holding || r.opening {
-			if r.held.add(&ev) > limit {
-				return fail(errTooLarge)
-			}
-			continue
-		}
-		write := r.sw.write
-		if rd.Buffered() {
-			write = r.sw.writeLater
-		}
-		if err := write(ev.Raw); err != nil {
-			// The client is gone; returning cancels the upstream call.
-			return false, false
-		}
-		// The event went out, behind any held opening events route wrote.
-		r.cur.Wrote()
+	// The event lives in the run: Feed takes its address, and a variable
+	// of this frame would be a heap object per event.
+	ev := &r.ev
+	*ev = rd.Event()
+	step, err := r.st.Feed(ev)
+	if errors.Is(err, api.ErrFoldedKey) {
+		// Told apart from a whole answer's: it is one event of many.
+		return fail(fmt.Errorf("%w: %v", errBadEvent, errFoldedKey))
 	}
-	x.upWait += time.Since(tRead)
-	return done, true
+	if err != nil {
+		return fail(fmt.Errorf("%w: %w", errBadEvent, err))
+	}
+	if step.UpstreamError {
+		x.upWait += time.Since(tRead)
+		r.relayError(ev, rd)
+		return false, false
+	}
+	r.cur.Fed(step)
+	if !r.route(ev, step) {
+		return false, false
+	}
+	if r.holding || r.opening {
+		if r.held.add(ev) > x.rt.snap.Config.Limits.MaxResponseBytes {
+			return fail(errTooLarge)
+		}
+		return step.Done, true
+	}
+	write := r.sw.write
+	if rd.Buffered() {
+		write = r.sw.writeLater
+	}
+	if err := write(ev.Raw); err != nil {
+		// The client is gone; returning cancels the upstream call.
+		return false, false
+	}
+	// The event went out, behind any held opening events route wrote.
+	r.cur.Wrote()
+	return step.Done, true
 }
 
 // route decides whether an event is held, and releases the held opening
