@@ -83,13 +83,14 @@ func (t *Text) adopt(prev *Text, data []byte) {
 // Keep makes t a copy of from that owns its bytes, for Follow to read the
 // next event against once the buffer from's Data lies in is reused.
 func (t *Text) Keep(from *Text) {
-	// Events of one stream differ in length by a fragment: room for a
-	// somewhat longer one saves growing the copy event after event.
+	// Events of one stream differ in length by a fragment: a little room
+	// saves growing the copy event after event, and a held stream keeps
+	// no more than that.
 	if cap(t.Data) < len(from.Data) {
-		t.Data = make([]byte, 0, len(from.Data)+len(from.Data)/2)
+		t.Data = make([]byte, 0, len(from.Data)+64)
 	}
 	if cap(t.Nodes) < len(from.Nodes) {
-		t.Nodes = make([]Node, 0, len(from.Nodes)+len(from.Nodes)/4)
+		t.Nodes = make([]Node, 0, len(from.Nodes)+4)
 	}
 	t.Data = append(t.Data[:0], from.Data...)
 	t.Nodes = append(t.Nodes[:0], from.Nodes...)

@@ -328,9 +328,10 @@ func fragment(tx *jsonx.Text, dst, raw []byte) []byte {
 	if tx.NotUTF8 || len(raw) < 2 {
 		return appendFragment(dst, raw)
 	}
-	if dst == nil {
+	if dst == nil && len(raw) > 2 {
 		// A text or a call's arguments come in many fragments of a few
 		// bytes: growing from nothing took a copy every few fragments.
+		// An empty one, as a call's first often is, waits for the next.
 		dst = make([]byte, 0, max(firstFragmentCap, 2*len(raw)))
 	}
 	return jsonx.AppendChecked(dst, raw[1:len(raw)-1])
