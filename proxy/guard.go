@@ -30,18 +30,18 @@ func rawPath(u *url.URL) string {
 // a judged route on its canonical path, a pass-through with the client's
 // bytes, or a refusal in the route's envelope.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *runtime) {
-	if h, at := s.judgedRoute(w, r, rt); h != nil {
+	if h, at := s.dispatch(w, r, rt); h != nil {
 		h.ServeHTTP(w, at)
 	}
 }
 
-// judgedRoute decides the request's route and serves it there, but for a
+// dispatch decides the request's route and serves it there, but for a
 // judged route, whose handler and request it returns for route to call.
 // A held stream waits under route's frame, which so stays small (see
 // serveStream).
 //
 //go:noinline
-func (s *Server) judgedRoute(w http.ResponseWriter, r *http.Request, rt *runtime) (http.Handler, *http.Request) {
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, rt *runtime) (http.Handler, *http.Request) {
 	t := rt.routes
 	raw := rawPath(r.URL)
 	d := t.decide(r.Method, raw, r.ContentLength != 0)

@@ -93,21 +93,33 @@ type usageEntry struct {
 }
 
 // validated returns the handler for a route whose answers are judged.
-func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) http.HandlerFunc {
-	series := s.metrics.forAPI(a.Name())
-	return func(w http.ResponseWriter, r *http.Request) {
-		newExchange(s, rt, u, a, series, w, r, prefix).serve()
-	}
+func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) http.Handler {
+	return &apiRoute{s: s, rt: rt, up: u, api: a, series: s.metrics.forAPI(a.Name()), prefix: prefix}
 }
 
-// newExchange begins one request's exchange. It is out of line so that
-// what it takes to build one is no part of the frame a held stream waits
-// under (see serveStream).
+// apiRoute is what every exchange on one model API's judged route starts
+// from.
+type apiRoute struct {
+	s      *Server
+	rt     *runtime
+	up     *upstream
+	api    api.API
+	series *apiSeries
+	prefix string
+}
+
+// ServeHTTP implements http.Handler, itself rather than through a
+// HandlerFunc: each wrapper would be a frame more under a held stream.
+func (j *apiRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) { j.exchange(w, r).serve() }
+
+// exchange begins one request's exchange. It is out of line so that what
+// it takes to build one is no part of the frame a held stream waits under
+// (see serveStream).
 //
 //go:noinline
-func newExchange(s *Server, rt *runtime, u *upstream, a api.API, series *apiSeries, w http.ResponseWriter, r *http.Request, prefix string) *exchange {
-	return &exchange{s: s, rt: rt, up: u, api: a, cd: a.NewCodec(), series: series, w: w, r: r, spent: spent{start: time.Now()},
-		rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), prefix)}
+func (j *apiRoute) exchange(w http.ResponseWriter, r *http.Request) *exchange {
+	return &exchange{s: j.s, rt: j.rt, up: j.up, api: j.api, cd: j.api.NewCodec(), series: j.series, w: w, r: r,
+		spent: spent{start: time.Now()}, rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), j.prefix)}
 }
 
 func (x *exchange) serve() {
@@ -116,37 +128,37 @@ func (x *exchange) serve() {
 		return
 	}
 	defer c.Close()
-	if st, rd, stream := x.answerPath(c); stream {
-		x.serveStream(c, st, rd)
+	if r := x.answerPath(c); r != nil {
+		x.serveStream(r)
 	}
 }
 
-// answerPath serves an answer that is not a stream, and returns the stream
-// of one that is. It is apart from serve so that none of it takes a place
-// in the frame a held stream waits under (see serveStream).
+// answerPath serves an answer that is not a stream, and begins the run of
+// one that is. It is apart from serve so that none of it takes a place in
+// the frame a held stream waits under (see serveStream).
 //
 //go:noinline
-func (x *exchange) answerPath(c *call) (api.Stream, api.EventReader, bool) {
+func (x *exchange) answerPath(c *call) *streamRun {
 	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
 		x.write(x.relayReply(c))
-		return nil, nil, false
+		return nil
 	}
 	if undecoded(c.resp.Header) {
 		// A body toolgate cannot decode can be neither judged nor passed on.
 		x.fail(errEncoding)
-		return nil, nil, false
+		return nil
 	}
 	// The answer's own framing decides the path, not the request's stream
 	// flag: an upstream may ignore stream: true, and a request toolgate
 	// could not read may still have asked for a stream.
 	if st, rd, ok := x.cd.NewFramedStream(c.resp.Header, c.body); ok {
-		return st, rd, true
+		return newStreamRun(x, c, st, rd)
 	}
 	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
-		return x.cd.NewStream(), nil, true
+		return newStreamRun(x, c, x.cd.NewStream(), nil)
 	}
 	x.serveAnswer(c)
-	return nil, nil, false
+	return nil
 }
 
 // open reads the request and sends it upstream. It is false when the

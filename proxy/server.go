@@ -282,30 +282,50 @@ func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	bw := begin(w)
+	defer s.recovered(bw, r)
+	s.serve(bw, r, bw.rid, bw)
+}
+
+// begin names the request and wraps its writer.
+//
+//go:noinline
+func begin(w http.ResponseWriter) *beganWriter {
 	rid := newRequestID()
 	w.Header().Set("X-Toolgate-Request-Id", rid)
-	bw := &beganWriter{ResponseWriter: w}
-	w = bw
-	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
-			s.metrics.PanicsRecovered.Inc()
-			s.log.Error("handler panic", zap.String("request_id", rid), zap.String("path", r.URL.Path),
-				zap.String("panic", fmt.Sprint(p)), zap.Stack("stack"))
-			if bw.began.Load() {
-				// The status is sent and a stream may be half written: an
-				// error body now would land inside it, and a clean end
-				// would pass a cut answer off as complete. Cutting the
-				// connection makes the client's SDK report a failure.
-				panic(http.ErrAbortHandler)
-			}
-			writeOpenAIFailure(w, panicFailure(rid))
-		}
-	}()
-	s.serve(w, r, rid, bw)
+	return &beganWriter{ResponseWriter: w, rid: rid}
 }
+
+// recovered answers a request whose handler panicked, when one did. It is
+// deferred by ServeHTTP and calls recover itself, as recover requires.
+func (s *Server) recovered(bw *beganWriter, r *http.Request) {
+	rid := bw.rid
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	s.metrics.PanicsRecovered.Inc()
+	s.log.Error("handler panic", zap.String("request_id", rid), zap.String("path", r.URL.Path),
+		zap.String("panic", fmt.Sprint(p)), zap.Stack("stack"))
+	if bw.began.Load() {
+		// The status is sent and a stream may be half written: an error
+		// body now would land inside it, and a clean end would pass a cut
+		// answer off as complete. Cutting the connection makes the
+		// client's SDK report a failure.
+		panic(http.ErrAbortHandler)
+	}
+	writeOpenAIFailure(bw, panicFailure(rid))
+}
+
+// The functions from ServeHTTP down to the stream reader keep their frames
+// small: a held stream waits under all of them, and its stack shrinks back
+// to 8 KiB only if they come to less than a quarter of 16 KiB, less 800
+// bytes, with the upstream connection's own reader below them
+// (TestHeldStreamStackShrinks, serveStream). What is not needed while a
+// stream waits is out of line.
 
 // serve is ServeHTTP within its recovery, apart from it so that the frame
 // a held stream waits under stays small (see serveStream).
@@ -315,16 +335,32 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *b
 		writeOpenAIFailure(w, authFailure)
 		return
 	}
+	if rt.tracer != nil {
+		s.serveTraced(w, r, rid, bw, rt)
+		return
+	}
+	s.route(w, requestContext(r, rid, rt), rt)
+}
+
+// serveTraced is serve's end with a server span around the request.
+//
+//go:noinline
+func (s *Server) serveTraced(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter, rt *runtime) {
+	ctx, sp := startServer(requestContext(r, rid, rt).Context(), rt.tracer, r)
+	defer func() { endServer(sp, int(bw.status.Load())) }()
+	s.route(w, withContext(r, ctx), rt)
+}
+
+// requestContext is r with its request id and catalog.context values in
+// its context.
+//
+//go:noinline
+func requestContext(r *http.Request, rid string, rt *runtime) *http.Request {
 	ctx := withRequestID(r.Context(), rid)
 	if rt.contextHeaders != nil {
 		ctx = withContextValues(ctx, takeContext(r.Header, rt.contextHeaders))
 	}
-	if rt.tracer != nil {
-		var sp trace.Span
-		ctx, sp = startServer(ctx, rt.tracer, r)
-		defer func() { endServer(sp, int(bw.status.Load())) }()
-	}
-	s.route(w, withContext(r, ctx), rt)
+	return r.WithContext(ctx)
 }
 
 // withContext is r.WithContext kept out of line: inlined, its copy of the
@@ -358,6 +394,8 @@ type beganWriter struct {
 	began atomic.Bool
 	// status is the one sent, for the server span.
 	status atomic.Int32
+	// rid is the request's id.
+	rid string
 }
 
 func (b *beganWriter) WriteHeader(code int) {

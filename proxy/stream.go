@@ -174,8 +174,19 @@ func (k *keepaliveTimer) stop() {
 // held stream's stack shrinks back to 8 KiB. Waiting under 5 KiB of frames,
 // ten thousand held streams took 75 MiB more of stacks than a bare reverse
 // proxy.
-func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
-	r := &streamRun{x: x, c: c, st: st, shadow: x.settings.Shadow, stopKeepalive: func() {}}
+func (x *exchange) serveStream(r *streamRun) {
+	defer r.end()
+	if done, ok := r.read(); ok {
+		r.complete(done, r.rd)
+	}
+}
+
+// newStreamRun begins a stream's run; rd nil reads SSE with a pooled
+// reader.
+//
+//go:noinline
+func newStreamRun(x *exchange, c *call, st api.Stream, rd api.EventReader) *streamRun {
+	r := &streamRun{x: x, c: c, st: st, rd: rd, shadow: x.settings.Shadow, stopKeepalive: func() {}}
 	// Shadow mode changes nothing, so it delays nothing either.
 	r.opening = !r.shadow
 	r.sw = &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
@@ -184,19 +195,21 @@ func (x *exchange) serveStream(c *call, st api.Stream, rd api.EventReader) {
 			// A stream's headers go out before its answer is decided.
 			x.headers(h, false)
 		}}
-	defer r.held.free()
-	defer func() { r.stopKeepalive() }()
-
 	if rd == nil {
-		srd := getReader(c.body)
-		defer putReader(srd)
-		rd = srd
+		r.pooled = getReader(c.body)
+		r.rd = r.pooled
 	}
-	done, ok := r.read(rd)
-	if !ok {
-		return
+	return r
+}
+
+// end stops the keepalive and gives back the held events' buffers and the
+// pooled reader.
+func (r *streamRun) end() {
+	r.stopKeepalive()
+	r.held.free()
+	if r.pooled != nil {
+		putReader(r.pooled)
 	}
-	r.complete(done, rd)
 }
 
 // complete judges and delivers a stream that read ended: done when its
@@ -265,6 +278,11 @@ type streamRun struct {
 	stopKeepalive            func()
 	// ev is the event being taken.
 	ev sse.Event
+	// rd reads the events; pooled is rd when it is the pool's.
+	rd     api.EventReader
+	pooled *sse.Reader
+	// tRead is when reading began.
+	tRead time.Time
 }
 
 func (r *streamRun) startKeepalive() {
@@ -287,25 +305,25 @@ func (r *streamRun) fail(err error) {
 // stream is over already: the client is gone or a failure was written.
 // A held stream waits in rd.Next under this frame: what is done with each
 // event is out of line, in take.
-func (r *streamRun) read(rd api.EventReader) (done, ok bool) {
-	tRead := time.Now()
-	for !done && rd.Next() {
-		if done, ok = r.take(rd, tRead); !ok {
+func (r *streamRun) read() (done, ok bool) {
+	r.tRead = time.Now()
+	for !done && r.rd.Next() {
+		if done, ok = r.take(); !ok {
 			return false, false
 		}
 	}
-	r.x.upWait += time.Since(tRead)
+	r.x.upWait += time.Since(r.tRead)
 	return done, true
 }
 
-// take feeds the event rd has read and writes or holds it. ok is false
-// when the stream is over: the client is gone or a failure was written,
-// after the wait since tRead was counted, so that the failure's log line
-// reports toolgate's own time.
+// take feeds the event the reader has read and writes or holds it. ok is
+// false when the stream is over: the client is gone or a failure was
+// written, after the wait since tRead was counted, so that the failure's
+// log line reports toolgate's own time.
 //
 //go:noinline
-func (r *streamRun) take(rd api.EventReader, tRead time.Time) (done, ok bool) {
-	x := r.x
+func (r *streamRun) take() (done, ok bool) {
+	x, rd, tRead := r.x, r.rd, r.tRead
 	fail := func(err error) (bool, bool) {
 		x.upWait += time.Since(tRead)
 		r.fail(err)
