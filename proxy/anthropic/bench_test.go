@@ -49,3 +49,23 @@ func BenchmarkStreamFeed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeAnswer reads whole recorded Messages answers, as the
+// pipeline does for every answer that is not streamed.
+func BenchmarkDecodeAnswer(b *testing.B) {
+	for _, name := range []string{"tool_use", "parallel_tool_use"} {
+		body := fixture(b, name+".json")
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				a, err := newCodec().DecodeAnswer(body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(a.Choices[0].Calls) == 0 {
+					b.Fatal("no calls")
+				}
+			}
+		})
+	}
+}
