@@ -246,3 +246,91 @@ func readText(t *testing.T, data []byte) *jsonx.Text {
 	}
 	return tx
 }
+
+// compareAnswer reads body by DecodeAnswer and by decodeAnswer, the
+// encoding/json reading, and fails where the answers or refusals differ.
+func compareAnswer(t *testing.T, body []byte) {
+	c := newCodec()
+	c.typed = map[string]bool{"bash": true}
+	got, err := c.DecodeAnswer(body)
+	want, werr := c.decodeAnswer(body)
+	for _, sentinel := range []error{api.ErrNotUTF8, api.ErrFoldedKey, ErrShape} {
+		if errors.Is(err, sentinel) != errors.Is(werr, sentinel) {
+			t.Fatalf("%q: DecodeAnswer error %v, encoding/json's %v", body, err, werr)
+		}
+	}
+	if (err == nil) != (werr == nil) {
+		t.Fatalf("%q: DecodeAnswer error %v, encoding/json's %v", body, err, werr)
+	}
+	if err != nil {
+		return
+	}
+	if got.Usage != want.Usage || len(got.Choices) != 1 || len(want.Choices) != 1 || !bytes.Equal(got.Body, want.Body) {
+		t.Fatalf("%q: usage %v, %d choices; encoding/json reads %v, %d", body, got.Usage, len(got.Choices), want.Usage, len(want.Choices))
+	}
+	g, w := got.Choices[0], want.Choices[0]
+	if g.ResponseID != w.ResponseID || g.Text != w.Text || g.Stop != w.Stop || g.Usage != w.Usage ||
+		!sameCalls(g.Calls, w.Calls) || !bytes.Equal(g.Raw.(content), w.Raw.(content)) {
+		t.Fatalf("%q: turn %+v, encoding/json reads %+v", body, g, w)
+	}
+}
+
+// answerCases are answers at the edges of what answerTape reads.
+var answerCases = []string{
+	`{"id":"m","content":[],"stop_reason":null,"usage":null}`,
+	`{"id":"m","content":null}`, `{"id":"m"}`, `null`, `[]`, `{"content":{}}`, `{"content":"x"}`,
+	`{"id":5,"content":[]}`, `{"id":"a","id":"b","content":[]}`, `{"content":[],"content":[{"type":"text","text":"x"}]}`,
+	`{"content":[null,5]}`, `{"content":[null,{"type":"text","text":"a"},{"text":"b"},{"type":null,"text":5}]}`,
+	`{"content":[{"type":"text","text":"a\u00e9\ud800\"\\"},{"type":"text","text":null},{"type":"text","text":"\ud83d\ude00"}]}`,
+	`{"content":[{"type":"tool_use","id":"t","name":"bash","input":{"a" : [1, {}]}},{"type":"tool_use","name":"f"}]}`,
+	`{"content":[{"type":"tool_use","id":"t","name":"f","input":null},{"type":"tool_use","id":null,"name":"f","input":"s"}]}`,
+	`{"content":[{"type":"tool_use","id":7,"name":"f"}]}`, `{"content":[{"type":"text","type":"tool_use","id":"x"}]}`,
+	`{"content":[{"type":"thinking","thinking":"x","signature":5},{"type":5}]}`,
+	`{"content":[],"usage":{"input_tokens":3,"output_tokens":null,"cache_read_input_tokens":2}}`,
+	`{"content":[],"usage":{"input_tokens":1.0}}`, `{"content":[],"usage":{"input_tokens":"1"}}`, `{"content":[],"usage":5}`,
+	`{"content":[],"usage":{"output_tokens":-0,"Input_tokens":4}}`, `{"content":[],"usage":{"input_tokens":1,"input_tokens":2}}`,
+	`{"content":[],"usage":{"input_tokens":99999999999999999999}}`, `{"content":[],"usage":{"input_\u0074okens":9}}`,
+	`{"content":[],"stop_reason":"tool_use"}`, `{"content":[],"stop_reason":7}`, `{"content":[],"stop_reason":"refusal","x":{"Content":1}}`,
+	`{"content":[],"Content":[]}`, "{\"content\":[],\"id\":\"\xff\"}", `{"content":[{"type":"text","text":"a"}`, `{"conte`,
+	"{\"content\":[{\"type\":\"text\",\"text\":\"\\u212aelvin\"}],\"\u212a\":1}",
+}
+
+func answerSeeds(t testing.TB) [][]byte {
+	seeds := recordings(t, "json")
+	for _, s := range answerCases {
+		seeds = append(seeds, []byte(s))
+	}
+	return seeds
+}
+
+// TestDecodeAnswerTapeMatchesDecoder: an answer read from its tape is the
+// answer encoding/json reads, and one refused is refused alike.
+func TestDecodeAnswerTapeMatchesDecoder(t *testing.T) {
+	for _, body := range answerSeeds(t) {
+		compareAnswer(t, body)
+	}
+}
+
+// FuzzDecodeAnswerTape holds DecodeAnswer to decodeAnswer, the reading
+// made with encoding/json: the same answer, or the same refusal.
+func FuzzDecodeAnswerTape(f *testing.F) {
+	for _, body := range answerSeeds(f) {
+		f.Add(body)
+	}
+	f.Fuzz(compareAnswer)
+}
+
+// TestDecodeAnswerTapeReadsRecordings: the recorded answers are read from
+// their tapes, not left to encoding/json.
+func TestDecodeAnswerTapeReadsRecordings(t *testing.T) {
+	for _, name := range []string{"tool_use.json", "parallel_tool_use.json"} {
+		body := fixture(t, name)
+		a, ok := newCodec().answerTape(readText(t, body), body)
+		if !ok {
+			t.Fatalf("%s left to encoding/json", name)
+		}
+		if len(a.Choices[0].Calls) == 0 {
+			t.Fatalf("%s: no calls", name)
+		}
+	}
+}
