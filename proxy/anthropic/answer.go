@@ -141,17 +141,17 @@ func (c *codec) tapeBlocks(tx *jsonx.Text, blocks int, t *neutral.Turn) bool {
 		if typ != "text" && typ != "tool_use" {
 			continue
 		}
-		if !allStrings(tx, at[1:4]) {
+		if !allStrings(tx, at[bID:bThinking]) {
 			return false
 		}
 		if typ == "text" {
-			text, _ = tx.AppendStr(text, at[3])
+			text, _ = tx.AppendStr(text, at[bText])
 			continue
 		}
-		id, _ := tx.Str(at[1])
-		name, _ := tx.Str(at[2])
+		id, _ := tx.Str(at[bID])
+		name, _ := tx.Str(at[bName])
 		// A copy, as encoding/json makes of a json.RawMessage.
-		t.Calls = append(t.Calls, c.callOf(id, name, bytes.Clone(tx.Raw(at[6]))))
+		t.Calls = append(t.Calls, c.callOf(id, name, bytes.Clone(tx.Raw(at[bInput]))))
 	}
 	t.Text = string(text)
 	return true

@@ -21,7 +21,14 @@ const (
 
 var topKeys = [kKeys]string{"type", "index", "message", "content_block", "delta", "usage"}
 
-// The members of a content_block_delta's delta, and of a content block.
+// The places of the members of a content_block_delta's delta in
+// deltaKeys, and of a content block's in blockKeys: the type first, then
+// the strings, then the one member of any type.
+const (
+	dText, dThinking, dSignature, dPartial, dCitation = 1, 2, 3, 4, 5
+	bID, bName, bText, bThinking, bSignature, bInput  = 1, 2, 3, 4, 5, 6
+)
+
 var (
 	deltaKeys = [6]string{"type", "text", "thinking", "signature", "partial_json", "citation"}
 	blockKeys = [7]string{"type", "id", "name", "text", "thinking", "signature", "input"}
@@ -30,13 +37,14 @@ var (
 	countKeys = []string{"input_tokens", "output_tokens"}
 )
 
-// feedTape reads the common events from the event's tape, without
-// splitting each object again: type and index of every delta were most of
-// what the decoder spent on a stream. It reports false, having changed
-// nothing, for an event it does not fully understand: one that is not
-// UTF-8 or has a member of a type, a repeat or a member it does not read
-// in that event. The decoder, which is the reference, then reads it and
-// refuses it where it must.
+// feedTape reads the common events from the event's tape: Follow has
+// read the event once, grammar and UTF-8, and its keys were checked on the
+// tape, so the members are found by walking a few nodes where the decoder
+// split each object again. It reports false, having changed nothing, for
+// an event it does not fully understand: one that is not UTF-8, or has a
+// member of another type, a member given twice, or a member it does not
+// read in that event. The decoder, which is the reference, then reads it
+// and refuses it where it must.
 func (s *stream) feedTape(tx *jsonx.Text, name []byte) (neutral.Step, bool) {
 	if tx.NotUTF8 || tx.Kind(0) != '{' {
 		return neutral.Step{}, false
@@ -85,9 +93,10 @@ func (s *stream) feedTape(tx *jsonx.Text, name []byte) (neutral.Step, bool) {
 }
 
 // members is Lookup of keys in the object at node obj, which also reports
-// false where the decoder must read the object: a key given twice (which
-// of the repeats counts is the decoder's rule), or a key that folds onto
-// one the stream reads (which it refuses).
+// false where the decoder must read the object: one of keys given twice
+// (which of the repeats counts is the decoder's rule), or a key that folds
+// onto one of eventKeys (which the stream's decoder refuses, and which
+// encoding/json takes for the key in an answer).
 func members(tx *jsonx.Text, obj int, keys []string, vals []int) bool {
 	for k := range vals {
 		vals[k] = -1
@@ -174,7 +183,7 @@ func (s *stream) tapeDelta(tx *jsonx.Text, index, d int) bool {
 		return false
 	}
 	var at [len(deltaKeys)]int
-	if !members(tx, d, deltaKeys[:], at[:]) || !allStrings(tx, at[1:5]) {
+	if !members(tx, d, deltaKeys[:], at[:]) || !allStrings(tx, at[dText:dCitation]) {
 		return false
 	}
 	typ, ok := tapeType(tx, at[0])
@@ -184,21 +193,21 @@ func (s *stream) tapeDelta(tx *jsonx.Text, index, d int) bool {
 	// AppendStr appends nothing for a member that is null or absent.
 	switch typ {
 	case "text_delta":
-		b.text, _ = tx.AppendStr(b.text, at[1])
+		b.text, _ = tx.AppendStr(b.text, at[dText])
 	case "thinking_delta":
-		b.thinking, _ = tx.AppendStr(b.thinking, at[2])
+		b.thinking, _ = tx.AppendStr(b.thinking, at[dThinking])
 	case "signature_delta":
-		b.signature, _ = tx.AppendStr(b.signature, at[3])
+		b.signature, _ = tx.AppendStr(b.signature, at[dSignature])
 	case "citations_delta":
-		if !tx.Null(at[5]) {
-			b.citations = append(b.citations, bytes.Clone(tx.Raw(at[5])))
+		if !tx.Null(at[dCitation]) {
+			b.citations = append(b.citations, bytes.Clone(tx.Raw(at[dCitation])))
 		}
 	case "input_json_delta":
-		if b.typ == "text" || b.typ == "thinking" || b.typ == "redacted_thinking" || tx.Null(at[4]) {
+		if b.typ == "text" || b.typ == "thinking" || b.typ == "redacted_thinking" || tx.Null(at[dPartial]) {
 			return false
 		}
 		b.sawInput = true
-		b.input, _ = tx.AppendStr(b.input, at[4])
+		b.input, _ = tx.AppendStr(b.input, at[dPartial])
 	}
 	return true
 }
@@ -211,7 +220,7 @@ func (s *stream) tapeStart(tx *jsonx.Text, index, cb int) bool {
 		return false
 	}
 	var at [len(blockKeys)]int
-	if !members(tx, cb, blockKeys[:], at[:]) || !allStrings(tx, at[1:6]) {
+	if !members(tx, cb, blockKeys[:], at[:]) || !allStrings(tx, at[bID:bInput]) {
 		return false
 	}
 	typ, ok := tapeType(tx, at[0])
@@ -220,10 +229,10 @@ func (s *stream) tapeStart(tx *jsonx.Text, index, cb int) bool {
 	}
 	start := bytes.Clone(tx.Raw(cb))
 	b := &streamBlock{typ: typ, start: start, call: -1}
-	b.id, _ = tx.Str(at[1])
-	b.name, _ = tx.Str(at[2])
-	b.text, b.thinking, b.signature = present(tx, at[3]), present(tx, at[4]), present(tx, at[5])
-	if in := at[6]; in >= 0 {
+	b.id, _ = tx.Str(at[bID])
+	b.name, _ = tx.Str(at[bName])
+	b.text, b.thinking, b.signature = present(tx, at[bText]), present(tx, at[bThinking]), present(tx, at[bSignature])
+	if in := at[bInput]; in >= 0 {
 		// The input as sent, within start as newBlock leaves it.
 		lo := rawStart(tx, in) - rawStart(tx, cb)
 		b.startInput = start[lo : lo+len(tx.Raw(in))]
