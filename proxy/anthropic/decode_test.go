@@ -206,6 +206,7 @@ func compareDecoders(t *testing.T, data []byte) {
 
 // decodeCases are events at the edges of what the decoder reads.
 var decodeCases = [][]string{
+	{"\t"}, {" \r"},
 	{`null`, " null\t", `{"type":"message_start","message":null}`, `{"type":"message_start","message":{"id":null,"usage":null}}`},
 	{evStart, `{"type":"message_start","message":{"id":"b"},"message":null}`, `{"type":"message_stop","x":[1,{"y":2}]}`},
 	{evStart, `{"type":"message_delta","delta":null,"usage":{"input_tokens":null,"output_tokens":3}}`},
