@@ -49,3 +49,46 @@ func BenchmarkStreamFeed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStreamFeedEvents is BenchmarkStreamFeed without assembling the
+// turn: the reading of the events alone.
+func BenchmarkStreamFeedEvents(b *testing.B) {
+	for _, tc := range []struct{ name, stream string }{
+		{"tool_use", string(fixture(b, "tool_use_stream.sse"))},
+		{"parallel_tool_use", string(fixture(b, "parallel_tool_use_stream.sse"))},
+		{"mixed", mixedStream},
+	} {
+		evs := benchEvents(b, []byte(tc.stream))
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				st := newCodec().NewStream()
+				for i := range evs {
+					if _, err := st.Feed(&evs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeAnswer reads whole recorded Messages answers, as the
+// pipeline does for every answer that is not streamed.
+func BenchmarkDecodeAnswer(b *testing.B) {
+	for _, name := range []string{"tool_use", "parallel_tool_use"} {
+		body := fixture(b, name+".json")
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				a, err := newCodec().DecodeAnswer(body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(a.Choices[0].Calls) == 0 {
+					b.Fatal("no calls")
+				}
+			}
+		})
+	}
+}

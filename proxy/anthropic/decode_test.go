@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -179,8 +180,10 @@ func compareDecoders(t *testing.T, data []byte) {
 		ev := rd.Event()
 		_, err := st.Feed(&ev)
 		want := ref.feed(&ev)
-		if err != nil && want && eventKeys.In(ev.Data) {
-			// A folded key is refused, where encoding/json read it as the key.
+		if err != nil && want && (eventKeys.In(ev.Data) || api.ProtocolKeys.In(ev.Data)) {
+			// A folded key is refused, where encoding/json read it as the
+			// key or, for a protocol key the stream does not read, not at
+			// all.
 			return
 		}
 		if (err == nil) != want {
@@ -206,9 +209,11 @@ func compareDecoders(t *testing.T, data []byte) {
 
 // decodeCases are events at the edges of what the decoder reads.
 var decodeCases = [][]string{
+	{"\t"}, {" \r"},
 	{`null`, " null\t", `{"type":"message_start","message":null}`, `{"type":"message_start","message":{"id":null,"usage":null}}`},
 	{evStart, `{"type":"message_start","message":{"id":"b"},"message":null}`, `{"type":"message_stop","x":[1,{"y":2}]}`},
 	{evStart, `{"type":"message_delta","delta":null,"usage":{"input_tokens":null,"output_tokens":3}}`},
+	{`{"type":"message_start","message":{"id":"m","Content":[]}}`},
 	{evStart, `{"type":"message_delta","delta":{"stop_reason":null,"stop_sequence":5}}`},
 	{evStart, `{"type":"message_delta","delta":{"stop_reason":"a","stop_reason":null}}`},
 	{evStart, `{"type":"message_delta","usage":{"output_tokens":1.5}}`},

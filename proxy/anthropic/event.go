@@ -70,7 +70,9 @@ type decoder struct {
 func (d *decoder) decode(data, name []byte, e *event) error {
 	*e = event{}
 	obj := d.top[:0]
-	if !jsonx.IsNull(bytes.Trim(data, " \t\r\n")) {
+	// Only the literal null stands for no members: data of whitespace
+	// alone is no JSON, and a client that parses the event refuses it.
+	if string(bytes.Trim(data, " \t\r\n")) != "null" {
 		var err error
 		if obj, err = jsonx.ParseObjectInto(d.top, data); err != nil {
 			return errStream("%v", err)

@@ -38,9 +38,12 @@ type streamBlock struct {
 type stream struct {
 	api.SSEStream
 
-	c      *codec
-	dec    decoder
-	ev     event
+	c   *codec
+	dec decoder
+	ev  event
+	// last is the last event whose keys passed, for the next to be read
+	// against (jsonx.Text.Follow).
+	last   jsonx.Text
 	id     string
 	blocks []*streamBlock
 	calls  int
@@ -62,14 +65,38 @@ func (s *stream) block(e *event) (*streamBlock, error) {
 	return s.blocks[e.index], nil
 }
 
-// Feed implements api.Stream.
+// Feed implements api.Stream. One pass reads the event into a tape, most
+// of it taken from the last event's (a delta differs from the one before
+// it in its fragment alone); its keys are checked there, and the common
+// events are read from it (feedTape). Anything else is decoded.
 func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if s.done || ev.Comment || len(ev.Data) == 0 {
 		return neutral.Step{Done: s.done}, nil
 	}
-	if api.ProtocolKeys.In(ev.Data) {
+	tx := jsonx.GetText()
+	defer tx.Release()
+	read, sameKeys := tx.Follow(&s.last, ev.Data)
+	switch {
+	case !read:
+		// Not JSON: a folded key is still what is reported first, and
+		// the decoder then says what is wrong.
+		if api.ProtocolKeys.In(ev.Data) {
+			return neutral.Step{}, api.ErrFoldedKey
+		}
+	case !sameKeys && api.ProtocolKeys.InText(tx):
 		return neutral.Step{}, api.ErrFoldedKey
+	default:
+		s.last.Keep(tx)
+		if step, ok := s.feedTape(tx, ev.Event); ok {
+			return step, nil
+		}
 	}
+	return s.decodeFeed(ev)
+}
+
+// decodeFeed reads an event whose keys passed with the decoder, which
+// reads any event and says why it refuses one.
+func (s *stream) decodeFeed(ev *sse.Event) (neutral.Step, error) {
 	e := &s.ev
 	if err := s.dec.decode(ev.Data, ev.Event, e); err != nil {
 		return neutral.Step{}, err
@@ -83,13 +110,18 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	if err := s.apply(e); err != nil {
 		return neutral.Step{}, err
 	}
-	// ping and event types added later need nothing. Before any content
-	// block, message_start and ping open the message and carry nothing
-	// for the user yet.
-	opening := (e.typ == "message_start" || e.typ == "ping") && len(s.blocks) == 0
+	return s.stepAfter(e.typ), nil
+}
+
+// stepAfter is the step of an event of type typ once applied. ping and
+// event types added later need nothing. Before any content block,
+// message_start and ping open the message and carry nothing for the user
+// yet.
+func (s *stream) stepAfter(typ string) neutral.Step {
+	opening := (typ == "message_start" || typ == "ping") && len(s.blocks) == 0
 	// A tool_use block's start is where its call begins.
-	call := e.typ == "content_block_start" && s.blocks[len(s.blocks)-1].call >= 0
-	return neutral.Step{Hold: call, Done: s.done, Opening: opening}, nil
+	call := typ == "content_block_start" && s.blocks[len(s.blocks)-1].call >= 0
+	return neutral.Step{Hold: call, Done: s.done, Opening: opening}
 }
 
 // apply takes what one decoded event says into the stream.
