@@ -527,9 +527,12 @@ type heldEvents struct {
 	// (nothing changed) writes it out without another copy. data holds
 	// only the data that is not one line of its event's raw bytes.
 	buf, data []byte
-	size      int64
-	pooled    *heldStore
-	lastName  string
+	// dataAt is where each event's data begins in its raw bytes, -1 when
+	// it is in data instead (or absent).
+	dataAt   []int32
+	size     int64
+	pooled   *heldStore
+	lastName string
 }
 
 // add copies ev and returns how many bytes are held since the last reset.
@@ -537,32 +540,101 @@ func (h *heldEvents) add(ev *sse.Event) int64 {
 	h.size += int64(len(ev.Raw))
 	if h.pooled == nil {
 		h.pooled = heldStores.Get().(*heldStore)
-		h.buf, h.data, h.events = h.pooled.buf[:0], h.pooled.data[:0], h.pooled.events[:0]
+		h.buf, h.data, h.events, h.dataAt = h.pooled.buf[:0], h.pooled.data[:0], h.pooled.events[:0], h.pooled.dataAt[:0]
 	}
-	// Slices into a buffer that grows keep the old array, whose bytes do
-	// not change.
+	if len(h.buf)+len(ev.Raw) > cap(h.buf) {
+		h.grow(len(ev.Raw))
+	}
 	start := len(h.buf)
 	h.buf = append(h.buf, ev.Raw...)
 	raw := h.buf[start:len(h.buf):len(h.buf)]
 	var data []byte
+	dataAt := int32(-1)
 	// The comparison makes sure the bytes found are Data's even if the
 	// event's Raw is not the reader's.
 	switch at, end := ev.DataAt, ev.DataAt+len(ev.Data); {
 	case at > 0 && end <= len(raw) && bytes.Equal(raw[at:end], ev.Data):
-		data = raw[at:end:end]
+		data, dataAt = raw[at:end:end], int32(at)
 	case ev.Data != nil:
 		dstart := len(h.data)
 		h.data = append(h.data, ev.Data...)
 		data = h.data[dstart:len(h.data):len(h.data)]
 	}
 	h.events = append(h.events, neutral.HeldEvent{Raw: raw, Event: h.name(ev.Event), Data: data})
+	h.dataAt = append(h.dataAt, dataAt)
 	return h.size
+}
+
+// grow moves the held bytes to an array with room for n more and points
+// the held events at it. Left to append, every event would keep the array
+// it was copied into, and a held answer would keep each array it outgrew;
+// those arrays are recycled instead. Ten thousand streams ending at once
+// grew theirs together, and that garbage was most of what they left.
+func (h *heldEvents) grow(n int) {
+	old := h.buf
+	buf := getHeldBuf(max(2*cap(old), len(old)+n))
+	buf = append(buf, old...)
+	// The events' raw bytes lie in buf one after another, in order.
+	at := 0
+	for i := range h.events {
+		e := &h.events[i]
+		end := at + len(e.Raw)
+		e.Raw = buf[at:end:end]
+		if d := int(h.dataAt[i]); d >= 0 {
+			e.Data = e.Raw[d : d+len(e.Data) : d+len(e.Data)]
+		}
+		at = end
+	}
+	h.buf = buf
+	putHeldBuf(old)
+}
+
+// heldBufs recycles the arrays held events outgrow, by size class: powers
+// of two from 512 bytes to maxPooledHeld.
+var heldBufs [heldBufClasses]sync.Pool
+
+const (
+	minHeldBuf     = 512
+	heldBufClasses = 10 // 512 B to 256 KiB
+)
+
+// heldBufClass is the class of an array of capacity c, rounded up when up
+// is set (for an array to get) and down when not (for one to give back).
+func heldBufClass(c int, up bool) int {
+	k := 0
+	for size := minHeldBuf; size < c; size *= 2 {
+		k++
+	}
+	if !up && minHeldBuf<<k > c {
+		k--
+	}
+	return k
+}
+
+func getHeldBuf(n int) []byte {
+	k := heldBufClass(n, true)
+	if k >= heldBufClasses {
+		return make([]byte, 0, n)
+	}
+	if b, ok := heldBufs[k].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, minHeldBuf<<k)
+}
+
+func putHeldBuf(b []byte) {
+	k := heldBufClass(cap(b), false)
+	if k < 0 || k >= heldBufClasses {
+		return
+	}
+	b = b[:0]
+	heldBufs[k].Put(&b)
 }
 
 // reset forgets the held events once they were written; the buffers are
 // reused.
 func (h *heldEvents) reset() {
-	h.events, h.buf, h.data, h.size = h.events[:0], h.buf[:0], h.data[:0], 0
+	h.events, h.buf, h.data, h.dataAt, h.size = h.events[:0], h.buf[:0], h.data[:0], h.dataAt[:0], 0
 }
 
 // free returns the buffers to the pool. Every slice of them is dead once
@@ -581,7 +653,7 @@ func (h *heldEvents) free() {
 	}
 	// The stale entries would otherwise keep older, outgrown arrays alive.
 	clear(h.events[:cap(h.events)])
-	st.buf, st.data, st.events = h.buf[:0], h.data[:0], h.events[:0]
+	st.buf, st.data, st.events, st.dataAt = h.buf[:0], h.data[:0], h.events[:0], h.dataAt[:0]
 	heldStores.Put(st)
 }
 
@@ -620,6 +692,7 @@ func putReader(rd *sse.Reader) {
 type heldStore struct {
 	buf, data []byte
 	events    []neutral.HeldEvent
+	dataAt    []int32
 }
 
 // A new store starts empty: append sizes it to what the first stream holds
