@@ -75,17 +75,12 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	}
 	tx := jsonx.GetText()
 	defer tx.Release()
-	read, sameKeys := tx.Follow(&s.last, ev.Data)
-	switch {
-	case !read:
-		// Not JSON: a folded key is still what is reported first, and
-		// the decoder then says what is wrong.
-		if api.ProtocolKeys.In(ev.Data) {
-			return neutral.Step{}, api.ErrFoldedKey
-		}
-	case !sameKeys && api.ProtocolKeys.InText(tx):
-		return neutral.Step{}, api.ErrFoldedKey
-	default:
+	read, _, err := api.ReadEvent(tx, &s.last, ev.Data)
+	if err != nil {
+		return neutral.Step{}, err
+	}
+	// Not JSON goes to the decoder, which says what is wrong.
+	if read {
 		s.last.Keep(tx)
 		if step, ok := s.feedTape(tx, ev.Event); ok {
 			return step, nil

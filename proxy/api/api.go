@@ -111,6 +111,20 @@ var ProtocolKeys = jsonx.NewKeyFold(
 	"output_index", "content_block", "partial_json", "stop_reason", "response", "status", "role", "text",
 )
 
+// ReadEvent reads a stream event's data into tx against last, the stream's
+// last event read whole (jsonx.Text.Follow), and refuses a key that folds
+// onto one of ProtocolKeys, looking only at keys last did not have. read is
+// false for data that is not JSON, which the codec's decoder then refuses
+// with its own error; a folded key is reported first all the same.
+func ReadEvent(tx, last *jsonx.Text, data []byte) (read, sameKeys bool, err error) {
+	read, sameKeys = tx.Follow(last, data)
+	switch {
+	case !read && ProtocolKeys.In(data), read && !sameKeys && ProtocolKeys.InText(tx):
+		return read, sameKeys, ErrFoldedKey
+	}
+	return read, sameKeys, nil
+}
+
 // KeepaliveComment is the keepalive of an SSE stream whose clients take
 // comments.
 var KeepaliveComment = sse.AppendComment(nil, "keepalive")

@@ -98,15 +98,11 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 	// the protocol keys there, and the common chunks are read from it.
 	tx := jsonx.GetText()
 	defer tx.Release()
-	read, sameKeys := tx.Follow(&s.last, ev.Data)
-	switch {
-	case !read:
-		if api.ProtocolKeys.In(ev.Data) {
-			return neutral.Step{}, api.ErrFoldedKey
-		}
-	case !sameKeys && api.ProtocolKeys.InText(tx):
-		return neutral.Step{}, api.ErrFoldedKey
-	default:
+	read, sameKeys, err := api.ReadEvent(tx, &s.last, ev.Data)
+	if err != nil {
+		return neutral.Step{}, err
+	}
+	if read {
 		ok, opening, err := s.feedText(tx, sameKeys)
 		// Its keys passed: the next chunk, mostly this one's bytes, is
 		// read against it.
