@@ -147,6 +147,65 @@ func (t *Text) Lookup(obj int, keys []string, vals []int) {
 	}
 }
 
+// Members is Lookup for a reader that must read an object as
+// encoding/json does or leave it to it: it reports false when the object
+// gives one of keys twice (which repeat counts is a decoder's rule, and
+// the values may differ in type), or has a name that differs from one of
+// keys only in letter case, which encoding/json takes for that key. fold
+// holds keys.
+func (t *Text) Members(obj int, keys []string, fold *KeyFold, vals []int) bool {
+	for k := range vals {
+		vals[k] = -1
+	}
+	if obj < 0 || t.Nodes[obj].Kind != '{' {
+		return true
+	}
+	var buf [32]byte
+	for j, m := obj+1, 0; m < int(t.Nodes[obj].Len); m++ {
+		name := t.Name(j, buf[:0])
+		k := 0
+		for k < len(keys) && string(name) != keys[k] {
+			k++
+		}
+		switch {
+		case k < len(keys) && vals[k] >= 0:
+			return false
+		case k < len(keys):
+			vals[k] = j + 1
+		case MayFold(name) && fold.foldsDecoded(name):
+			return false
+		}
+		j = int(t.Nodes[j+1].Next)
+	}
+	return true
+}
+
+// Repeats reports an object at node obj that gives a name twice, as
+// decoded; an object of more than maxRepeatScan members counts as one, for
+// a reader that reads a few members and leaves anything else to a
+// decoder.
+func (t *Text) Repeats(obj int) bool {
+	n := int(t.Nodes[obj].Len)
+	if n > maxRepeatScan {
+		return true
+	}
+	var names [maxRepeatScan][]byte
+	var bufs [maxRepeatScan][32]byte
+	for j, m := obj+1, 0; m < n; m++ {
+		names[m] = t.Name(j, bufs[m][:0])
+		for _, before := range names[:m] {
+			if string(before) == string(names[m]) {
+				return true
+			}
+		}
+		j = int(t.Nodes[j+1].Next)
+	}
+	return false
+}
+
+// maxRepeatScan bounds the objects Repeats compares name by name.
+const maxRepeatScan = 8
+
 // Name is the decoded value of string node i: its bytes in the text when
 // it needs no decoding, else decoded into buf. It is for comparing a
 // member's name, and holds nothing for a node that is no string.

@@ -165,6 +165,7 @@ func checkMembers(t *testing.T, tx *Text, data []byte) {
 			t.Fatalf("%q: the name before %q's value is %q", data, key, tx.Name(vals[k]-1, nil))
 		}
 	}
+	checkRepeats(t, tx, obj, data)
 	if tx.Get(0, "\x00absent") != -1 || !tx.Null(-1) || tx.Raw(-1) != nil {
 		t.Fatalf("%q: an absent member is found", data)
 	}
@@ -309,4 +310,39 @@ func FuzzMayFold(f *testing.F) {
 			t.Fatalf("MayFold(%q) = %v", key, !want)
 		}
 	})
+}
+
+// checkRepeats holds Repeats and Members to the object's decoded names:
+// Repeats finds a name given twice, and Members finds what Lookup finds
+// unless a key it looks up is given twice or in another letter case.
+func checkRepeats(t *testing.T, tx *Text, obj Object, data []byte) {
+	t.Helper()
+	if tx.NotUTF8 {
+		return
+	}
+	seen := map[string]int{}
+	twice := false
+	for _, m := range obj {
+		seen[m.Key]++
+		twice = twice || seen[m.Key] > 1
+	}
+	if len(obj) <= maxRepeatScan && tx.Repeats(0) != twice {
+		t.Fatalf("%q: Repeats = %v, a name given twice: %v", data, tx.Repeats(0), twice)
+	}
+	keys := []string{"a", "k", "type"}
+	fold := NewKeyFold(keys...)
+	vals, want := make([]int, len(keys)), make([]int, len(keys))
+	ok := tx.Members(0, keys, fold, vals)
+	tx.Lookup(0, keys, want)
+	wantOK := true
+	for _, m := range obj {
+		for _, k := range keys {
+			if m.Key == k && seen[k] > 1 || m.Key != k && strings.EqualFold(m.Key, k) || m.Key != k && fold.Folds(m.Key) {
+				wantOK = false
+			}
+		}
+	}
+	if ok != wantOK || ok && !reflect.DeepEqual(vals, want) {
+		t.Fatalf("%q: Members = %v %v, want %v %v", data, ok, vals, wantOK, want)
+	}
 }

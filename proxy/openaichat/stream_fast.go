@@ -49,6 +49,8 @@ type chunkPlan struct {
 var (
 	chunkKeys  = [4]string{"error", "choices", "id", "usage"}
 	choiceKeys = [4]string{"index", "finish_reason", "delta", "logprobs"}
+	chunkFold  = jsonx.NewKeyFold(chunkKeys[:]...)
+	choiceFold = jsonx.NewKeyFold(choiceKeys[:]...)
 )
 
 // scratch holds the slices feedText reuses from chunk to chunk, so reading
@@ -76,10 +78,14 @@ func (s *stream) feedText(tx *jsonx.Text, sameKeys bool) (ok, opening bool, err 
 	// encoding/json, and so the full decoder, would match to one of the
 	// keys read here only when case is ignored ("Choices") is no concern:
 	// they are all protocol keys, and Feed has refused such a chunk.
+	// A member given twice, or in another letter case, is the full
+	// decoder's to read: which one counts is its rule.
 	var top [4]int
-	tx.Lookup(0, chunkKeys[:], top[:])
+	if tx.Kind(0) != '{' || !tx.Members(0, chunkKeys[:], chunkFold, top[:]) {
+		return false, false, nil
+	}
 	errAt, choices, id, u := top[0], top[1], top[2], top[3]
-	if tx.Kind(0) != '{' || !tx.Null(errAt) {
+	if !tx.Null(errAt) {
 		return false, false, nil
 	}
 	if !tx.Null(choices) && tx.Kind(choices) != '[' {
@@ -162,7 +168,9 @@ func readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d textDelta, _ []
 		return d, fcalls, false, nil
 	}
 	var at [4]int
-	tx.Lookup(c, choiceKeys[:], at[:])
+	if !tx.Members(c, choiceKeys[:], choiceFold, at[:]) {
+		return d, fcalls, false, nil
+	}
 	index, fr, dr, logprobs := at[0], at[1], at[2], at[3]
 	idx, err := strconv.Atoi(string(tx.Raw(index)))
 	if err != nil {
@@ -190,7 +198,7 @@ func readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d textDelta, _ []
 // readTextDelta reads the delta at node dr into d: its role, text and
 // plain function-call fragments. Any other field is the full decoder's.
 func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]fastCall, bool) {
-	if tx.Kind(dr) != '{' {
+	if tx.Kind(dr) != '{' || tx.Repeats(dr) {
 		return fcalls, false
 	}
 	var buf [32]byte
@@ -264,7 +272,7 @@ func parseFastCalls(tx *jsonx.Text, dst []fastCall, v int) ([]fastCall, bool) {
 // shape, which must name its index.
 func parseFastCall(tx *jsonx.Text, e int) (fc fastCall, ok bool) {
 	fc.id, fc.typ, fc.name, fc.args = -1, -1, -1, -1
-	if tx.Kind(e) != '{' {
+	if tx.Kind(e) != '{' || tx.Repeats(e) {
 		return fc, false
 	}
 	seenIndex := false
@@ -301,7 +309,7 @@ func parseFastCall(tx *jsonx.Text, e int) (fc fastCall, ok bool) {
 
 // parseFastFunction reads the function object at node v into fc.
 func parseFastFunction(tx *jsonx.Text, v int, fc *fastCall) bool {
-	if tx.Kind(v) != '{' {
+	if tx.Kind(v) != '{' || tx.Repeats(v) {
 		return false
 	}
 	var buf [32]byte
