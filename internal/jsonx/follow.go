@@ -97,11 +97,6 @@ func (t *Text) Keep(from *Text) {
 	t.NotUTF8, t.valid = from.NotUTF8, from.valid
 }
 
-// Forget drops what t holds, keeping its arrays for the next Keep.
-func (t *Text) Forget() {
-	t.Data, t.Nodes, t.NotUTF8, t.valid = t.Data[:0], t.Nodes[:0], false, false
-}
-
 // stringAround is the string node whose content holds old's bytes
 // [lo, hi), its quotes outside them, or -1. Strings do not nest, so at
 // most one does.

@@ -125,34 +125,15 @@ func (t *Text) Get(obj int, key string) int {
 	return found
 }
 
-// Lookup finds several members of the object at node obj in one walk:
+// Members finds several members of the object at node obj in one walk:
 // vals[k] becomes Get(obj, keys[k]). A chunk's reader wants four or five
-// of an object's members, and a walk each was most of its reading.
-func (t *Text) Lookup(obj int, keys []string, vals []int) {
-	for k := range vals {
-		vals[k] = -1
-	}
-	if obj < 0 || t.Nodes[obj].Kind != '{' {
-		return
-	}
-	var buf [32]byte
-	for j, m := obj+1, 0; m < int(t.Nodes[obj].Len); m++ {
-		name := t.Name(j, buf[:0])
-		for k, key := range keys {
-			if string(name) == key {
-				vals[k] = j + 1
-			}
-		}
-		j = int(t.Nodes[j+1].Next)
-	}
-}
-
-// Members is Lookup for a reader that must read an object as
-// encoding/json does or leave it to it: it reports false when the object
+// of an object's members, and a walk each was most of its reading. It is
+// for a reader that must read an object as encoding/json does or leave it
+// to it, so it reports false when the object
 // gives one of keys twice (which repeat counts is a decoder's rule, and
 // the values may differ in type), or has a name that differs from one of
-// keys only in letter case, which encoding/json takes for that key. fold
-// holds keys.
+// fold's names only in letter case, which encoding/json takes for that
+// key; fold holds keys, and may hold more.
 func (t *Text) Members(obj int, keys []string, fold *KeyFold, vals []int) bool {
 	for k := range vals {
 		vals[k] = -1
@@ -172,7 +153,7 @@ func (t *Text) Members(obj int, keys []string, fold *KeyFold, vals []int) bool {
 			return false
 		case k < len(keys):
 			vals[k] = j + 1
-		case MayFold(name) && fold.foldsDecoded(name):
+		case (!fold.plain || MayFold(name)) && fold.foldsDecoded(name):
 			return false
 		}
 		j = int(t.Nodes[j+1].Next)

@@ -150,19 +150,9 @@ func checkMembers(t *testing.T, tx *Text, data []byte) {
 			t.Fatalf("%q: Is(%q) is false", data, ws)
 		}
 	}
-	keys := make([]string, 0, len(obj)+1)
 	for _, m := range obj {
-		keys = append(keys, m.Key)
-	}
-	keys = append(keys, "\x00absent")
-	vals := make([]int, len(keys))
-	tx.Lookup(0, keys, vals)
-	for k, key := range keys {
-		if want := tx.Get(0, key); vals[k] != want {
-			t.Fatalf("%q: Lookup finds %q at %d, Get at %d", data, key, vals[k], want)
-		}
-		if vals[k] >= 0 && string(tx.Name(vals[k]-1, nil)) != key && utf8.ValidString(key) {
-			t.Fatalf("%q: the name before %q's value is %q", data, key, tx.Name(vals[k]-1, nil))
+		if v := tx.Get(0, m.Key); v >= 0 && string(tx.Name(v-1, nil)) != m.Key && utf8.ValidString(m.Key) {
+			t.Fatalf("%q: the name before %q's value is %q", data, m.Key, tx.Name(v-1, nil))
 		}
 	}
 	checkRepeats(t, tx, obj, data)
@@ -313,7 +303,7 @@ func FuzzMayFold(f *testing.F) {
 }
 
 // checkRepeats holds Repeats and Members to the object's decoded names:
-// Repeats finds a name given twice, and Members finds what Lookup finds
+// Repeats finds a name given twice, and Members finds what Get finds
 // unless a key it looks up is given twice or in another letter case.
 func checkRepeats(t *testing.T, tx *Text, obj Object, data []byte) {
 	t.Helper()
@@ -333,7 +323,9 @@ func checkRepeats(t *testing.T, tx *Text, obj Object, data []byte) {
 	fold := NewKeyFold(keys...)
 	vals, want := make([]int, len(keys)), make([]int, len(keys))
 	ok := tx.Members(0, keys, fold, vals)
-	tx.Lookup(0, keys, want)
+	for k, key := range keys {
+		want[k] = tx.Get(0, key)
+	}
 	wantOK := true
 	for _, m := range obj {
 		for _, k := range keys {

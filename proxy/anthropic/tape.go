@@ -92,32 +92,13 @@ func (s *stream) feedTape(tx *jsonx.Text, name []byte) (neutral.Step, bool) {
 	return s.stepAfter(typ), true
 }
 
-// members is Lookup of keys in the object at node obj, which also reports
-// false where the decoder must read the object: one of keys given twice
-// (which of the repeats counts is the decoder's rule), or a key that folds
-// onto one of eventKeys (which the stream's decoder refuses, and which
-// encoding/json takes for the key in an answer).
+// members is jsonx.Text.Members against eventKeys: false where the
+// decoder must read the object, for one of keys given twice (which of the
+// repeats counts is the decoder's rule), or a key that folds onto one of
+// eventKeys (which the stream's decoder refuses, and which encoding/json
+// takes for the key in an answer).
 func members(tx *jsonx.Text, obj int, keys []string, vals []int) bool {
-	for k := range vals {
-		vals[k] = -1
-	}
-	var buf [32]byte
-	for j, m := obj+1, 0; m < tx.Len(obj); j, m = tx.Next(j+1), m+1 {
-		name := tx.Name(j, buf[:0])
-		k := 0
-		for k < len(keys) && string(name) != keys[k] {
-			k++
-		}
-		switch {
-		case k < len(keys) && vals[k] >= 0:
-			return false
-		case k < len(keys):
-			vals[k] = j + 1
-		case jsonx.MayFold(name) && eventKeys.Folds(string(name)):
-			return false
-		}
-	}
-	return true
+	return tx.Members(obj, keys, eventKeys, vals)
 }
 
 // tapeType is typeOf for node i: "" when absent or null, false when no
