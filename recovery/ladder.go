@@ -528,8 +528,13 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, e
 		}
 		if l.verdicts[still[0]].Worst() == validate.ClassFinal || !l.canRetry(still) {
 			// The model was asked and failed: the finding it left is the
-			// reason, and this was the chain's last event.
+			// reason, and this was the chain's last event. The answer that
+			// failed is an attempt too, or the escalation would show only
+			// findings the model already fixed.
 			l.event(ev, "escalated")
+			for _, p := range still {
+				l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.verdicts[p].Findings))
+			}
 			return l.escalate(l.primaryCode(still), "the repaired call is still not acceptable", -1), nil
 		}
 		// Only the last event of a chain decides the metric result.

@@ -710,11 +710,32 @@ func TestRunReprompt(t *testing.T) {
 		if n := len(r.res.Events); n != 1 || r.res.Events[0].Result != "escalated" {
 			t.Errorf("the failed reprompt must count as escalated: %+v", r.res.Events)
 		}
-		if got := attemptKinds(e); !reflect.DeepEqual(got, []string{"call"}) {
+		if got := attemptKinds(e); !reflect.DeepEqual(got, []string{"call", "call"}) {
 			t.Errorf("attempt kinds = %v", got)
 		}
 		if r.res.Calls[0].ID != "call_b" {
 			t.Errorf("Calls = %+v", r.res.Calls)
+		}
+	})
+	t.Run("every judged answer is an attempt", func(t *testing.T) {
+		first := mkCall("call_b", "get_weather", `{"city":"Paris","unit":"kelvin"}`)
+		again := mkCall("call_z", "get_weather", `{"unit":"c"}`)
+		r := runLadder(t, turnOf(first), nil, askStep{turn: turnOf(again)})
+		e := expectEscalation(t, r, "schema_violation")
+		if e.Reason != "the repaired call is still not acceptable" {
+			t.Errorf("Reason = %q", e.Reason)
+		}
+		if len(e.Attempts) != 2 {
+			t.Fatalf("attempts = %+v, want the first answer and the reprompt's", e.Attempts)
+		}
+		for i, want := range []struct{ raw, keyword string }{{string(first.Args), "enum"}, {string(again.Args), "required"}} {
+			a := e.Attempts[i]
+			if a.Kind != "call" || a.Tool != "get_weather" || a.ArgumentsRaw == nil || *a.ArgumentsRaw != want.raw {
+				t.Errorf("attempt %d = %+v, want the call %s", i, a, want.raw)
+			}
+			if len(a.Findings) != 1 || a.Findings[0].Keyword != want.keyword {
+				t.Errorf("attempt %d findings = %+v, want one %q", i, a.Findings, want.keyword)
+			}
 		}
 	})
 	t.Run("chain of two", func(t *testing.T) {
