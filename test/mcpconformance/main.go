@@ -3,6 +3,11 @@
 // directly and through toolgate. It is written with the Go SDK and serves
 // every tool, resource and prompt the scenarios ask for, on
 // 127.0.0.1:$PORT at /mcp, until it gets SIGINT or SIGTERM.
+//
+// By default it serves with sessions (the 2025-11-25 revision and
+// before). With MCP_STATELESS=1 it serves statelessly, as the 2026-07-28
+// revision wants: no initialize, no Mcp-Session-Id, input asked of the
+// client in input_required results (stateless.go).
 package main
 
 import (
@@ -42,8 +47,13 @@ func main() {
 	srv := newServer()
 	// The event store lets a client resume a stream the server closed
 	// (test_reconnection) with Last-Event-ID.
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+	opts := &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}
+	if os.Getenv("MCP_STATELESS") == "1" {
+		addStatelessTools(srv)
+		// A stateless server keeps no stream to resume.
+		opts = &mcp.StreamableHTTPOptions{Stateless: true}
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -117,8 +127,12 @@ func addContentTools(s *mcp.Server) {
 	})
 	s.AddTool(&mcp.Tool{Name: "json_schema_2020_12_tool", Description: "Tool with JSON Schema 2020-12 features",
 		InputSchema: schema(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
-			`"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
-			`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`)},
+			`"$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
+			`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},` +
+			`"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},` +
+			`"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],` +
+			`"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},` +
+			`"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return result(text("ok")), nil
 		})
