@@ -65,26 +65,14 @@ func TestTraceMCPCall(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("call: %v %+v", err, res)
 	}
+	// The judged call's span ends before the server span above it, and
+	// the two may be exported in different batches: wait for both.
 	spans := rcv.Wait(t, 5*time.Second, func(s []otlptest.Span) bool {
-		for _, sp := range otlptest.Trace(s, traceID) {
-			if strings.HasPrefix(sp.Name, "judge_tool") {
-				return true
-			}
-		}
-		return false
+		judged, parent := judgedUnderServer(otlptest.Trace(s, traceID))
+		return judged != nil && parent != nil
 	})
-	var judged otlptest.Span
-	servers := map[string]otlptest.Span{}
-	for _, sp := range otlptest.Trace(spans, traceID) {
-		switch {
-		case sp.Kind == 2:
-			servers[sp.SpanID] = sp
-		case strings.HasPrefix(sp.Name, "judge_tool"):
-			judged = sp
-		}
-	}
-	parent, ok := servers[judged.ParentID]
-	if !ok || parent.Name != "mcp orders" || parent.Attr("toolgate.api") != "mcp" || parent.Attr("toolgate.outcome") != "pass" {
+	judged, parent := judgedUnderServer(otlptest.Trace(spans, traceID))
+	if parent.Name != "mcp orders" || parent.Attr("toolgate.api") != "mcp" || parent.Attr("toolgate.outcome") != "pass" {
 		t.Fatalf("judged call %+v under %+v", judged, parent)
 	}
 	if judged.Attr("gen_ai.tool.name") != "issue_refund" || judged.Attr("toolgate.valid") != "true" {
@@ -105,6 +93,25 @@ func TestTraceMCPCall(t *testing.T) {
 			t.Error("an export carries an argument value")
 		}
 	}
+}
+
+// judgedUnderServer finds the judged call's span and the server span it
+// is under; either is nil until exported.
+func judgedUnderServer(spans []otlptest.Span) (judged, parent *otlptest.Span) {
+	for i := range spans {
+		if strings.HasPrefix(spans[i].Name, "judge_tool") {
+			judged = &spans[i]
+		}
+	}
+	if judged == nil {
+		return nil, nil
+	}
+	for i := range spans {
+		if spans[i].Kind == 2 && spans[i].SpanID == judged.ParentID {
+			return judged, &spans[i]
+		}
+	}
+	return judged, nil
 }
 
 func TestTraceOverGRPC(t *testing.T) {

@@ -180,8 +180,10 @@ func TestTraceSpanTreeEveryAPI(t *testing.T) {
 					if status != sc.status {
 						t.Fatalf("status %d, want %d", status, sc.status)
 					}
+					// Spans are exported in batches as they end: wait for
+					// every span the tree is checked for, not the first.
 					spans := rcv.Wait(t, 5*time.Second, func(s []otlptest.Span) bool {
-						return serverSpan(otlptest.Trace(s, traceID)) != nil
+						return sc.exported(otlptest.Trace(s, traceID))
 					})
 					checkTree(t, sc, otlptest.Trace(spans, traceID), clientSpan, m, vrec)
 				})
@@ -195,6 +197,23 @@ func TestTraceSpanTreeEveryAPI(t *testing.T) {
 			}
 		}
 	}
+}
+
+// exported reports whether a trace holds every span the scenario's tree
+// has: the server span, each upstream call, judged call and validator call.
+func (sc traceScenario) exported(spans []otlptest.Span) bool {
+	var up, judged, validated int
+	for _, s := range spans {
+		switch {
+		case s.Attr("toolgate.upstream.kind") != "":
+			up++
+		case strings.HasPrefix(s.Name, "judge_tool "):
+			judged++
+		case strings.HasPrefix(s.Name, "validator "):
+			validated++
+		}
+	}
+	return serverSpan(spans) != nil && up >= len(sc.kinds) && judged >= len(sc.judged) && validated >= sc.validated
 }
 
 func serverSpan(spans []otlptest.Span) *otlptest.Span {
