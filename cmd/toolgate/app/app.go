@@ -214,7 +214,10 @@ func (a *App) Reload() error {
 	}
 	if err != nil {
 		a.Metrics.ConfigReloads.WithLabelValues("error").Inc()
-		a.Log.Error("config reload rejected; the previous config stays live", zap.String("config", filepath.Base(a.Path)), zap.Error(err))
+		// An error from past the config's own problems may quote a URL
+		// too; neither kind may print the credentials it refuses.
+		a.Log.Error("config reload rejected; the previous config stays live", zap.String("config", filepath.Base(a.Path)),
+			zap.String("error", catalog.WithoutUserinfo(err.Error())))
 		return err
 	}
 	a.Metrics.ConfigReloads.WithLabelValues("success").Inc()
