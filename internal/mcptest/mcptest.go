@@ -146,16 +146,26 @@ type Orders struct {
 	Cancelled        chan struct{}
 	CancelledExports atomic.Int32
 
-	mu   sync.Mutex
-	h    http.Handler
-	json bool
+	mu        sync.Mutex
+	h         http.Handler
+	json      bool
+	stateless bool
 }
 
 // Start serves the order tools over Streamable HTTP; jsonAnswers makes the
 // server answer POSTs with JSON instead of SSE. Close stops it.
-func Start(jsonAnswers bool) *Orders {
-	o := &Orders{Wire: &Wire{}, Cancelled: make(chan struct{}, 4), json: jsonAnswers}
-	o.Server = mcp.NewServer(&mcp.Implementation{Name: "orders", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
+func Start(jsonAnswers bool) *Orders { return start(jsonAnswers, false, nil) }
+
+// StartStateless serves the order tools as a stateless server does, the
+// kind MCP 2026-07-28 is served by; cacheable, when set, decides the
+// ttlMs and cacheScope of its lists.
+func StartStateless(jsonAnswers bool, cacheable func(context.Context, mcp.Request, *mcp.Cacheable)) *Orders {
+	return start(jsonAnswers, true, cacheable)
+}
+
+func start(jsonAnswers, stateless bool, cacheable func(context.Context, mcp.Request, *mcp.Cacheable)) *Orders {
+	o := &Orders{Wire: &Wire{}, Cancelled: make(chan struct{}, 4), json: jsonAnswers, stateless: stateless}
+	o.Server = mcp.NewServer(&mcp.Implementation{Name: "orders", Version: "1"}, &mcp.ServerOptions{PageSize: 2, SetCacheable: cacheable})
 	o.addTools()
 	o.Forget()
 	o.HTTP = httptest.NewServer(http.HandlerFunc(o.serve))
@@ -187,7 +197,7 @@ func (o *Orders) serve(w http.ResponseWriter, r *http.Request) {
 // Forget replaces the SDK's handler, which forgets every session: the next
 // request of an old session gets a 404.
 func (o *Orders) Forget() {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return o.Server }, &mcp.StreamableHTTPOptions{JSONResponse: o.json})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return o.Server }, &mcp.StreamableHTTPOptions{JSONResponse: o.json, Stateless: o.stateless})
 	o.mu.Lock()
 	o.h = h
 	o.mu.Unlock()

@@ -41,6 +41,13 @@ const (
 	// CodeUnavailable: toolgate could not get the server's answer, or
 	// failed otherwise (the failure code is in data).
 	CodeUnavailable = -32000
+	// CodeHeaderMismatch: MCP 2026-07-28's routing headers are missing or
+	// differ from the body.
+	CodeHeaderMismatch = -32020
+	// CodeUnsupportedProtocolVersion: MCP 2026-07-28's answer to a request
+	// for a revision the receiver does not serve; data lists the ones it
+	// does.
+	CodeUnsupportedProtocolVersion = -32022
 )
 
 // Codec reads one tools/call. It keeps the message's id and whether the

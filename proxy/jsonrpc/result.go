@@ -111,6 +111,9 @@ func Withheld(msg []byte, tool string, fs []neutral.Finding, meta []byte) []byte
 	return obj.Set("result", b).Bytes()
 }
 
+// Response encodes a JSON-RPC result answering id.
+func Response(id []byte, result any) []byte { return response(id, result) }
+
 func response(id []byte, result any) []byte {
 	b, _ := jsonx.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`

@@ -167,6 +167,7 @@ func (x *exchange) inspect(m *message) ([]byte, bool) {
 	if m.kind == kindNotification {
 		if m.method == "notifications/tools/list_changed" {
 			x.sess.stale()
+			x.rt.st.dropLists()
 		}
 		return nil, false
 	}
@@ -190,6 +191,8 @@ func (x *exchange) inspect(m *message) ([]byte, bool) {
 		return x.listed(m, t)
 	case trackCall:
 		return x.called(m, t)
+	case trackDiscover:
+		return discovered(m)
 	}
 	return nil, false
 }

@@ -37,6 +37,12 @@ type exchange struct {
 	// tracked are the requests of this POST whose answers toolgate reads.
 	tracked map[string]tracked
 	batch   bool
+	// modern is set for a request of a stateless revision (2026-07-28):
+	// version is the revision it carries and caps its clientCapabilities.
+	modern  bool
+	version string
+	caps    []byte
+	method  string
 	// upstreamSession is the session id the server's answer gave.
 	upstreamSession string
 	// gone is set when the server said it no longer knows the session.
@@ -70,7 +76,15 @@ func (x *exchange) post() {
 		x.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(perr.id, perr.code, perr.msg, nil))
 		return
 	}
+	if !x.revision(msgs, batch) {
+		return
+	}
 	sid := x.r.Header.Get(hdrSession)
+	if x.modern {
+		// Nothing is sticky: whatever a session header says, the request
+		// stands alone, and the server's own tool list judges it.
+		sid = ""
+	}
 	x.sess = x.rt.st.get(sid, true)
 	if batch {
 		if v := x.protocol(); v != protocol20250326 {
@@ -139,9 +153,6 @@ func (x *exchange) sort(msgs []message, bad []rpcError) (fwd []message, local []
 			// A call without an id would get no answer, and a lax server
 			// might still run it; it is neither judged nor forwarded.
 			local = append(local, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: tools/call is a request and needs an id", nil))
-		case m.kind == kindRequest && m.method == "server/discover":
-			local = append(local, jsonrpc.ErrorResponse(m.id, jsonrpc.CodeMethodNotFound,
-				"toolgate speaks MCP revisions "+strings.Join(supportedProtocols, ", ")+"; use initialize", nil))
 		case m.kind == kindRequest && m.method == "tools/call":
 			ans, h := x.judge(m)
 			switch {
@@ -173,6 +184,8 @@ func (x *exchange) trackRequest(m *message) {
 		x.tracked[m.idKey()] = tracked{kind: trackList, cursor: listCursor(m.params)}
 	case "initialize":
 		x.tracked[m.idKey()] = tracked{kind: trackInit, elicit: declaresElicitation(m.params)}
+	case "server/discover":
+		x.tracked[m.idKey()] = tracked{kind: trackDiscover}
 	case "tasks/result":
 		// The result of a judged call that runs as a task: checked
 		// against the tool's outputSchema like the call's own result.
@@ -227,6 +240,9 @@ func (x *exchange) protocol() string {
 	return protocol20250326
 }
 
+// listening reports a stateless subscriptions/listen: a stream, not a call.
+func (x *exchange) listening() bool { return x.modern && x.method == "subscriptions/listen" }
+
 // forward sends the messages toolgate let through and relays the answer,
 // with local answers (refusals) joined to it.
 func (x *exchange) forward(body []byte, fwd []message, local [][]byte) {
@@ -247,6 +263,9 @@ func (x *exchange) forward(body []byte, fwd []message, local [][]byte) {
 		for _, l := range local {
 			_, _ = x.w.Write(jsonrpc.Event(nil, l))
 		}
+		if x.listening() {
+			_ = http.NewResponseController(x.w).Flush()
+		}
 		x.pipeSSE(resp.Body, fwd)
 	case resp.StatusCode/100 == 2 && len(local) > 0:
 		// The server took the rest (notifications, responses) and had
@@ -261,7 +280,10 @@ func (x *exchange) forward(body []byte, fwd []message, local [][]byte) {
 // answer and observes the upstream duration up to that point.
 func (x *exchange) sendTimed(body []byte) (*http.Response, func(), error) {
 	start := time.Now()
-	resp, cancel, err := x.send(http.MethodPost, body, true)
+	// A stateless client's subscriptions/listen is the stream the server's
+	// notifications come on, quiet for as long as nothing changes, as a
+	// session's GET stream is: idle_timeout does not end it.
+	resp, cancel, err := x.send(http.MethodPost, body, !x.listening())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -322,7 +344,7 @@ func (x *exchange) other() {
 // send makes the upstream request with the client's headers. The cancel
 // func ends the request; with idle set, a body that goes silent for
 // idle_timeout fails instead of hanging.
-func (x *exchange) send(method string, body []byte, idle bool) (*http.Response, func(), error) {
+func (x *exchange) send(method string, body []byte, idle bool, edit ...func(http.Header)) (*http.Response, func(), error) {
 	ctx, cancel := context.WithCancelCause(x.ctx)
 	t := *x.rt.target
 	t.RawQuery = x.r.URL.RawQuery
@@ -336,6 +358,9 @@ func (x *exchange) send(method string, body []byte, idle bool) (*http.Response, 
 		return nil, nil, err
 	}
 	req.Header = outboundHeader(x.r.Header)
+	for _, f := range edit {
+		f(req.Header)
+	}
 	if body != nil {
 		req.ContentLength = int64(len(body))
 		if req.Header.Get("Content-Type") == "" {

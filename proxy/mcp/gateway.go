@@ -4,10 +4,10 @@
 // tools/call with the same validator as the model side before the server
 // sees it.
 //
-// toolgate follows MCP revision 2025-11-25 and also serves clients that
-// negotiate 2025-06-18 or 2025-03-26 (the only one with JSON-RPC batches).
-// The stateless 2026-07-28 handshake (server/discover) is declined, and
-// clients then fall back to initialize, as that revision asks them to.
+// toolgate serves MCP revision 2026-07-28 statelessly, each request on its
+// own (revision.go, stateless.go), and the session revisions 2025-11-25,
+// 2025-06-18 and 2025-03-26 (the only one with JSON-RPC batches), chosen
+// per request.
 package mcp
 
 import (

@@ -27,7 +27,7 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 	if problem != "" {
 		return jsonrpc.ErrorResponse(m.id, jsonrpc.CodeInvalidParams, "Invalid params: "+problem, nil), nil
 	}
-	set, err := x.catalog()
+	set, err := x.catalog(name)
 	var gone *sessionGone
 	if errors.As(err, &gone) {
 		x.gone = gone
@@ -36,8 +36,12 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 	if err != nil {
 		x.outcome = outcomeUpstreamError
 		x.log().Warn("mcp tool list unavailable; call not forwarded", zap.Error(err))
-		return x.failure(m.id, upstreamFailure(x.downMessage()+
-			"; toolgate could not read its tool list, so it did not judge or forward this call")), nil
+		msg := x.downMessage() + "; toolgate could not read its tool list, so it did not judge or forward this call"
+		var le *listError
+		if errors.As(err, &le) {
+			msg = le.Error() + "; toolgate could not judge this call, so it did not forward it"
+		}
+		return x.failure(m.id, upstreamFailure(msg)), nil
 	}
 	c := &Call{RequestID: x.rid, Server: x.rt.cfg.Name, Session: x.sess.label(), Set: set, Message: m.raw}
 	d := x.rt.pipe.Judge(x.ctx, c)
@@ -68,7 +72,10 @@ func (x *exchange) trackCall(m *message, set *catalog.MCPSet, name string) {
 
 // catalog is the session's judged tool set, read from the server first
 // when toolgate has no fresh list of it.
-func (x *exchange) catalog() (*catalog.MCPSet, error) {
+func (x *exchange) catalog(name string) (*catalog.MCPSet, error) {
+	if x.modern {
+		return x.statelessSet(name)
+	}
 	if set := x.sess.catalogFor(x.rt.snap, x.rt.cfg.Name); set != nil {
 		return set, nil
 	}

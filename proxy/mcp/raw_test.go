@@ -26,6 +26,12 @@ type fakeServer struct {
 	// one SSE event when callSSE is set.
 	callResult string
 	callSSE    bool
+	// discover, when set, is the result of server/discover.
+	discover string
+	// listError, when set, is the error tools/list answers with, with
+	// HTTP status listStatus when that is set.
+	listError  string
+	listStatus int
 	mu         sync.Mutex
 	bodies     []string
 	headers    []http.Header
@@ -62,9 +68,21 @@ func newFake(t *testing.T) *fakeServer {
 			switch method {
 			case "tools/list":
 				result = fakeTools
+				if f.listError != "" {
+					w.Header().Set("Content-Type", "application/json")
+					if f.listStatus != 0 {
+						w.WriteHeader(f.listStatus)
+					}
+					io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m["id"])+`,"error":`+f.listError+`}`)
+					return
+				}
 			case "tools/call":
 				if f.callResult != "" {
 					result, sseAnswer = f.callResult, f.callSSE
+				}
+			case "server/discover":
+				if f.discover != "" {
+					result = f.discover
 				}
 			case "initialize":
 				result = `{"protocolVersion":"` + f.proto + `","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
@@ -114,6 +132,9 @@ func post(t *testing.T, url, body string, hdr ...string) (int, http.Header, stri
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i]) // a later empty value takes the header away
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -396,11 +417,14 @@ func TestResumableStreamEndsWithoutAnError(t *testing.T) {
 	}
 }
 
-func TestDiscoverDeclined(t *testing.T) {
+// server/discover is forwarded, and a revision in its answer toolgate
+// does not serve is taken out of it.
+func TestDiscoverForwarded(t *testing.T) {
 	f := newFake(t)
+	f.discover = `{"supportedVersions":["2099-01-01","2026-07-28","2025-11-25"],"capabilities":{"tools":{}}}`
 	g := startGate(t, f.srv.URL, "")
 	_, _, body := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`)
-	if !strings.Contains(body, `"code":-32601`) || !strings.Contains(body, "initialize") {
+	if !strings.Contains(body, `"supportedVersions":["2026-07-28","2025-11-25"]`) || !strings.Contains(f.joined(), "server/discover") {
 		t.Fatalf("got %s", body)
 	}
 }

@@ -24,6 +24,9 @@ const maxTracked = 1024
 type serverState struct {
 	mu       sync.Mutex
 	sessions map[string]*session
+	// lists are the tool lists stateless requests are judged by (lmu).
+	lmu   sync.Mutex
+	lists map[string]*toolList
 }
 
 func newServerState() *serverState { return &serverState{sessions: map[string]*session{}} }
@@ -76,6 +79,7 @@ const (
 	trackInit trackKind = iota + 1
 	trackList
 	trackCall
+	trackDiscover
 )
 
 // tracked is a forwarded request whose answer toolgate reads.

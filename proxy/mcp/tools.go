@@ -168,7 +168,11 @@ func (x *exchange) listed(m *message, t tracked) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	x.sess.learnPage(t.cursor, tools, next)
+	if x.modern {
+		x.learnStateless(t, m.result, tools, next)
+	} else {
+		x.sess.learnPage(t.cursor, tools, next)
+	}
 	if x.rt.snap.Config.Catalog.MCP.Expose != catalog.ExposeCatalog {
 		return nil, false
 	}
@@ -199,47 +203,134 @@ func replaceMember(msg []byte, key string, value []byte) []byte {
 // toolgate's own requests, for a call toolgate must judge before the
 // client listed the tools (or after they changed).
 func (x *exchange) fetchTools() error {
+	tools, _, err := x.readList()
+	if err != nil {
+		return err
+	}
+	x.sess.setTools(tools)
+	return nil
+}
+
+// readList reads the server's whole tool list with toolgate's own
+// requests, and the stricter of its pages' caching terms.
+func (x *exchange) readList() ([]catalog.MCPTool, listCache, error) {
 	var all []catalog.MCPTool
+	var terms listCache
 	cursor := ""
-	for range maxPages {
+	for page := range maxPages {
 		id := "toolgate-" + randomHex()
-		var params any
-		if cursor != "" {
-			params = map[string]string{"cursor": cursor}
-		}
-		res, err := x.ask(request(id, "tools/list", params), id)
+		res, err := x.ask(request(id, "tools/list", x.listParams(cursor)), id)
 		if err != nil {
-			return err
+			return nil, listCache{}, err
 		}
 		tools, _, next, err := parseTools(res)
 		if err != nil {
-			return err
+			return nil, listCache{}, &listError{server: x.rt.cfg.Name, what: "answered toolgate's tools/list with a result it could not read: " + err.Error()}
+		}
+		obj, _ := jsonx.ParseObject(res)
+		if c := readCache(obj); page == 0 {
+			terms = c
+		} else {
+			terms = terms.merge(c)
 		}
 		all = append(all, tools...)
 		if next == "" {
-			x.sess.setTools(all)
-			return nil
+			return all, terms, nil
 		}
 		cursor = next
 	}
-	return fmt.Errorf("the tool list has more than %d pages", maxPages)
+	return nil, listCache{}, &listError{server: x.rt.cfg.Name, what: fmt.Sprintf("lists more than %d pages of tools", maxPages)}
+}
+
+// listParams are the params of toolgate's own tools/list. A stateless
+// revision wants every request to say which revision it speaks; toolgate
+// declares no capabilities of its own.
+func (x *exchange) listParams(cursor string) any {
+	p := map[string]any{}
+	if cursor != "" {
+		p["cursor"] = cursor
+	}
+	if x.modern {
+		p["_meta"] = map[string]any{metaProtocol: x.version, metaCapabilities: map[string]any{}}
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return p
+}
+
+// ownHeader makes the client's headers those of toolgate's own tools/list:
+// its routing headers say what this request is, not what the client's was.
+func ownHeader(h http.Header) {
+	h.Set(hdrMethod, "tools/list")
+	h.Del(hdrName)
+	for k := range h {
+		if strings.HasPrefix(k, "Mcp-Param-") {
+			delete(h, k)
+		}
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+}
+
+// listError is a server that would not give toolgate its tool list: who
+// and what it said.
+type listError struct {
+	server string
+	what   string
+}
+
+func (e *listError) Error() string { return "the MCP server " + strconv.Quote(e.server) + " " + e.what }
+
+// maxSaid bounds what a refusal quotes of the server's words.
+const maxSaid = 300
+
+// said is the server's own words from an error answer: a JSON-RPC error's
+// message and code, else the body's first line, bounded.
+func said(body []byte) string {
+	msgs, _, _, perr := parseBody(body)
+	if perr == nil && len(msgs) == 1 && msgs[0].err != nil {
+		return rpcErrorText(msgs[0].err)
+	}
+	t := strings.TrimSpace(string(body))
+	if i := strings.IndexByte(t, '\n'); i >= 0 {
+		t = t[:i]
+	}
+	return bounded(t)
+}
+
+// rpcErrorText is a JSON-RPC error object as "message (code N)".
+func rpcErrorText(e []byte) string {
+	obj, err := jsonx.ParseObject(e)
+	if err != nil {
+		return "an error"
+	}
+	return bounded(str(obj, "message")) + " (code " + string(compact(obj.Get("code"))) + ")"
+}
+
+func bounded(s string) string {
+	if len(s) > maxSaid {
+		s = strings.ToValidUTF8(s[:maxSaid], "") + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // ask sends one request of toolgate's own and returns its result.
 func (x *exchange) ask(body []byte, id string) ([]byte, error) {
-	resp, cancel, err := x.send(http.MethodPost, body, true)
+	resp, cancel, err := x.send(http.MethodPost, body, true, ownHeader)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound && x.r.Header.Get(hdrSession) != "" {
+	if resp.StatusCode == http.StatusNotFound && x.r.Header.Get(hdrSession) != "" && !x.modern {
 		x.sessionStatus(resp)
 		body, _ := readLimited(resp.Body, 64<<10)
 		return nil, &sessionGone{header: resp.Header.Clone(), body: body}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the server answered HTTP %d", resp.StatusCode)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, &listError{server: x.rt.cfg.Name, what: "answered toolgate's tools/list with HTTP " + strconv.Itoa(resp.StatusCode) + ": " + said(b)}
 	}
 	want, _ := json.Marshal(id)
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
@@ -251,7 +342,7 @@ func (x *exchange) ask(body []byte, id string) ([]byte, error) {
 		for _, m := range msgs {
 			if m.kind == kindResponse && bytes.Equal(m.id, want) {
 				if m.err != nil {
-					return nil, true, errors.New("the server refused toolgate's tools/list")
+					return nil, true, &listError{server: x.rt.cfg.Name, what: "refused toolgate's tools/list: " + rpcErrorText(m.err)}
 				}
 				return m.result, true, nil
 			}

@@ -1,0 +1,259 @@
+package mcp_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/mcptest"
+)
+
+// startStateless runs the order tools as a stateless server for one test.
+func startStateless(t *testing.T, jsonAnswers bool, cacheable func(context.Context, mcp.Request, *mcp.Cacheable)) *mcptest.Orders {
+	o := mcptest.StartStateless(jsonAnswers, cacheable)
+	t.Cleanup(o.Close)
+	return o
+}
+
+// A client with the SDK's defaults speaks 2026-07-28 through toolgate to a
+// stateless server: no initialize, no session, every call judged against
+// the server's own list before the server sees it.
+func TestStatelessSDKClient(t *testing.T) {
+	for _, jsonAnswers := range []bool{false, true} {
+		name := "sse"
+		if jsonAnswers {
+			name = "json"
+		}
+		t.Run(name, func(t *testing.T) {
+			o := startStateless(t, jsonAnswers, nil)
+			g := startGate(t, o.HTTP.URL, mcptest.Catalog)
+			cs, _ := connect(t, g.url, nil)
+			if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+				t.Fatalf("negotiated %q", v)
+			}
+			if n := o.Wire.Count("initialize"); n != 0 {
+				t.Fatalf("the server saw %d initialize requests", n)
+			}
+			ctx := ctxT(t)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup_order", Arguments: map[string]any{"order_id": "ord_1"}})
+			if err != nil || res.IsError {
+				t.Fatalf("valid call: %v %+v", err, res)
+			}
+			if n := o.Wire.Count("tools/call"); n != 1 {
+				t.Fatalf("the server ran %d calls, want 1", n)
+			}
+			for _, bad := range []*mcp.CallToolParams{
+				{Name: "issue_refund", Arguments: map[string]any{"order_id": "ord_1", "amount_cents": "ten"}},
+				{Name: "issue_refund", Arguments: map[string]any{"order_id": "ord_1", "amount_cents": 200000}},
+			} {
+				res, err := cs.CallTool(ctx, bad)
+				if err != nil || !res.IsError || !strings.Contains(resultText(res), "toolgate did not run this call") {
+					t.Fatalf("%v: %v %+v", bad.Arguments, err, res)
+				}
+			}
+			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_everything", Arguments: map[string]any{}})
+			if err == nil || !strings.Contains(err.Error(), "delete_everything") {
+				t.Fatalf("unknown tool: %v", err)
+			}
+			if n := o.Wire.Count("tools/call"); n != 1 || o.Refunds.Load() != 0 {
+				t.Fatalf("refused calls reached the server: %d calls, %d refunds", n, o.Refunds.Load())
+			}
+			for _, h := range o.Wire.Headers() {
+				if h.Get("Mcp-Session-Id") != "" {
+					t.Fatalf("a session header reached a stateless server: %v", h)
+				}
+			}
+		})
+	}
+}
+
+
+const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// call2026 is a raw 2026-07-28 tools/call with its routing headers, unless
+// hdr sets them otherwise.
+func call2026(t *testing.T, url, tool, args string, hdr ...string) (int, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + meta2026 + `}}`
+	h := append([]string{"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool}, hdr...)
+	status, _, out := post(t, url, body, h...)
+	return status, out
+}
+
+// Raw stateless requests, with no list read first: toolgate reads the
+// server's list itself, as the revision wants it asked, and refuses a call
+// whose routing headers disagree with its body before the server sees it.
+func TestStatelessRaw(t *testing.T) {
+	o := startStateless(t, false, nil)
+	g := startGate(t, o.HTTP.URL, mcptest.Catalog)
+
+	if _, out := call2026(t, g.url, "issue_refund", `{"order_id":"ord_1","amount_cents":"ten"}`); !strings.Contains(out, `"isError":true`) {
+		t.Fatalf("bad call: %s", out)
+	}
+	if n := o.Wire.Count("tools/call"); n != 0 {
+		t.Fatalf("a refused call reached the server")
+	}
+	list := o.Wire.Body("tools/list")
+	if !strings.Contains(string(list), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
+		t.Fatalf("toolgate's list request: %s", list)
+	}
+	for _, h := range o.Wire.Headers() {
+		if h.Get("Mcp-Method") != "tools/list" || h.Get("Mcp-Name") != "" {
+			t.Fatalf("toolgate's list request went with Mcp-Method %q, Mcp-Name %q", h.Get("Mcp-Method"), h.Get("Mcp-Name"))
+		}
+	}
+	if _, out := call2026(t, g.url, "issue_refund", `{"order_id":"ord_1","amount_cents":10}`, "Mcp-Name", " issue_refund\t"); !strings.Contains(out, "refunded") {
+		t.Fatalf("valid call: %s", out)
+	}
+	if o.Refunds.Load() != 1 {
+		t.Fatalf("refunds %d", o.Refunds.Load())
+	}
+
+	for _, c := range []struct {
+		name string
+		hdr  []string
+		want string
+	}{
+		{"method differs", []string{"Mcp-Method", "tools/list"}, "Mcp-Method"},
+		{"name differs", []string{"Mcp-Name", "lookup_order"}, "Mcp-Name"},
+		{"name missing", []string{"Mcp-Name", ""}, "Mcp-Name"},
+		{"method missing", []string{"Mcp-Method", ""}, "Mcp-Method"},
+		{"version differs", []string{"Mcp-Protocol-Version", "2025-11-25"}, "MCP-Protocol-Version"},
+	} {
+		before := len(o.Wire.Headers())
+		status, out := call2026(t, g.url, "issue_refund", `{"order_id":"ord_1","amount_cents":10}`, c.hdr...)
+		if status != 400 || !strings.Contains(out, `"code":-32020`) || !strings.Contains(out, c.want) {
+			t.Fatalf("%s: %d %s", c.name, status, out)
+		}
+		if n := len(o.Wire.Headers()); n != before {
+			t.Fatalf("%s: the request reached the server", c.name)
+		}
+	}
+	if o.Refunds.Load() != 1 {
+		t.Fatalf("refunds %d after refused requests", o.Refunds.Load())
+	}
+	if n := metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "invalid"}); n != 5 {
+		t.Fatalf("counted %v invalid requests, want 5", n)
+	}
+
+	// server/discover is the server's to answer.
+	status, _, out := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta2026+`}}`,
+		"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "server/discover")
+	if status != 200 || !strings.Contains(out, `"supportedVersions":["2026-07-28"`) || o.Wire.Count("server/discover") != 1 {
+		t.Fatalf("discover: %d %s", status, out)
+	}
+	// A revision toolgate does not serve is answered in that revision's
+	// terms, with the ones it serves.
+	status, _, out = post(t, g.url, `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}`,
+		"Mcp-Protocol-Version", "2099-01-01", "Mcp-Method", "server/discover")
+	if status != 400 || !strings.Contains(out, `"code":-32022`) || !strings.Contains(out, `"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]`) {
+		t.Fatalf("unsupported revision: %d %s", status, out)
+	}
+	if o.Wire.Count("server/discover") != 1 {
+		t.Fatal("an unsupported revision reached the server")
+	}
+}
+
+// listServer is a stateless order server whose lists carry ttlMs ttl
+// and, when private, cacheScope private, behind toolgate.
+func listServer(t *testing.T, ttl int, private bool) (*mcptest.Orders, func(hdr ...string)) {
+	o := startStateless(t, false, func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+		c.TTLMs = ttl
+		if private {
+			c.CacheScope = "private"
+		}
+	})
+	g := startGate(t, o.HTTP.URL, mcptest.Catalog)
+	return o, func(hdr ...string) {
+		t.Helper()
+		if _, out := call2026(t, g.url, "lookup_order", `{"order_id":"ord_1"}`, hdr...); !strings.Contains(out, "shipped") {
+			t.Fatalf("lookup: %s", out)
+		}
+	}
+}
+
+// The list judging stateless calls is the server's, kept for as long as
+// its ttlMs says within its cacheScope, and read again on a call to a tool
+// it does not list.
+func TestStatelessToolListKept(t *testing.T) {
+	t.Run("ttl", func(t *testing.T) {
+		o, lookup := listServer(t, 60000, false)
+		// The server pages its list two tools at a time: one read is
+		// several pages.
+		lookup()
+		pages := o.Wire.Count("tools/list")
+		if pages < 2 {
+			t.Fatalf("read %d pages", pages)
+		}
+		lookup()
+		lookup()
+		if n := o.Wire.Count("tools/list"); n != pages {
+			t.Fatalf("a fresh list was read again: %d pages", n)
+		}
+	})
+	t.Run("unknown tool", func(t *testing.T) {
+		o := startStateless(t, false, func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = 60000 })
+		gt := startGate(t, o.HTTP.URL, mcptest.Catalog)
+		if _, out := call2026(t, gt.url, "lookup_order", `{"order_id":"ord_1"}`); !strings.Contains(out, "shipped") {
+			t.Fatalf("lookup: %s", out)
+		}
+		pages := o.Wire.Count("tools/list")
+		o.AddTracking()
+		if _, out := call2026(t, gt.url, "track_parcel", `{"parcel":"p1"}`); !strings.Contains(out, "in transit") {
+			t.Fatalf("new tool: %s", out)
+		}
+		if n := o.Wire.Count("tools/list"); n <= pages {
+			t.Fatal("the list was not read again for a tool it lacked")
+		}
+	})
+	t.Run("ttl 0", func(t *testing.T) {
+		o, lookup := listServer(t, 0, false)
+		lookup()
+		pages := o.Wire.Count("tools/list")
+		lookup()
+		if o.Wire.Count("tools/list") != 2*pages {
+			t.Fatal("a list with ttlMs 0 judged a second call")
+		}
+	})
+	t.Run("private", func(t *testing.T) {
+		o, lookup := listServer(t, 60000, true)
+		lookup("Authorization", "Bearer alice")
+		pages := o.Wire.Count("tools/list")
+		lookup("Authorization", "Bearer alice")
+		if o.Wire.Count("tools/list") != pages {
+			t.Fatal("a caller's private list was not kept for them")
+		}
+		lookup("Authorization", "Bearer bob")
+		if o.Wire.Count("tools/list") != 2*pages {
+			t.Fatal("one caller's private list judged another's call")
+		}
+		lookup()
+		lookup()
+		if o.Wire.Count("tools/list") != 4*pages {
+			t.Fatal("a private list was kept for a caller toolgate cannot tell apart")
+		}
+	})
+}
+
+// A server that refuses toolgate's list read is named with what it said,
+// not taken for one that cannot be reached.
+func TestStatelessListRefusedIsNamed(t *testing.T) {
+	f := newFake(t)
+	f.listError = `{"code":-32603,"message":"tool registry offline"}`
+	g := startGate(t, f.srv.URL, "")
+	_, out := call2026(t, g.url, "issue_refund", `{"amount_cents":10}`)
+	if !strings.Contains(out, `the MCP server \"orders\" refused toolgate's tools/list: \"tool registry offline\" (code -32603)`) ||
+		strings.Contains(out, "could not be reached") {
+		t.Fatalf("got %s", out)
+	}
+	if f.calls() != 0 {
+		t.Fatal("an unjudged call was forwarded")
+	}
+	f.listStatus = 400
+	_, out = call2026(t, g.url, "issue_refund", `{"amount_cents":10}`)
+	if !strings.Contains(out, `answered toolgate's tools/list with HTTP 400`) || !strings.Contains(out, "tool registry offline") {
+		t.Fatalf("got %s", out)
+	}
+}
