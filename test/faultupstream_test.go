@@ -480,6 +480,14 @@ func startGateWith(t *testing.T, configYAML string, o app.Options) (*gate, func(
 // relative paths are taken from dir.
 func startGateConfig(t *testing.T, cfg *catalog.Config, dir string, o app.Options) (*gate, func()) {
 	t.Helper()
+	// A config that names no listener would take toolgate's default ports,
+	// and the suite must pass beside a toolgate already running on them.
+	if cfg.Listen == "" || cfg.Listen == catalog.DefaultListen {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.AdminListen == "" || cfg.AdminListen == catalog.DefaultAdminListen {
+		cfg.AdminListen = "127.0.0.1:0"
+	}
 	snap, err := catalog.Compile(cfg, dir)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
