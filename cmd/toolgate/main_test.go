@@ -180,3 +180,119 @@ func TestDemoTraced(t *testing.T) {
 		t.Errorf("first scene's trace: outcome %q, upstream calls %v (%d spans)", outcome, kinds, len(spans))
 	}
 }
+
+// Every subcommand answers --help with its own usage on stdout and exit 0;
+// an unknown flag or a stray argument is a usage error (exit 2) that runs
+// nothing.
+func TestSubcommandHelpAndArguments(t *testing.T) {
+	for _, c := range []struct {
+		cmd  string
+		want string // in the help text
+	}{
+		{"serve", "Usage: toolgate serve"},
+		{"check", "Usage: toolgate check"},
+		{"demo", "Usage: toolgate demo"},
+		{"eval", "toolgate eval --config"},
+		{"version", "Usage: toolgate version"},
+	} {
+		for _, h := range []string{"--help", "-h"} {
+			var out, errb bytes.Buffer
+			if code := run([]string{c.cmd, h}, &out, &errb); code != 0 || !strings.Contains(out.String(), c.want) {
+				t.Errorf("%s %s: code %d, stdout %q, stderr %q", c.cmd, h, code, out.String(), errb.String())
+			}
+		}
+		var out, errb bytes.Buffer
+		if code := run([]string{c.cmd, "--no-such-flag"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no-such-flag") {
+			t.Errorf("%s --no-such-flag: code %d, stderr %q", c.cmd, code, errb.String())
+		}
+		out.Reset()
+		errb.Reset()
+		if code := run([]string{c.cmd, "extra", "args"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unexpected argument "extra"`) {
+			t.Errorf("%s extra args: code %d, stdout %q, stderr %q", c.cmd, code, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "--listen", "127.0.0.1:0"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--listen needs --serve") {
+		t.Errorf("demo --listen without --serve: code %d, %q", code, errb.String())
+	}
+	for _, h := range []string{"help", "--help", "-h"} {
+		out.Reset()
+		if code := run([]string{h}, &out, &errb); code != 0 || !strings.Contains(out.String(), "toolgate demo    [--serve") {
+			t.Errorf("%s: code %d, %q", h, code, out.String())
+		}
+	}
+}
+
+// A config file that is not there names the flag to point at another.
+func TestMissingConfigHint(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, cmd := range []string{"check", "serve"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{cmd}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "pass --config PATH") {
+			t.Errorf("%s without config.yaml: code %d, %q", cmd, code, errb.String())
+		}
+	}
+}
+
+// check runs where the secrets are not set: each variable the config
+// names is a warning and the exit is 0, while serve still refuses.
+func TestCheckWithoutEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	cfg := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ninbound_auth: {tokens_env: TG_TEST_TOKENS}\n" +
+		"upstreams: [{url: 'https://x', api_key_env: TG_TEST_KEY}]\n" +
+		"tracing: {endpoint: 'http://127.0.0.1:4318', headers_env: TG_TEST_TRACE}\n" +
+		"catalog: {tools: [{name: t, description: d}]}\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"TG_TEST_TOKENS", "TG_TEST_KEY", "TG_TEST_TRACE"} {
+		t.Setenv(v, "")
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", path}, &out, &errb); code != 0 {
+		t.Fatalf("check: code %d\n%s%s", code, out.String(), errb.String())
+	}
+	for _, v := range []string{"TG_TEST_KEY", "TG_TEST_TOKENS", "TG_TEST_TRACE"} {
+		if !strings.Contains(out.String(), "warning: environment variable "+v+" is not set") {
+			t.Errorf("check does not warn about %s:\n%s", v, out.String())
+		}
+	}
+	// A set variable is no warning.
+	t.Setenv("TG_TEST_KEY", "sk-test")
+	out.Reset()
+	if code := run([]string{"check", "--config", path}, &out, &errb); code != 0 || strings.Contains(out.String(), "TG_TEST_KEY") {
+		t.Errorf("check with TG_TEST_KEY set: code %d\n%s", code, out.String())
+	}
+	errb.Reset()
+	if code := run([]string{"serve", "--config", path}, io.Discard, &errb); code != 1 || !strings.Contains(errb.String(), "TG_TEST_TOKENS is not set") && !strings.Contains(errb.String(), "TG_TEST_TOKENS holds no tokens") {
+		t.Errorf("serve without the variables: code %d, %q", code, errb.String())
+	}
+}
+
+// The shipped configs pass check on a machine with none of their variables.
+func TestCheckShippedConfigsWithoutEnvironment(t *testing.T) {
+	paths := []string{"../../config.yaml"}
+	deploy, err := filepath.Glob("../../deploy/kubernetes/*/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("../../deploy/kubernetes/overlays/*/config.yaml")
+	paths = append(append(paths, deploy...), more...)
+	if len(paths) < 3 {
+		t.Fatalf("found only %v", paths)
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(k, "_API_KEY") || strings.HasPrefix(k, "TOOLGATE_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	for _, p := range paths {
+		var out, errb bytes.Buffer
+		if code := run([]string{"check", "--config", p}, &out, &errb); code != 0 {
+			t.Errorf("check %s: code %d\n%s%s", p, code, out.String(), errb.String())
+		}
+	}
+}

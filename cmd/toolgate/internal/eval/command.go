@@ -57,10 +57,15 @@ type flags struct {
 func command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f flags
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, commandUsage)
+	// The flag package would print the usage to one writer for both
+	// --help (asked for: stdout) and a mistake (stderr).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	printUsage := func(w io.Writer) {
+		fmt.Fprint(w, commandUsage)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	fs.StringVar(&f.config, "config", "config.yaml", "config whose first upstream, catalog and recovery settings are measured")
 	fs.StringVar(&f.cases, "cases", "", "cases file (JSONL)")
@@ -74,8 +79,11 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.fromSink, "from-sink", "", "turn this escalation sink file into cases to label (written to --out)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
 			return 0
 		}
+		fmt.Fprintf(stderr, "toolgate eval: %v\n\n", err)
+		printUsage(stderr)
 		return ExitUsage
 	}
 	if fs.NArg() > 0 {
