@@ -24,17 +24,21 @@ func TestApprovalsDefaults(t *testing.T) {
 
 func TestApprovalsRejects(t *testing.T) {
 	for name, c := range map[string]struct{ yaml, want string }{
-		"unknown store":         {minimalYAML + "approvals: {store: postgres://x}\n", `approvals.store: line 2: "postgres://x" is not one of memory, file:PATH, redis://HOST:PORT/DB`},
-		"file without path":     {minimalYAML + "approvals: {store: 'file:'}\n", "approvals.store"},
-		"redis credentials":     {minimalYAML + "approvals: {store: 'redis://u:p@h:6379/0'}\n", "credentials"},
-		"redis bad db":          {minimalYAML + "approvals: {store: 'redis://h:6379/x'}\n", "database number"},
-		"ttl too short":         {minimalYAML + "approvals: {ttl: 500ms}\n", "approvals.ttl: line 2: must be between 1s and 168h0m0s, got 500ms"},
-		"ttl too long":          {minimalYAML + "approvals: {ttl: 200h}\n", "approvals.ttl"},
-		"notify not a URL":      {minimalYAML + "approvals: {notify: 'hooks.example/x'}\n", "approvals.notify"},
-		"notify secret alone":   {minimalYAML + "approvals: {notify_secret_env: S}\n", "approvals.notify_secret_env: line 2: is set but approvals.notify is empty"},
-		"unknown approver":      {minimalYAML + "catalog: {tools: [{name: a, policy: confirm, approver: user}]}\n", `catalog.tools[0].approver: line 2: "user" is not one of operator, caller`},
-		"approver on execute":   {minimalYAML + "catalog: {tools: [{name: a, approver: caller}]}\n", `catalog.tools[0].approver: line 2: applies only to a tool with policy: confirm; "a" has policy: execute`},
-		"unknown approvals key": {minimalYAML + "approvals: {stor: memory}\n", "approvals.stor"},
+		"unknown store":          {minimalYAML + "approvals: {store: postgres://x}\n", `approvals.store: line 2: "postgres://x" is not one of memory, file:PATH, redis://HOST:PORT/DB`},
+		"file without path":      {minimalYAML + "approvals: {store: 'file:'}\n", "approvals.store"},
+		"redis credentials":      {minimalYAML + "approvals: {store: 'redis://u:p@h:6379/0'}\n", "credentials"},
+		"redis bad db":           {minimalYAML + "approvals: {store: 'redis://h:6379/x'}\n", "database number"},
+		"ttl too short":          {minimalYAML + "approvals: {ttl: 500ms}\n", "approvals.ttl: line 2: must be between 1s and 168h0m0s, got 500ms"},
+		"ttl too long":           {minimalYAML + "approvals: {ttl: 200h}\n", "approvals.ttl"},
+		"notify not a URL":       {minimalYAML + "approvals: {notify: 'hooks.example/x'}\n", "approvals.notify"},
+		"notify secret alone":    {minimalYAML + "approvals: {notify_secret_env: S}\n", "approvals.notify_secret_env: line 2: is set but approvals.notify is empty"},
+		"unknown approver":       {minimalYAML + "catalog: {tools: [{name: a, policy: confirm, approver: user}]}\n", `catalog.tools[0].approver: line 2: "user" is not one of operator, caller`},
+		"approver on execute":    {minimalYAML + "catalog: {tools: [{name: a, approver: caller}]}\n", `catalog.tools[0].approver: line 2: applies only to a tool with policy: confirm; "a" has policy: execute`},
+		"unknown approvals key":  {minimalYAML + "approvals: {stor: memory}\n", "approvals.stor"},
+		"unknown notify format":  {minimalYAML + "approvals: {notify: 'https://hooks.example/x', notify_format: teams}\n", `approvals.notify_format: line 2: "teams" is not one of json, slack`},
+		"slack signed":           {minimalYAML + "approvals: {notify: 'https://hooks.example/x', notify_format: slack, notify_secret_env: S}\n", "approvals.notify_secret_env: line 2: is set but notify_format is slack"},
+		"page_url not a URL":     {minimalYAML + "approvals: {page_url: 'ops.example/ui/approvals'}\n", "approvals.page_url"},
+		"page_url with userinfo": {minimalYAML + "approvals: {page_url: 'https://u:p@ops.example/ui/approvals'}\n", "approvals.page_url"},
 		"exposed admin without token": {"admin_listen: 0.0.0.0:9091\n" + minimalYAML + confirmTool,
 			`approvals.admin_token_env: required because admin_listen "0.0.0.0:9091" is not a loopback address`},
 		"exposed admin, MCP confirm_destructive": {"admin_listen: 10.0.0.5:9091\n" + minimalYAML +
@@ -59,6 +63,8 @@ func TestApprovalsAccepts(t *testing.T) {
 		"exposed admin with token":          "admin_listen: 0.0.0.0:9091\n" + minimalYAML + confirmTool + "approvals: {admin_token_env: ADMIN}\n",
 		"exposed admin, nothing to approve": "admin_listen: 0.0.0.0:9091\n" + minimalYAML,
 		"loopback admin without token":      "admin_listen: 127.0.0.1:9091\n" + minimalYAML + confirmTool,
+		"exposed admin with named tokens":   "admin_listen: 0.0.0.0:9091\n" + minimalYAML + confirmTool + "approvals: {admin_tokens_env: ADMINS}\n",
+		"slack notify with a page":          minimalYAML + "approvals: {notify: 'https://hooks.slack.example/T/B/x', notify_format: slack, page_url: 'https://ops.example/ui/approvals'}\n",
 		"approver on an MCP tool made confirm by its hint": minimalYAML +
 			"mcp_servers: [{name: o, url: 'http://127.0.0.1:9400/mcp', path_prefix: /mcp/o}]\ncatalog: {mcp: {confirm_destructive: true}, tools: [{name: o/delete, approver: caller}]}\n",
 	} {
@@ -104,5 +110,34 @@ func TestApproverAndVersion(t *testing.T) {
 	}
 	if v := mustCompileYAML(t, minimalYAML+"catalog: {tools: [{name: a, policy: confirm, approver: caller}]}\n").Version; v == v0 {
 		t.Error("a caller approver kept the version")
+	}
+}
+
+func TestApprovalsNamedTokens(t *testing.T) {
+	y := minimalYAML + confirmTool + "approvals: {admin_tokens_env: ADMINS}\n"
+	s, err := compileYAML(t, y, nil, map[string]string{"ADMINS": " ana:t0k-a , bob@example.com:t0k-b,"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Secrets.ApprovalsAdminTokens
+	if len(got) != 2 || got[0] != (NamedToken{"ana", "t0k-a"}) || got[1] != (NamedToken{"bob@example.com", "t0k-b"}) {
+		t.Fatalf("named tokens = %+v", got)
+	}
+	for env, want := range map[string]string{
+		"":                     "environment variable ADMINS holds no name:token entries",
+		"ana":                  "entry 1 is not name:token",
+		"ana:":                 "entry 1 is not name:token",
+		"ana:x,ana:y":          `entry 2: the name "ana" is given twice`,
+		"ana:x,bob:x":          "entry 2: its token is another entry's too",
+		"a na:x":               "entry 1: the name must be",
+		"ok:t,bad|name:secret": "entry 2: the name must be",
+	} {
+		_, err := compileYAML(t, y, nil, map[string]string{"ADMINS": env})
+		if err == nil || !strings.Contains(err.Error(), "approvals.admin_tokens_env") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", env, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "secret") || env == "ana:x,bob:x" && strings.Contains(err.Error(), ":x")) {
+			t.Errorf("%q: the error shows a token: %v", env, err)
+		}
 	}
 }

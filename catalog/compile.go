@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -256,6 +257,9 @@ func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bo
 		}
 	}
 	sec.ApprovalsAdminToken = optionalSecret(ps, lookupEnv, "approvals.admin_token_env", c.Approvals.AdminTokenEnv)
+	if name := c.Approvals.AdminTokensEnv; name != "" {
+		sec.ApprovalsAdminTokens = namedTokens(ps, lookupEnv, name)
+	}
 	sec.ApprovalsNotifySecret = optionalSecret(ps, lookupEnv, "approvals.notify_secret_env", c.Approvals.NotifySecretEnv)
 	if name := c.Escalation.Sinks.WebhookSecretEnv; name != "" {
 		v, _ := lookupEnv(name)
@@ -282,6 +286,48 @@ func optionalSecret(ps *problems, lookupEnv func(string) (string, bool), field, 
 		ps.add(field, "environment variable %s is not set or empty", name)
 	}
 	return v
+}
+
+// tokenName is what a named admin token's name may be: it is recorded as
+// who decided, in sinks and on the page.
+var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// namedTokens reads approvals.admin_tokens_env: name:token pairs split by
+// commas. A problem names the variable and the entry's position, never its
+// text, which would print a token.
+func namedTokens(ps *problems, lookupEnv func(string) (string, bool), name string) []NamedToken {
+	const field = "approvals.admin_tokens_env"
+	v, _ := lookupEnv(name)
+	var out []NamedToken
+	before := len(ps.list)
+	names, tokens := map[string]bool{}, map[string]bool{}
+	for i, entry := range strings.Split(v, ",") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		n, tok, ok := strings.Cut(entry, ":")
+		n, tok = strings.TrimSpace(n), strings.TrimSpace(tok)
+		switch {
+		case !ok || tok == "":
+			ps.add(field, "environment variable %s: entry %d is not name:token", name, i+1)
+			continue
+		case !tokenName.MatchString(n):
+			ps.add(field, "environment variable %s: entry %d: the name must be 1 to 64 letters, digits, '.', '_', '@' or '-'", name, i+1)
+			continue
+		case names[n]:
+			ps.add(field, "environment variable %s: entry %d: the name %q is given twice", name, i+1, n)
+			continue
+		case tokens[tok]:
+			ps.add(field, "environment variable %s: entry %d: its token is another entry's too, so who decided could not be told", name, i+1)
+			continue
+		}
+		names[n], tokens[tok] = true, true
+		out = append(out, NamedToken{Name: n, Token: tok})
+	}
+	if len(out) == 0 && len(ps.list) == before {
+		ps.add(field, "environment variable %s holds no name:token entries", name)
+	}
+	return out
 }
 
 // traceHeaders reads tracing.headers_env: k=v pairs split by commas. A

@@ -271,10 +271,26 @@ type Approvals struct {
 	// AdminTokenEnv names the variable holding the admin API's bearer
 	// token; required when admin_listen is not loopback.
 	AdminTokenEnv string `yaml:"admin_token_env"`
+	// AdminTokensEnv names the variable holding named admin tokens
+	// ("name:token,…"); the name of the token a decision came with is
+	// recorded as who decided.
+	AdminTokensEnv string `yaml:"admin_tokens_env"`
 	// Notify is a webhook POSTed each new pending approval.
 	Notify          string `yaml:"notify"`
 	NotifySecretEnv string `yaml:"notify_secret_env"`
+	// NotifyFormat is the notification's body: json (the record, signed)
+	// or slack (an incoming-webhook message a person reads).
+	NotifyFormat string `yaml:"notify_format"`
+	// PageURL is where the approvals page is reached from outside
+	// (https://host/ui/approvals); a slack notification links to it.
+	PageURL string `yaml:"page_url"`
 }
+
+// Notification formats.
+const (
+	NotifyJSON  = "json"
+	NotifySlack = "slack"
+)
 
 // Limits bound what toolgate buffers.
 type Limits struct {

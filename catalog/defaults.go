@@ -105,6 +105,7 @@ func (c *Config) SetDefaults() {
 	}
 	setString(&c.Approvals.Store, DefaultApprovalsStore)
 	setDuration(&c.Approvals.TTL, DefaultApprovalsTTL)
+	setString(&c.Approvals.NotifyFormat, NotifyJSON)
 
 	setString(&c.Tracing.Protocol, TracingHTTP)
 	if c.Tracing.SampleRatio == nil {

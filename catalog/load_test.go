@@ -45,7 +45,7 @@ func TestParseMinimalGetsEveryDefault(t *testing.T) {
 		Truncated:  "escalate",
 		Escalation: Escalation{Mode: "error"},
 		Limits:     Limits{MaxRequestBytes: 67108864, MaxResponseBytes: 67108864},
-		Approvals:  Approvals{Store: "memory", TTL: Duration(15 * time.Minute)},
+		Approvals:  Approvals{Store: "memory", TTL: Duration(15 * time.Minute), NotifyFormat: "json"},
 		Tracing:    Tracing{Protocol: "http/protobuf", SampleRatio: floatp(1)},
 		Log:        Log{Level: "info", Format: "json"},
 		Shutdown:   Shutdown{Grace: Duration(25 * time.Second)},

@@ -118,10 +118,20 @@ type Secrets struct {
 	// ApprovalsAdminToken is the admin API's bearer token; empty when
 	// approvals.admin_token_env is not set.
 	ApprovalsAdminToken string
+	// ApprovalsAdminTokens are approvals.admin_tokens_env's named tokens,
+	// in the order written.
+	ApprovalsAdminTokens []NamedToken
 	// ApprovalsNotifySecret signs approvals.notify deliveries.
 	ApprovalsNotifySecret string
 	// TraceHeaders go with every trace export (tracing.headers_env).
 	TraceHeaders map[string]string
+}
+
+// NamedToken is an admin token and the name its decisions are recorded
+// under.
+type NamedToken struct {
+	Name  string
+	Token string
 }
 
 // ValidatorSpec is one validator in compiled form.

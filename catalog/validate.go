@@ -342,6 +342,7 @@ func (c *Config) validateApprovals(ps *problems) {
 	} else if a.NotifySecretEnv != "" {
 		ps.add("approvals.notify_secret_env", "is set but approvals.notify is empty; nothing would be signed")
 	}
+	c.validateApprovalsPeople(ps)
 	mcpConfirm := c.Catalog.MCP.ConfirmDestructive && len(c.MCPServers) > 0
 	for i, t := range c.Catalog.Tools {
 		// An MCP server's tool may be confirm through its destructiveHint,
@@ -351,10 +352,25 @@ func (c *Config) validateApprovals(ps *problems) {
 		}
 	}
 	host, _, err := net.SplitHostPort(c.AdminListen)
-	if err == nil && !isLoopback(host) && a.AdminTokenEnv == "" && c.approvalsInUse() {
+	if err == nil && !isLoopback(host) && a.AdminTokenEnv == "" && a.AdminTokensEnv == "" && c.approvalsInUse() {
 		ps.add("approvals.admin_token_env",
 			"required because admin_listen %q is not a loopback address and confirm tools are held for approval: anyone who can reach it could approve them",
 			c.AdminListen)
+	}
+}
+
+// validateApprovalsPeople checks what serves people: the notification's
+// format and the page's address it links to.
+func (c *Config) validateApprovalsPeople(ps *problems) {
+	a := &c.Approvals
+	oneOf(ps, "approvals.notify_format", a.NotifyFormat, NotifyJSON, NotifySlack)
+	if a.NotifyFormat == NotifySlack && a.NotifySecretEnv != "" {
+		ps.add("approvals.notify_secret_env", "is set but notify_format is slack: an incoming webhook reads no signature")
+	}
+	if a.PageURL != "" {
+		if msg := httpURLProblem(a.PageURL); msg != "" {
+			ps.add("approvals.page_url", "%s", msg)
+		}
 	}
 }
 
