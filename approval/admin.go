@@ -2,6 +2,8 @@ package approval
 
 import (
 	"bytes"
+	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -34,10 +36,14 @@ type View struct {
 	EscalationID   string          `json:"escalation_id"`
 	Created        time.Time       `json:"created"`
 	ExpiresAt      time.Time       `json:"expires_at"`
-	DecidedBy      string          `json:"decided_by,omitempty"`
-	DecidedAt      time.Time       `json:"decided_at,omitzero"`
-	Note           string          `json:"note,omitempty"`
-	ReleasedAt     time.Time       `json:"released_at,omitzero"`
+	// LastUserMessage and AskedBy help the person deciding; a
+	// notification leaves the message out.
+	LastUserMessage string    `json:"last_user_message,omitempty"`
+	AskedBy         string    `json:"asked_by,omitempty"`
+	DecidedBy       string    `json:"decided_by,omitempty"`
+	DecidedAt       time.Time `json:"decided_at,omitzero"`
+	Note            string    `json:"note,omitempty"`
+	ReleasedAt      time.Time `json:"released_at,omitzero"`
 }
 
 func (s *Service) view(r *Record) View {
@@ -47,13 +53,18 @@ func (s *Service) view(r *Record) View {
 		CatalogVersion: r.CatalogVersion, EscalationID: r.EscalationID,
 		Created: r.Created, ExpiresAt: r.ExpiresAt, DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt,
 		Note: r.Note, ReleasedAt: r.ReleasedAt, Calls: make([]Call, len(r.Calls)),
+		LastUserMessage: r.UserText, AskedBy: r.AskedBy,
 	}
+	var hidden []string
 	for i, c := range r.Calls {
 		if s.c.Redact != nil {
-			c.Arguments = s.c.Redact(c.Tool, c.Arguments)
+			red := s.c.Redact(c.Tool, c.Arguments)
+			hidden = appendHidden(hidden, c.Arguments, red)
+			c.Arguments = red
 		}
 		v.Calls[i] = c
 	}
+	v.LastUserMessage = maskValues(v.LastUserMessage, hidden)
 	if len(v.Calls) == 1 {
 		v.Tool, v.Arguments = v.Calls[0].Tool, v.Calls[0].Arguments
 	}
@@ -68,6 +79,84 @@ const (
 	maxNote      = 2000
 )
 
+// NamedToken is an admin token whose decisions are recorded under its
+// name (approvals.admin_tokens_env).
+type NamedToken struct {
+	Name  string
+	Token string
+}
+
+// Tokens are who may use the admin API and the page: the admin token,
+// whose decisions record the body's "by", and named tokens, whose
+// decisions record their name whatever the body says. None at all leaves
+// the API open (a loopback admin listener) and the page closed.
+type Tokens struct {
+	Admin string
+	Named []NamedToken
+}
+
+// adminName is decided_by for a decision made on the page with the
+// unnamed admin token, which has no name of its own to record.
+const adminName = "admin"
+
+// keyed is one accepted token: its digest, compared in constant time, and
+// the name its decisions are recorded under ("" for the admin token).
+type keyed struct {
+	sum   [sha256.Size]byte
+	name  string
+	named bool
+	// session signs the page's cookies and CSRF tokens for this token,
+	// so every replica with the same token accepts them and removing the
+	// token ends its sessions.
+	session []byte
+}
+
+type tokenSet []keyed
+
+func newTokenSet(t Tokens) tokenSet {
+	var ks tokenSet
+	add := func(tok, name string, named bool) {
+		m := hmac.New(sha256.New, []byte(tok))
+		m.Write([]byte("toolgate approvals page session v1"))
+		ks = append(ks, keyed{sum: sha256.Sum256([]byte(tok)), name: name, named: named, session: m.Sum(nil)})
+	}
+	if t.Admin != "" {
+		add(t.Admin, "", false)
+	}
+	for _, n := range t.Named {
+		add(n.Token, n.Name, true)
+	}
+	return ks
+}
+
+// match finds the token presented, comparing against every one so the
+// time says nothing about which matched.
+func (ks tokenSet) match(tok string) (keyed, bool) {
+	sum := sha256.Sum256([]byte(tok))
+	found := -1
+	for i := range ks {
+		if subtle.ConstantTimeCompare(sum[:], ks[i].sum[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return keyed{}, false
+	}
+	return ks[found], true
+}
+
+// byName finds a token by the name a session cookie carries.
+func (ks tokenSet) byName(named bool, name string) (keyed, bool) {
+	for _, k := range ks {
+		if k.named == named && k.name == name {
+			return k, true
+		}
+	}
+	return keyed{}, false
+}
+
+type ctxKey struct{}
+
 // Handler is the admin API (SPEC §5a), mounted on the admin
 // listener:
 //
@@ -75,32 +164,37 @@ const (
 //	GET  /approvals/{id}            one
 //	POST /approvals/{id}            {"decision":"approve"|"deny","by":"…","note":"…"}
 //
-// With a token, every request needs "Authorization: Bearer <token>": the
-// list shows arguments, and a decision releases a held call.
-func (s *Service) Handler(token string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /approvals", s.list)
-	mux.HandleFunc("GET /approvals/{id}", s.show)
-	mux.HandleFunc("POST /approvals/{id}", s.decide)
-	if token == "" {
-		return mux
+// and the page for people (page.go) under /ui/. With tokens, every API
+// request needs "Authorization: Bearer <token>": the list shows
+// arguments, and a decision releases a held call.
+func (s *Service) Handler(t Tokens) http.Handler {
+	ks := newTokenSet(t)
+	api := http.NewServeMux()
+	api.HandleFunc("GET /approvals", s.list)
+	api.HandleFunc("GET /approvals/{id}", s.show)
+	api.HandleFunc("POST /approvals/{id}", s.decide)
+	guarded := http.Handler(api)
+	if len(ks) > 0 {
+		guarded = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got, ok := bearer(r.Header.Get("Authorization"))
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate approvals"`)
+				apiError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (an approvals admin token)")
+				return
+			}
+			k, ok := ks.match(got)
+			if !ok {
+				apiError(w, http.StatusForbidden, "forbidden", "the bearer token is not an approvals admin token")
+				return
+			}
+			api.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, k)))
+		})
 	}
-	want := sha256.Sum256([]byte(token))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := bearer(r.Header.Get("Authorization"))
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate approvals"`)
-			apiError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the value of approvals.admin_token_env)")
-			return
-		}
-		// Comparing digests keeps the time independent of the length too.
-		sum := sha256.Sum256([]byte(got))
-		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-			apiError(w, http.StatusForbidden, "forbidden", "the bearer token is not the approvals admin token")
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
+	mux := http.NewServeMux()
+	mux.Handle("/approvals", guarded)
+	mux.Handle("/approvals/", guarded)
+	s.page(mux, ks)
+	return mux
 }
 
 func bearer(h string) (string, bool) {
@@ -150,7 +244,7 @@ func storeError(w http.ResponseWriter, err error) {
 	}
 	if errors.Is(err, ErrUnavailable) {
 		w.Header().Set("Retry-After", "1")
-		apiError(w, http.StatusServiceUnavailable, "store_unavailable", "the approval store cannot be reached; try again")
+		apiError(w, http.StatusServiceUnavailable, "store_unavailable", "the approval store cannot be reached; nothing was changed, try again")
 		return
 	}
 	apiError(w, http.StatusInternalServerError, "internal", "the approval could not be read")
@@ -208,6 +302,11 @@ func (s *Service) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, status, msg := readDecision(w, r)
+	if k, ok := r.Context().Value(ctxKey{}).(keyed); ok && k.named && status == 0 {
+		d.By = k.name
+	} else if status == 0 && d.By == "" {
+		status, msg = http.StatusBadRequest, `"by" is required: who decides (a name or an id)`
+	}
 	if status != 0 {
 		code := map[int]string{http.StatusRequestEntityTooLarge: "too_large", http.StatusUnsupportedMediaType: "unsupported_media_type"}[status]
 		if code == "" {
@@ -253,7 +352,9 @@ func readDecision(w http.ResponseWriter, r *http.Request) (Decision, int, string
 }
 
 // ParseDecision checks a decision body: one JSON object with a known
-// decision, a printable "by" and an optional note, nothing else.
+// decision, an optional printable "by" (required by the API unless a
+// named token says who) and an optional note, nothing else, no member
+// twice.
 func ParseDecision(body []byte) (Decision, int, string) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Decision{}, http.StatusBadRequest, "the body is empty; " + bodyHint
@@ -267,6 +368,23 @@ func ParseDecision(body []byte) (Decision, int, string) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Decision{}, http.StatusBadRequest, "the body has more than one JSON value; " + bodyHint
 	}
+	// Parsers disagree on which of two same-named members counts: a
+	// decision must mean one thing, so none is taken.
+	if _, err := Canonical(body); err != nil {
+		return Decision{}, http.StatusBadRequest, "the body gives a member twice (" +
+			strings.TrimPrefix(err.Error(), "approval: canonical JSON: ") + "); nothing was decided"
+	}
+	// encoding/json matches member names regardless of case: "Decision"
+	// beside "decision" would be the same member twice.
+	var names map[string]json.RawMessage
+	if err := json.Unmarshal(body, &names); err != nil {
+		return Decision{}, http.StatusBadRequest, "the body is not a decision object; " + bodyHint
+	}
+	for n := range names {
+		if n != "decision" && n != "by" && n != "note" {
+			return Decision{}, http.StatusBadRequest, fmt.Sprintf("the body has a member %q; %s", n, bodyHint)
+		}
+	}
 	var d Decision
 	switch b.Decision {
 	case "approve":
@@ -274,6 +392,9 @@ func ParseDecision(body []byte) (Decision, int, string) {
 	case "deny":
 	default:
 		return Decision{}, http.StatusBadRequest, fmt.Sprintf(`decision %q is not "approve" or "deny"`, b.Decision)
+	}
+	if b.By != "" && strings.TrimSpace(b.By) == "" {
+		return Decision{}, http.StatusBadRequest, `"by" is blank: who decides (a name or an id)`
 	}
 	if msg := textProblem("by", b.By, maxBy, false); msg != "" {
 		return Decision{}, http.StatusBadRequest, msg
@@ -290,8 +411,6 @@ func ParseDecision(body []byte) (Decision, int, string) {
 // line (a note may have line breaks and tabs).
 func textProblem(field, v string, limit int, multiline bool) string {
 	switch {
-	case !multiline && strings.TrimSpace(v) == "":
-		return fmt.Sprintf("%q is required: who decides (a name or an id)", field)
 	case !utf8.ValidString(v):
 		return fmt.Sprintf("%q is not valid UTF-8", field)
 	case utf8.RuneCountInString(v) > limit:

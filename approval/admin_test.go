@@ -36,7 +36,7 @@ func newFixture(t *testing.T, token string) *fixture {
 			return json.RawMessage(strings.ReplaceAll(string(args), `"4111"`, `"[redacted]"`))
 		},
 	})
-	f.h = f.svc.Handler(token)
+	f.h = f.svc.Handler(Tokens{Admin: token})
 	return f
 }
 
@@ -264,7 +264,7 @@ func (*failingStore) List(context.Context, State) ([]*Record, error) {
 
 func TestAdminStoreUnavailableIs503(t *testing.T) {
 	svc := New(Config{Store: &failingStore{NewMemory(Options{})}})
-	h := svc.Handler("")
+	h := svc.Handler(Tokens{})
 	for _, req := range []*http.Request{
 		httptest.NewRequest(http.MethodGet, "/approvals", nil),
 		httptest.NewRequest(http.MethodGet, "/approvals/apr_0123456789abcdef0123456789abcdef", nil),

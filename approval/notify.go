@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -84,3 +85,37 @@ func (n *Notifier) Close() {
 	}
 	n.p.Close()
 }
+
+// Slack message bounds: a summary a person reads at a glance.
+const maxSlackArgs = 300
+
+// slackText is an incoming-webhook message (Slack and Mattermost both
+// read "text"): the tool, its arguments redacted and cut short, the
+// expiry and where to decide.
+func slackText(v View, pageURL string) string {
+	tool := v.Tool
+	args := string(v.Arguments)
+	if tool == "" {
+		names := make([]string, len(v.Calls))
+		for i, c := range v.Calls {
+			names[i] = c.Tool
+		}
+		tool, args = strings.Join(names, ", "), ""
+	}
+	var b strings.Builder
+	b.WriteString("Approval needed: ")
+	b.WriteString(slackEscape(tool))
+	if args != "" {
+		b.WriteString(" ")
+		b.WriteString(slackEscape(truncateRunes(args, maxSlackArgs)))
+	}
+	b.WriteString("\nExpires: " + v.ExpiresAt.UTC().Format(time.RFC3339))
+	if pageURL == "" {
+		pageURL = "/ui/approvals"
+	}
+	b.WriteString("\nDecide: " + pageURL + "#" + v.ID)
+	return b.String()
+}
+
+// slackEscape escapes what Slack's text format reads as markup.
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace

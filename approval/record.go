@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // State is where an approval stands.
@@ -95,6 +96,12 @@ type Record struct {
 	CatalogVersion string `json:"catalog_version"`
 	EscalationID   string `json:"escalation_id"`
 	Calls          []Call `json:"calls"`
+	// UserText is the conversation's last user message, for the person
+	// deciding; it is shown on the page and the admin API, never logged
+	// or sent to sinks or notifications.
+	UserText string `json:"user_text,omitempty"`
+	// AskedBy says which client asked: its inbound token's digest.
+	AskedBy string `json:"asked_by,omitempty"`
 	// Held is what is released on resume: the upstream's answer bytes, or
 	// a stream's held events, as the route's codec wrote them. It is
 	// dropped once the record is final.
@@ -197,7 +204,13 @@ type Spec struct {
 	Calls          []Call
 	Held           []byte
 	Stream         bool
+	UserText       string
+	AskedBy        string
 }
+
+// maxUserText bounds the user message a record keeps: enough to see what
+// was asked, not a whole pasted document in every replica's store.
+const maxUserText = 2000
 
 // NewRecord makes a pending record from s, expiring ttl after now, and the
 // secret for a caller approval (zero otherwise).
@@ -208,6 +221,7 @@ func NewRecord(s Spec, now time.Time, ttl time.Duration) (*Record, Secret) {
 		RequestDigest: s.RequestDigest, Route: s.Route, Upstream: s.Upstream,
 		CatalogVersion: s.CatalogVersion, EscalationID: s.EscalationID,
 		Calls: s.Calls, Held: s.Held, Stream: s.Stream,
+		UserText: truncateRunes(s.UserText, maxUserText), AskedBy: s.AskedBy,
 	}
 	if r.Approver == "" {
 		r.Approver = Operator
@@ -218,6 +232,16 @@ func NewRecord(s Spec, now time.Time, ttl time.Duration) (*Record, Secret) {
 		r.SecretHash = sec.hash()
 	}
 	return r, sec
+}
+
+// truncateRunes cuts s to at most n runes, marking the cut.
+func truncateRunes(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // ParseID checks an X-Toolgate-Approval value: "apr_" and 32 lower-case

@@ -63,8 +63,42 @@ func (s *Redis) all() string          { return s.prefix + "all" }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
+// lateCheck opens every script that changes a record: a script the
+// server runs after ARGV[1] (its deadline, unix ms) changes nothing and
+// answers 'late'. A server paused past the client's timeout would
+// otherwise apply a write the client already answered 503 for: an
+// approval decided behind a "try again", a hold nobody has the id of.
+const lateCheck = `
+local t = redis.call('TIME')
+if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > tonumber(ARGV[1]) then return {'late'} end
+`
+
+// writeBudget is how long after a script is sent the server may still
+// apply it: half the client's timeout, leaving the other half for the
+// answer's way back and for the clocks of replica and server to differ.
+const writeBudget = redisTimeout / 2
+
+// deadline is a script's ARGV[1], from the wall clock (never the store's
+// Options.Now, which tests move), since the server compares it with its
+// own.
+func deadline() int64 { return time.Now().Add(writeBudget).UnixMilli() }
+
+// errLate is a script the server reached after its deadline.
+var errLate = errors.New("the store answered after the deadline; nothing was changed")
+
+// putScript stores a new record and its index entries, unless late.
+var putScript = redis.NewScript(lateCheck + `
+redis.call('HSET', KEYS[1], 'rec', ARGV[2], 'state', ARGV[3], 'exp', ARGV[4])
+if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'held', ARGV[8]) end
+redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
+if ARGV[3] == 'pending' or ARGV[3] == 'approved' then redis.call('ZADD', KEYS[3], ARGV[4], ARGV[6]) end
+if ARGV[3] == 'pending' then redis.call('ZADD', KEYS[4], ARGV[4], ARGV[6]) end
+return {'ok'}
+`)
+
 // Put implements Store: the hash, its expiry and the index entries in one
-// MULTI.
+// script, which applies whole or, past its deadline, not at all.
 func (s *Redis) Put(ctx context.Context, r *Record) error {
 	imm := clone(r, false)
 	imm.State, imm.DecidedBy, imm.DecidedAt, imm.Note, imm.ReleasedAt = "", "", time.Time{}, "", time.Time{}
@@ -73,25 +107,17 @@ func (s *Redis) Put(ctx context.Context, r *Record) error {
 		return err
 	}
 	keep := r.ExpiresAt.Add(s.o.Linger)
-	k := s.key(r.ID)
-	_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		fields := []any{"rec", b, "state", string(r.State), "exp", ms(r.ExpiresAt)}
-		if r.Held != nil {
-			fields = append(fields, "held", r.Held)
-		}
-		p.HSet(ctx, k, fields...)
-		p.PExpireAt(ctx, k, keep)
-		p.ZAdd(ctx, s.all(), redis.Z{Score: float64(ms(keep)), Member: r.ID})
-		if r.State == Pending || r.State == Approved {
-			p.ZAdd(ctx, s.live(), redis.Z{Score: float64(ms(r.ExpiresAt)), Member: r.ID})
-		}
-		if r.State == Pending {
-			p.ZAdd(ctx, s.pending(), redis.Z{Score: float64(ms(r.ExpiresAt)), Member: r.ID})
-		}
-		return nil
-	})
+	hasHeld := "0"
+	if r.Held != nil {
+		hasHeld = "1"
+	}
+	res, err := putScript.Run(ctx, s.c, []string{s.key(r.ID), s.all(), s.live(), s.pending()},
+		deadline(), b, string(r.State), ms(r.ExpiresAt), ms(keep), r.ID, hasHeld, r.Held).StringSlice()
 	if err != nil {
 		return unavailableErr(err)
+	}
+	if res[0] == "late" {
+		return unavailableErr(errLate)
 	}
 	return nil
 }
@@ -174,21 +200,21 @@ func (s *Redis) List(ctx context.Context, st State) ([]*Record, error) {
 	return out, nil
 }
 
-// decideScript moves a pending, unexpired record to ARGV[2]. It answers
-// {"ok", rec} or {refusal, state}.
-var decideScript = redis.NewScript(`
+// decideScript moves a pending, unexpired record to ARGV[3]. It answers
+// {"ok", rec}, {refusal, state} or {"late"}.
+var decideScript = redis.NewScript(lateCheck + `
 local st = redis.call('HGET', KEYS[1], 'state')
 if not st then return {'unknown', ''} end
-local now = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
 if (st == 'pending' or st == 'approved') and now >= tonumber(redis.call('HGET', KEYS[1], 'exp')) then
   return {'expired', st}
 end
 if st ~= 'pending' then return {'decided', st} end
-redis.call('HSET', KEYS[1], 'state', ARGV[2], 'by', ARGV[3], 'note', ARGV[4], 'at', ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[5])
-if ARGV[2] == 'denied' then
+redis.call('HSET', KEYS[1], 'state', ARGV[3], 'by', ARGV[4], 'note', ARGV[5], 'at', ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[6])
+if ARGV[3] == 'denied' then
   redis.call('HDEL', KEYS[1], 'held')
-  redis.call('ZREM', KEYS[2], ARGV[5])
+  redis.call('ZREM', KEYS[2], ARGV[6])
 end
 return {'ok', redis.call('HGET', KEYS[1], 'rec')}
 `)
@@ -201,11 +227,13 @@ func (s *Redis) Decide(ctx context.Context, id string, d Decision) (*Record, err
 		to = Approved
 	}
 	res, err := decideScript.Run(ctx, s.c, []string{s.key(id), s.live(), s.pending()},
-		ms(now), string(to), d.By, d.Note, id).StringSlice()
+		deadline(), ms(now), string(to), d.By, d.Note, id).StringSlice()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
 	switch res[0] {
+	case "late":
+		return nil, unavailableErr(errLate)
 	case "ok":
 		r, err := fromHash(id, map[string]string{"rec": res[1]})
 		if err != nil {
@@ -221,22 +249,23 @@ func (s *Redis) Decide(ctx context.Context, id string, d Decision) (*Record, err
 	return nil, refuse(CodeDecided, State(res[1]))
 }
 
-// claimScript releases an approved record, or a pending one when ARGV[3]
+// claimScript releases an approved record, or a pending one when ARGV[4]
 // is "1" (a caller approval whose secret was checked). It answers
-// {"ok", held, by, at, note} or {refusal state}.
-var claimScript = redis.NewScript(`
+// {"ok", held, by, at, note}, {refusal state} or {"late"}: a release the
+// client gave up on would use the approval and lose its answer.
+var claimScript = redis.NewScript(lateCheck + `
 local st = redis.call('HGET', KEYS[1], 'state')
 if not st then return {'unknown'} end
-local now = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
 if (st == 'pending' or st == 'approved') and now >= tonumber(redis.call('HGET', KEYS[1], 'exp')) then
   return {'expired'}
 end
-if st == 'approved' or (st == 'pending' and ARGV[3] == '1') then
+if st == 'approved' or (st == 'pending' and ARGV[4] == '1') then
   local f = redis.call('HMGET', KEYS[1], 'held', 'by', 'at', 'note')
-  redis.call('HSET', KEYS[1], 'state', 'released', 'rel', ARGV[1])
+  redis.call('HSET', KEYS[1], 'state', 'released', 'rel', ARGV[2])
   redis.call('HDEL', KEYS[1], 'held')
-  redis.call('ZREM', KEYS[2], ARGV[2])
-  redis.call('ZREM', KEYS[3], ARGV[2])
+  redis.call('ZREM', KEYS[2], ARGV[3])
+  redis.call('ZREM', KEYS[3], ARGV[3])
   return {'ok', f[1], f[2], f[3], f[4]}
 end
 return {st}
@@ -265,7 +294,7 @@ func (s *Redis) Claim(ctx context.Context, id string, m Match) (*Record, error) 
 		caller = "1"
 	}
 	now := s.o.Now()
-	res, err := claimScript.Run(ctx, s.c, []string{s.key(id), s.live(), s.pending()}, ms(now), id, caller).Slice()
+	res, err := claimScript.Run(ctx, s.c, []string{s.key(id), s.live(), s.pending()}, deadline(), ms(now), id, caller).Slice()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
@@ -283,6 +312,8 @@ func claimed(r *Record, res []any, now time.Time) (*Record, error) {
 		return ""
 	}
 	switch st := str(0); st {
+	case "late":
+		return nil, unavailableErr(errLate)
 	case "ok":
 		r.Held = nil
 		if len(res) > 1 && res[1] != nil {

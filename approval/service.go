@@ -22,6 +22,13 @@ type Event struct {
 	At           time.Time `json:"at"`
 	// Code is a refused resume's §5a code.
 	Code Code `json:"code,omitempty"`
+	// Chain, Seq and Prev link the events one process wrote: Chain names
+	// the process's chain, Seq counts its events from 1 and Prev is the
+	// digest of the event before (chain.go), so a removed or altered
+	// record shows.
+	Chain string `json:"chain"`
+	Seq   uint64 `json:"seq"`
+	Prev  string `json:"prev"`
 }
 
 // Config wires a Service.
@@ -39,6 +46,10 @@ type Config struct {
 	// as they are.
 	Redact func(tool string, args json.RawMessage) json.RawMessage
 	Now    func() time.Time
+	// NotifyFormat is the notification's body: "json" (default) or
+	// "slack"; PageURL is the approvals page a slack message links to.
+	NotifyFormat string
+	PageURL      string
 }
 
 // Service is approvals as the rest of toolgate uses them: the store's
@@ -46,7 +57,8 @@ type Config struct {
 type Service struct {
 	c Config
 	// ttl is c.TTL, which a reload may change while requests hold calls.
-	ttl atomic.Int64
+	ttl   atomic.Int64
+	chain chain
 }
 
 // New returns a Service on c.Store.
@@ -57,7 +69,7 @@ func New(c Config) *Service {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	s := &Service{c: c}
+	s := &Service{c: c, chain: chain{id: "chn_" + random()}}
 	s.ttl.Store(int64(c.TTL))
 	return s
 }
@@ -76,8 +88,8 @@ func (s *Service) Store() Store { return s.c.Store }
 func (s *Service) emit(result string, r *Record, by string, at time.Time, code Code) {
 	s.c.Metrics.count(result)
 	if s.c.Audit != nil {
-		s.c.Audit(Event{Result: result, ApprovalID: r.ID, EscalationID: r.EscalationID,
-			CallDigest: r.CallDigest(), By: by, At: at.UTC(), Code: code})
+		s.chain.link(Event{Result: result, ApprovalID: r.ID, EscalationID: r.EscalationID,
+			CallDigest: r.CallDigest(), By: by, At: at.UTC(), Code: code}, s.c.Audit)
 	}
 }
 
@@ -99,7 +111,7 @@ func (s *Service) Request(ctx context.Context, spec Spec) (*Record, Secret, erro
 	s.emit(ResultRequested, r, "", r.Created, "")
 	s.refreshPending(ctx)
 	if s.c.Notifier != nil && r.Approver == Operator {
-		if body, err := json.Marshal(notification{Type: "approval.pending", Approval: s.view(r)}); err == nil {
+		if body, err := s.notification(r); err == nil {
 			s.c.Notifier.Notify(body)
 		}
 	}
@@ -109,6 +121,19 @@ func (s *Service) Request(ctx context.Context, spec Spec) (*Record, Secret, erro
 type notification struct {
 	Type     string `json:"type"`
 	Approval View   `json:"approval"`
+}
+
+// notification is the body announcing r: the view as JSON, or a message
+// a person reads in a chat tool. Neither carries the user's message.
+func (s *Service) notification(r *Record) ([]byte, error) {
+	v := s.view(r)
+	v.LastUserMessage = ""
+	if s.c.NotifyFormat == "slack" {
+		return json.Marshal(struct {
+			Text string `json:"text"`
+		}{Text: slackText(v, s.c.PageURL)})
+	}
+	return json.Marshal(notification{Type: "approval.pending", Approval: v})
 }
 
 // Get returns a record as it reads now.

@@ -150,7 +150,7 @@ func (x *exchange) holdSpec(v *verdict, contentType string, held []byte, stream 
 	}
 	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name,
 		CatalogVersion: x.rt.snap.Version, EscalationID: v.escalation.ID, Calls: calls,
-		Held: packHeld(contentType, held), Stream: stream}, nil
+		Held: packHeld(contentType, held), Stream: stream, UserText: x.req.UserText}, nil
 }
 
 // packHeld keeps the answer's content type with its bytes: a Gemini

@@ -134,7 +134,7 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 		return nil, err
 	}
 	a.approvals, a.Approvals = ap, ap.svc
-	a.Admin.Mount(ap, "/approvals", "/approvals/{id}")
+	a.Admin.Mount(ap, "/approvals", "/approvals/{id}", "/ui/")
 	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: sinkSwitch{a}, Keepalive: o.Keepalive,
 		Observer: o.Observer, TraceTuning: o.TraceTuning, Version: o.Version, Approvals: ap.svc})
 	if err != nil {

@@ -61,8 +61,9 @@ func openApprovals(snap *catalog.Snapshot, baseDir string, reg prometheus.Regist
 	ap.svc = approval.New(approval.Config{Store: st, TTL: cfg.TTL.D(), Metrics: m, Notifier: ap.notifier, Audit: audit,
 		Redact: func(_ string, args json.RawMessage) json.RawMessage {
 			return sink.RedactArgs(args, store.Load().Config.Escalation.Redact)
-		}})
-	ap.setToken(snap.Secrets.ApprovalsAdminToken)
+		},
+		NotifyFormat: cfg.NotifyFormat, PageURL: cfg.PageURL})
+	ap.setTokens(snap.Secrets)
 	ctx, cancel := context.WithCancel(context.Background())
 	ap.stop = cancel
 	go func() {
@@ -72,22 +73,27 @@ func openApprovals(snap *catalog.Snapshot, baseDir string, reg prometheus.Regist
 	return ap, nil
 }
 
-func (ap *approvals) setToken(token string) {
-	h := ap.svc.Handler(token)
+func (ap *approvals) setTokens(sec catalog.Secrets) {
+	t := approval.Tokens{Admin: sec.ApprovalsAdminToken}
+	for _, n := range sec.ApprovalsAdminTokens {
+		t.Named = append(t.Named, approval.NamedToken{Name: n.Name, Token: n.Token})
+	}
+	h := ap.svc.Handler(t)
 	ap.handler.Store(&h)
 }
 
-// ServeHTTP serves the admin API with the live token.
+// ServeHTTP serves the admin API and the page with the live tokens.
 func (ap *approvals) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	(*ap.handler.Load()).ServeHTTP(w, r)
 }
 
 // reload takes what may change while running: the ttl and the admin
-// token. The store and the notification target stay as they started.
+// tokens. The store and the notification (target, format, page_url) stay
+// as they started.
 func (ap *approvals) reload(snap *catalog.Snapshot, log *zap.Logger) {
 	cfg := snap.Config.Approvals
 	ap.svc.SetTTL(cfg.TTL.D())
-	ap.setToken(snap.Secrets.ApprovalsAdminToken)
+	ap.setTokens(snap.Secrets)
 	if cfg.Store != ap.spec {
 		log.Warn("approvals.store changed; it takes effect on restart", zap.String("store", ap.spec))
 	}
