@@ -37,6 +37,7 @@ Usage:
                                           toolgate and the scripted model up for your own SDK
   toolgate eval    --config config.yaml --cases cases.jsonl --model M
                                           measure recovery and pick the threshold
+  toolgate audit verify FILE              check the approval record chain of a sink file
   toolgate version                        print the version
 
 toolgate COMMAND --help shows a command's flags.
@@ -92,6 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return demoCommand(args[1:], stdout, stderr)
 	case "eval":
 		return eval.Command(args[1:], stdout, stderr)
+	case "audit":
+		return audit(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fs := newFlags("version", versionUsage)
 		if code, ok := parse(fs, args[1:], stdout, stderr); !ok {
