@@ -57,6 +57,10 @@ var (
 	// errNoCallID: the agent answers a call by its id and a re-query must
 	// too, so such a call can be neither run nor repaired.
 	errNoCallID = refusedAnswer("the upstream answer has a tool call without an id")
+	// errTwoForms: calls, or the tools offered, in two forms at once
+	// (Chat's tools and its legacy functions): which one the agent runs is
+	// its SDK's choice, so neither is judged alone.
+	errTwoForms = refusedAnswer("the exchange mixes tools with the legacy functions form, which cannot be judged as one")
 	// errUnreadable: the codec could not decode the answer; the codec's
 	// error is wrapped around it for the log.
 	errUnreadable = &failure{cause: "unreadable upstream answer", f: upstreamFailure("",

@@ -323,6 +323,8 @@ func answerError(err error) error {
 		return errNotUTF8
 	case errors.Is(err, api.ErrFoldedKey):
 		return errFoldedKey
+	case errors.Is(err, api.ErrTwoForms):
+		return errTwoForms
 	}
 	return fmt.Errorf("%w: %w", errUnreadable, err)
 }

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"unicode/utf8"
@@ -87,6 +88,10 @@ type Codec interface {
 var (
 	ErrNotUTF8   = jsonx.ErrNotUTF8
 	ErrFoldedKey = jsonx.ErrFolded
+	// ErrTwoForms: tools offered or called in two of an API's forms at
+	// once (Chat's tools and its legacy functions), which no one judgment
+	// covers.
+	ErrTwoForms = errors.New("tools in two forms at once")
 )
 
 // Readable is the check DecodeAnswer starts with, for a codec that does not

@@ -12,9 +12,27 @@ type turnRef struct {
 	choice int
 }
 
+// legacyRef is a turnRef whose call is a function_call. It is a type of
+// its own so that every other turn's handle stays as small as it was.
+type legacyRef struct{ turnRef }
+
 // DecodeAnswer implements api.Codec, for the client's answer and for
-// re-query answers alike.
-func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
+// re-query answers alike. A call answering a request that offered tools in
+// both forms is refused: what was offered is not known.
+func (cd *codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
+	a, err := cd.decodeAnswer(body)
+	if err == nil && cd.mixed {
+		for _, t := range a.Choices {
+			if len(t.Calls) > 0 {
+				return nil, ErrTwoForms
+			}
+		}
+	}
+	return a, err
+}
+
+// decodeAnswer reads an answer's choices.
+func (*codec) decodeAnswer(body []byte) (*neutral.Answer, error) {
 	// One pass reads the answer into a tape: its grammar, its UTF-8 and
 	// the place of every value, and the keys are checked against the
 	// protocol keys on the tape. Only the calls are then decoded; the
@@ -41,9 +59,14 @@ func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 		}
 	}
 	for i, j := 0, choices+1; i < len(a.Choices); i, j = i+1, tx.Next(j) {
-		t := &neutral.Turn{ResponseID: id, Raw: turnRef{body: body, choice: i}}
-		if err := readChoice(t, tx, j); err != nil {
+		t := &neutral.Turn{ResponseID: id}
+		legacy, err := readChoice(t, tx, j)
+		if err != nil {
 			return nil, err
+		}
+		t.Raw = turnRef{body: body, choice: i}
+		if legacy {
+			t.Raw = legacyRef{turnRef{body: body, choice: i}}
 		}
 		if i == 0 {
 			t.Usage = a.Usage
@@ -54,41 +77,94 @@ func (*codec) DecodeAnswer(body []byte) (*neutral.Answer, error) {
 }
 
 // readChoice reads the text, calls and finish reason of the choice at
-// node c into t.
-func readChoice(t *neutral.Turn, tx *jsonx.Text, c int) error {
+// node c into t. legacy reports a call in the legacy form, function_call.
+func readChoice(t *neutral.Turn, tx *jsonx.Text, c int) (legacy bool, err error) {
 	if tx.Kind(c) != '{' {
-		return ErrShape
+		return false, ErrShape
 	}
 	if m := tx.Get(c, "message"); !tx.Null(m) {
 		if tx.Kind(m) != '{' {
-			return ErrShape
+			return false, ErrShape
 		}
 		t.Text, _ = tx.Str(tx.Get(m, "content"))
-		if tcs := tx.Get(m, "tool_calls"); !tx.Null(tcs) {
-			if tx.Kind(tcs) != '[' {
-				return ErrShape
+		if err := readToolCalls(t, tx, tx.Get(m, "tool_calls")); err != nil {
+			return false, err
+		}
+		if fc := tx.Get(m, "function_call"); !tx.Null(fc) {
+			// One message with calls in both forms: which of them the agent
+			// runs is its SDK's choice, so neither can be judged alone.
+			if len(t.Calls) > 0 {
+				return false, ErrTwoForms
 			}
-			if tx.Len(tcs) > 0 {
-				t.Calls = make([]neutral.ToolCall, 0, tx.Len(tcs))
+			wc, err := tapeFunctionCall(tx, fc)
+			if err != nil {
+				return false, err
 			}
-			for k, e := 0, tcs+1; k < tx.Len(tcs); k, e = k+1, tx.Next(e) {
-				tc, err := tapeCall(tx, e)
-				if err != nil {
-					return err
-				}
-				t.Calls = append(t.Calls, neutralCall(tc))
-			}
+			t.Calls, legacy = []neutral.ToolCall{neutralCall(wc)}, true
 		}
 	}
 	finish := ""
 	if fr := tx.Get(c, "finish_reason"); !tx.Null(fr) {
 		var ok bool
 		if finish, ok = tx.Str(fr); !ok {
-			return ErrShape
+			return false, ErrShape
 		}
 	}
 	t.Stop = stopOf(finish)
+	return legacy, nil
+}
+
+// readToolCalls reads the tool_calls array at node tcs (absent or null:
+// none) into t.
+func readToolCalls(t *neutral.Turn, tx *jsonx.Text, tcs int) error {
+	if tx.Null(tcs) {
+		return nil
+	}
+	if tx.Kind(tcs) != '[' {
+		return ErrShape
+	}
+	if tx.Len(tcs) > 0 {
+		t.Calls = make([]neutral.ToolCall, 0, tx.Len(tcs))
+	}
+	for k, e := 0, tcs+1; k < tx.Len(tcs); k, e = k+1, tx.Next(e) {
+		tc, err := tapeCall(tx, e)
+		if err != nil {
+			return err
+		}
+		t.Calls = append(t.Calls, neutralCall(tc))
+	}
 	return nil
+}
+
+// tapeFunctionCall reads the legacy function_call at node fc as the call
+// it is: a function call with the synthetic id.
+func tapeFunctionCall(tx *jsonx.Text, fc int) (wireCall, error) {
+	tc := wireCall{ID: legacyCallID, Type: "function", Function: &wireFunction{}}
+	if tx.Kind(fc) != '{' {
+		return tc, ErrShape
+	}
+	var err error
+	if tc.Function.Name, err = tapeOptString(tx, tx.Get(fc, "name")); err != nil {
+		return tc, ErrShape
+	}
+	args := tx.Get(fc, "arguments")
+	tc.Function.Arguments = tx.Raw(args)
+	tc.Function.decoded, tc.Function.decodedOK = tx.Bytes(args)
+	return tc, nil
+}
+
+// readFunctionCall is tapeFunctionCall for a message of a request.
+func readFunctionCall(raw []byte) (wireCall, error) {
+	tc := wireCall{ID: legacyCallID, Type: "function", Function: &wireFunction{}}
+	fo, err := jsonx.SplitObject(raw)
+	if err != nil {
+		return tc, ErrShape
+	}
+	if tc.Function.Name, err = optString(fo.Get("name")); err != nil {
+		return tc, ErrShape
+	}
+	tc.Function.Arguments = fo.Get("arguments")
+	return tc, nil
 }
 
 // tapeUsage reads the token counts of the usage object at node u.

@@ -81,6 +81,18 @@ func refChoice(raw []byte) (*neutral.Turn, error) {
 				t.Calls = append(t.Calls, call)
 			}
 		}
+		if fc := msg["function_call"]; !isNull(fc) {
+			// The legacy form's one call, under its synthetic id; beside
+			// tool calls it is refused.
+			if len(t.Calls) > 0 {
+				return nil, api.ErrTwoForms
+			}
+			call, err := refCall([]byte(`{"id":"function_call","type":"function","function":` + string(fc) + `}`))
+			if err != nil {
+				return nil, err
+			}
+			t.Calls = append(t.Calls, call)
+		}
 	}
 	var finish string
 	if fr := c["finish_reason"]; !isNull(fr) && json.Unmarshal(fr, &finish) != nil {
@@ -181,13 +193,16 @@ func FuzzDecodeAnswer(f *testing.F) {
 		`{"choices":[{"message":{"tool_calls":[null,{"type":"custom","custom":{"name":"x"}},{"function":{"arguments":{}}}]}}]}`,
 		`{"choices":[{"message":{"content":"\ud83d\ude00","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"a\":\"\\u00e9\"}"}}]}}],"id":"x","id":"y"}`,
 		`{"choices":[{"message":{"Content":"x"}}]}`, "{\"choices\":[],\"x\":\"\xff\"}", `{"choic\u0065s":[{}]}`,
+		`{"choices":[{"message":{"function_call":{"name":"f","arguments":"{\"a\":1}"}},"finish_reason":"function_call"}]}`,
+		`{"choices":[{"message":{"function_call":{"name":"f","arguments":{"a":1}}}},{"message":{"function_call":[]}}]}`,
+		`{"choices":[{"message":{"tool_calls":[],"function_call":{"name":"f"}}},{"message":{"tool_calls":[{"id":"a"}],"function_call":{}}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := openaichat.API{}.NewCodec().DecodeAnswer(body)
 		want, werr := refAnswer(body)
-		for _, sentinel := range []error{api.ErrNotUTF8, api.ErrFoldedKey, openaichat.ErrShape} {
+		for _, sentinel := range []error{api.ErrNotUTF8, api.ErrFoldedKey, openaichat.ErrShape, api.ErrTwoForms} {
 			if errors.Is(err, sentinel) != errors.Is(werr, sentinel) {
 				t.Fatalf("%q: DecodeAnswer error %v, encoding/json's %v", body, err, werr)
 			}

@@ -28,6 +28,12 @@ type codec struct {
 	api.SSECodec
 
 	req neutral.Request
+	// legacy: the request offers its tools as functions (Chat's legacy
+	// form), so a decision re-query narrows function_call, not tool_choice.
+	legacy bool
+	// mixed: the request offered tools in both forms. It cannot be
+	// judged, so no call of its answer is let through.
+	mixed bool
 }
 
 var _ api.Codec = (*codec)(nil)
@@ -44,6 +50,6 @@ func (*codec) EncodeError(f neutral.Failure) []byte {
 }
 
 // NewStream implements api.Codec.
-func (*codec) NewStream() api.Stream {
-	return &stream{choices: map[int]*streamChoice{}}
+func (c *codec) NewStream() api.Stream {
+	return &stream{choices: map[int]*streamChoice{}, mixed: c.mixed}
 }

@@ -80,6 +80,15 @@ func replaceCalls(c jsonx.Object, act *neutral.Action) (jsonx.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fc := msg.Get("function_call"); !jsonx.IsNull(fc) {
+		// The legacy form's one call is written back in its own shape,
+		// with no id.
+		if !act.ChangedAt(0) {
+			return c, nil
+		}
+		msg = msg.Set("function_call", replacedFunction(fc, act.Calls[0]))
+		return c.Set("message", msg.Bytes()), nil
+	}
 	calls, err := jsonx.ParseArray(msg.Get("tool_calls"))
 	if err != nil {
 		return nil, err
@@ -94,17 +103,24 @@ func replaceCalls(c jsonx.Object, act *neutral.Action) (jsonx.Object, error) {
 			return nil, err
 		}
 		nc := act.Calls[j]
-		fn := jsonx.Object{
-			{Key: "name", Value: jsonx.String(nc.Name)},
-			{Key: "arguments", Value: jsonx.String(string(nc.Args))},
-		}
-		if old, err := jsonx.ParseObject(call.Get("function")); err == nil {
-			fn = old.Set("name", jsonx.String(nc.Name)).Set("arguments", jsonx.String(string(nc.Args)))
-		}
-		calls[j] = call.Set("type", []byte(`"function"`)).Set("function", fn.Bytes()).Bytes()
+		calls[j] = call.Set("type", []byte(`"function"`)).Set("function", replacedFunction(call.Get("function"), nc)).Bytes()
 	}
 	msg = msg.Set("tool_calls", jsonx.AppendArray(nil, calls))
 	return c.Set("message", msg.Bytes()), nil
+}
+
+// replacedFunction is the function object old (a tool call's function or a
+// legacy function_call) with nc's name and arguments, keeping its other
+// fields.
+func replacedFunction(old []byte, nc neutral.ToolCall) []byte {
+	fn := jsonx.Object{
+		{Key: "name", Value: jsonx.String(nc.Name)},
+		{Key: "arguments", Value: jsonx.String(string(nc.Args))},
+	}
+	if o, err := jsonx.ParseObject(old); err == nil {
+		fn = o.Set("name", jsonx.String(nc.Name)).Set("arguments", jsonx.String(string(nc.Args)))
+	}
+	return fn.Bytes()
 }
 
 // textMessage is the assistant message that answers with text instead of
@@ -117,11 +133,15 @@ func textMessage(text string) []byte {
 	}.Bytes()
 }
 
-// CallJSON implements api.Codec.
-func (*codec) CallJSON(c neutral.ToolCall) []byte {
+// CallJSON implements api.Codec. A call of a legacy request is written as
+// a function_call, which has no id.
+func (cd *codec) CallJSON(c neutral.ToolCall) []byte {
 	fn := jsonx.Object{
 		{Key: "name", Value: jsonx.String(c.Name)},
 		{Key: "arguments", Value: jsonx.String(string(c.Args))},
+	}
+	if cd.legacy {
+		return fn.Bytes()
 	}
 	call := jsonx.Object{
 		{Key: "id", Value: jsonx.String(c.ID)},

@@ -85,6 +85,10 @@ func (r *refState) apply(data []byte) {
 						Input *string `json:"input"`
 					} `json:"custom"`
 				} `json:"tool_calls"`
+				FunctionCall *struct {
+					Name      *string         `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function_call"`
 			} `json:"delta"`
 		} `json:"choices"`
 	}
@@ -92,6 +96,26 @@ func (r *refState) apply(data []byte) {
 		return
 	}
 	for _, c := range ch.Choices {
+		if fc := c.Delta.FunctionCall; fc != nil {
+			// The legacy form's one call, at index 0.
+			r.hold = true
+			calls := r.choices[c.Index]
+			if len(calls) == 0 {
+				calls = append(calls, &refCall{})
+			}
+			r.choices[c.Index] = calls
+			rc := calls[0]
+			if fc.Name != nil {
+				rc.name += *fc.Name
+			}
+			if a := fc.Arguments; len(a) > 0 && string(a) != "null" {
+				if s, ok := refUnquote(a); ok {
+					rc.args = append(rc.args, s...)
+				} else {
+					rc.badShape = true
+				}
+			}
+		}
 		for _, tc := range c.Delta.ToolCalls {
 			r.hold = true
 			calls := r.choices[c.Index]
@@ -148,7 +172,7 @@ func carries(data []byte) bool {
 				return true
 			}
 		}
-		if len(d.ToolCalls) > 0 || c.FinishReason != nil {
+		if len(d.ToolCalls) > 0 || d.FunctionCall != nil || c.FinishReason != nil {
 			return true
 		}
 	}
@@ -217,6 +241,15 @@ func FuzzChatStream(f *testing.F) {
 		chunkLine(argFrag(`"`+"\xbc"+`nchen \ud83d\ude00 \ud800x\"}"`), "") + chunkLine(`{}`, "tool_calls") + "data: [DONE]\n\n"
 	f.Add([]byte(split), []byte{3, 1})
 	f.Add([]byte(chunkLine(`{"content":"hi"}`, "")+chunkLine(callStart, "")+chunkLine(argFrag(`{"a":1}`), "length")), []byte{2})
+	// The legacy form: delta.function_call, alone, cut inside a character,
+	// with text before it, after tool_calls (refused) and with arguments
+	// that are not a string.
+	legacy := legacyStream(`"{"city":"M`+"Ã"+`"`, `"`+"¼"+`nchen"}"`)
+	f.Add([]byte(legacy), []byte{})
+	f.Add([]byte(legacy), []byte{3, 9, 1})
+	f.Add([]byte(chunkLine(`{"content":"ok"}`, "")+legacy), []byte{11})
+	f.Add([]byte(chunkLine(callStart, "")+legacy), []byte{})
+	f.Add([]byte(legacyStream(`{"city":1}`, `null`)), []byte{4})
 
 	f.Fuzz(func(t *testing.T, data, sizes []byte) {
 		checkFollowedAsWhole(t, data)

@@ -12,6 +12,9 @@ import (
 // assistant message a re-query replays.
 type replayed interface {
 	message() ([]byte, error)
+	// legacyCall: the message's call is a function_call, answered by a
+	// function message.
+	legacyCall() bool
 }
 
 // ReQuery implements api.Codec. The request as sent upstream (with any
@@ -27,22 +30,17 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 		return nil, fmt.Errorf("openaichat: messages: %w", err)
 	}
 	for _, ex := range q.History {
-		r, ok := ex.Turn.Raw.(replayed)
+		rp, ok := ex.Turn.Raw.(replayed)
 		if !ok {
 			return nil, errors.New("openaichat: turn from another codec")
 		}
-		m, err := r.message()
+		m, err := rp.message()
 		if err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, m)
-		for _, r := range ex.Replies {
-			reply := jsonx.Object{
-				{Key: "role", Value: []byte(`"tool"`)},
-				{Key: "tool_call_id", Value: jsonx.String(r.CallID)},
-				{Key: "content", Value: jsonx.String(r.Content)},
-			}
-			msgs = append(msgs, reply.Bytes())
+		for j, r := range ex.Replies {
+			msgs = append(msgs, replyMessage(ex.Turn, j, r, rp.legacyCall()))
 		}
 	}
 	obj = obj.Set("messages", jsonx.AppendArray(nil, msgs))
@@ -53,7 +51,10 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 		obj = obj.Set("stream", []byte("false"))
 	}
 	obj = obj.Delete("stream_options")
-	if q.Decision {
+	if q.Decision && c.legacy {
+		obj = obj.Set("function_call", []byte(`"none"`))
+		obj = obj.Delete("response_format")
+	} else if q.Decision {
 		obj = obj.Set("tool_choice", []byte(`"none"`))
 		obj = obj.Delete("response_format")
 		// parallel_tool_calls is only allowed alongside tools; tools stay, so
@@ -61,6 +62,32 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 	}
 	return obj.Bytes(), nil
 }
+
+// replyMessage answers the jth call of turn: a tool message naming its id,
+// or, for a legacy call, which has no id, a function message naming its
+// function.
+func replyMessage(turn *neutral.Turn, j int, r neutral.Reply, legacy bool) []byte {
+	if !legacy {
+		return jsonx.Object{
+			{Key: "role", Value: []byte(`"tool"`)},
+			{Key: "tool_call_id", Value: jsonx.String(r.CallID)},
+			{Key: "content", Value: jsonx.String(r.Content)},
+		}.Bytes()
+	}
+	name := ""
+	if j < len(turn.Calls) {
+		name = turn.Calls[j].Name
+	}
+	return jsonx.Object{
+		{Key: "role", Value: []byte(`"function"`)},
+		{Key: "name", Value: jsonx.String(name)},
+		{Key: "content", Value: jsonx.String(r.Content)},
+	}.Bytes()
+}
+
+func (turnRef) legacyCall() bool { return false }
+
+func (legacyRef) legacyCall() bool { return true }
 
 // message returns the raw assistant message of the answer's choice.
 func (ref turnRef) message() ([]byte, error) {
@@ -88,3 +115,5 @@ func (ref turnRef) message() ([]byte, error) {
 type rawMessage []byte
 
 func (m rawMessage) message() ([]byte, error) { return m, nil }
+
+func (rawMessage) legacyCall() bool { return false }

@@ -2,6 +2,7 @@ package openaichat
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
@@ -42,11 +43,73 @@ func (c *codec) DecodeRequest(_ string, body []byte) (*neutral.Request, error) {
 	if req.Choice, err = parseToolChoice(top.Get("tool_choice")); err != nil {
 		return nil, err
 	}
+	if err := c.readFunctions(top); err != nil {
+		return nil, err
+	}
 	req.History = &neutral.History{}
 	if err := readMessages(req, top.Get("messages")); err != nil {
 		return nil, err
 	}
 	return req, nil
+}
+
+// readFunctions reads the legacy form: functions are offered tools, and
+// function_call narrows them as tool_choice does. Mixed with tools or
+// tool_choice the two forms disagree on what is offered, and the provider
+// refuses such a request too.
+func (c *codec) readFunctions(top jsonx.Object) error {
+	fns, choice := top.Get("functions"), top.Get("function_call")
+	if jsonx.IsNull(fns) && jsonx.IsNull(choice) {
+		return nil
+	}
+	if !jsonx.IsNull(top.Get("tools")) || !jsonx.IsNull(top.Get("tool_choice")) {
+		c.mixed = true
+		return ErrTwoForms
+	}
+	c.legacy = true
+	req := &c.req
+	if !jsonx.IsNull(fns) {
+		defs, err := jsonx.SplitArray(fns)
+		if err != nil {
+			return errField("functions")
+		}
+		for _, def := range defs {
+			o, err := offeredTool(def, true)
+			if err != nil {
+				return errField("functions")
+			}
+			req.Offered = append(req.Offered, o)
+		}
+	}
+	var err error
+	req.Choice, err = parseFunctionCall(choice)
+	return err
+}
+
+// parseFunctionCall reads a request's function_call: "none", "auto" or
+// {"name": …}.
+func parseFunctionCall(raw []byte) (neutral.ToolChoice, error) {
+	if jsonx.IsNull(raw) {
+		return neutral.ToolChoice{Kind: neutral.ChoiceAuto}, nil
+	}
+	if s, ok := jsonx.Unquote(raw); ok {
+		switch s {
+		case "none":
+			return neutral.ToolChoice{Kind: neutral.ChoiceNone}, nil
+		case "auto":
+			return neutral.ToolChoice{Kind: neutral.ChoiceAuto}, nil
+		}
+		return neutral.ToolChoice{}, errField("function_call")
+	}
+	obj, err := jsonx.SplitObject(raw)
+	if err != nil {
+		return neutral.ToolChoice{}, errField("function_call")
+	}
+	name, err := optString(obj.Get("name"))
+	if err != nil || name == "" {
+		return neutral.ToolChoice{}, errField("function_call")
+	}
+	return neutral.ToolChoice{Kind: neutral.ChoiceNamed, Names: []string{name}}, nil
 }
 
 // readMessages records the conversation's calls and results in
@@ -60,6 +123,8 @@ func readMessages(req *neutral.Request, raw []byte) error {
 	if err != nil {
 		return errField("messages")
 	}
+	// legacy counts the conversation's legacy calls, which have no ids.
+	legacy := 0
 	for _, m := range msgs {
 		obj, err := jsonx.SplitObject(m)
 		if err != nil {
@@ -70,6 +135,9 @@ func readMessages(req *neutral.Request, raw []byte) error {
 			return err
 		}
 		if err := recordHistory(req.History, role, obj); err != nil {
+			return err
+		}
+		if err := recordLegacy(req.History, role, obj, &legacy); err != nil {
 			return err
 		}
 		if role != "user" && role != "tool" && role != "function" {
@@ -115,6 +183,36 @@ func recordHistory(h *neutral.History, role string, msg jsonx.Object) error {
 	}
 	return nil
 }
+
+// recordLegacy adds an assistant message's legacy function_call, or a
+// function message's result, to h. A legacy call has no id: each gets one
+// of its own by its place in the conversation, and a function message
+// answers the call before it, as the provider pairs them.
+func recordLegacy(h *neutral.History, role string, msg jsonx.Object, n *int) error {
+	switch role {
+	case "assistant":
+		raw := msg.Get("function_call")
+		if jsonx.IsNull(raw) {
+			return nil
+		}
+		fc, err := readFunctionCall(raw)
+		if err != nil {
+			return errField("function_call")
+		}
+		*n++
+		if c := neutralCall(fc); !c.BadShape {
+			h.AddCall(pastLegacyID(*n), c.Name, c.Args)
+		}
+	case "function":
+		if *n > 0 {
+			h.AddResult(pastLegacyID(*n), openaiwire.ResultText(msg.Get("content")), false)
+		}
+	}
+	return nil
+}
+
+// pastLegacyID is the id the conversation's nth legacy call is recorded by.
+func pastLegacyID(n int) string { return legacyCallID + "_" + strconv.Itoa(n) }
 
 // offered reads the request's function and custom tools.
 func offered(raw []byte) ([]neutral.Offered, error) {
@@ -229,14 +327,19 @@ func parseToolChoice(raw json.RawMessage) (neutral.ToolChoice, error) {
 
 // InjectTool implements api.Codec. The injected body becomes the codec's
 // request, so every re-query offers the tools the upstream saw first.
+// A legacy request gets it as one more of its functions: tools beside
+// functions would be refused.
 func (c *codec) InjectTool(t neutral.Offered) ([]byte, error) {
 	fn := jsonx.Object{
 		{Key: "name", Value: jsonx.String(t.Name)},
 		{Key: "description", Value: jsonx.String(t.Description)},
 		{Key: "parameters", Value: t.Parameters},
 	}
-	tool := jsonx.Object{{Key: "type", Value: []byte(`"function"`)}, {Key: "function", Value: fn.Bytes()}}
-	body, err := jsonx.AppendToField(c.req.Body, "tools", tool.Bytes())
+	field, def := "tools", jsonx.Object{{Key: "type", Value: []byte(`"function"`)}, {Key: "function", Value: fn.Bytes()}}.Bytes()
+	if c.legacy {
+		field, def = "functions", fn.Bytes()
+	}
+	body, err := jsonx.AppendToField(c.req.Body, field, def)
 	if err != nil {
 		return nil, err
 	}

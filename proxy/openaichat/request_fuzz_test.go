@@ -15,6 +15,8 @@ import (
 // same tools, tool_choice none, no stream and nothing structured.
 func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(convo))
+	f.Add([]byte(legacyRequest))
+	f.Add([]byte(`{"messages":[{"role":"function","content":"x"}],"functions":[{"name":"f"}],"function_call":{"name":"f"},"tools":null}`))
 	f.Add(readFixture(f, "request.json"))
 	f.Add([]byte(`{"messages":[],"tools":[]}`))
 	f.Add([]byte(`{"messages":null,"tools":[{"type":"custom","custom":{"name":"g"}}],"tool_choice":"required"}`))

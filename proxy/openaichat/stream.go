@@ -46,6 +46,8 @@ type streamChoice struct {
 	hasText   bool
 	calls     []*streamCall
 	finish    string
+	// legacy: the choice's one call came as delta.function_call.
+	legacy bool
 }
 
 // call returns the choice's call at index i, growing the list to it.
@@ -70,6 +72,8 @@ type stream struct {
 	usage   neutral.Usage
 	// call: the event being fed carries a call delta.
 	call bool
+	// mixed: the request offered tools in both forms (codec.mixed).
+	mixed bool
 }
 
 func (s *stream) choice(i int) (*streamChoice, error) {
@@ -108,7 +112,7 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		// read against it.
 		s.last.Keep(tx)
 		if ok || err != nil {
-			return neutral.Step{Hold: s.call, Opening: opening}, err
+			return s.step(opening, err)
 		}
 	}
 	var ch chunk
@@ -129,7 +133,16 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 			return neutral.Step{}, err
 		}
 	}
-	return neutral.Step{Hold: s.call}, nil
+	return s.step(false, nil)
+}
+
+// step is the Step of a chunk read without error: a call delta answering
+// a request that offered tools in both forms is refused.
+func (s *stream) step(opening bool, err error) (neutral.Step, error) {
+	if s.call && s.mixed && err == nil {
+		return neutral.Step{}, fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+	}
+	return neutral.Step{Hold: s.call, Opening: opening}, err
 }
 
 // upstreamError reads a chunk with an "error", the upstream's own error,
@@ -166,11 +179,22 @@ func (s *stream) feedChoice(cc *chunkChoice) error {
 	if cc.Delta.Refusal != nil {
 		c.refusal = append(c.refusal, *cc.Delta.Refusal...)
 	}
+	if len(cc.Delta.ToolCalls) > 0 && c.legacy {
+		return fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+	}
 	for _, dc := range cc.Delta.ToolCalls {
 		if dc.Index < 0 || dc.Index >= maxCalls {
 			return fmt.Errorf("%w: tool call index %d", ErrStream, dc.Index)
 		}
 		feedCall(c.call(dc.Index), &dc)
+		s.call = true
+	}
+	if fc := cc.Delta.FunctionCall; fc != nil {
+		if len(c.calls) > 0 && !c.legacy {
+			return fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+		}
+		c.legacy = true
+		feedCall(c.call(0), &deltaCall{Function: fc})
 		s.call = true
 	}
 	if cc.FinishReason != nil {
@@ -256,6 +280,9 @@ func (s *stream) Turns() []*neutral.Turn {
 		t.Text = string(c.content)
 		for _, sc := range c.calls {
 			call := neutral.ToolCall{ID: sc.id, Name: sc.name, Args: sc.args, Kind: neutral.Function, BadShape: sc.badShape}
+			if c.legacy {
+				call.ID = legacyCallID
+			}
 			switch sc.typ {
 			case "", "function":
 			case "custom":
@@ -290,7 +317,10 @@ func (c *streamChoice) message() ([]byte, error) {
 	if len(c.refusal) > 0 {
 		m = m.Set("refusal", jsonx.String(string(c.refusal)))
 	}
-	if len(c.calls) > 0 {
+	if c.legacy {
+		fc := c.calls[0]
+		m = m.Set("function_call", jsonx.Object{{Key: "name", Value: jsonx.String(fc.name)}, {Key: "arguments", Value: jsonx.String(string(fc.args))}}.Bytes())
+	} else if len(c.calls) > 0 {
 		calls := make([][]byte, len(c.calls))
 		for i, sc := range c.calls {
 			calls[i] = sc.wire()
@@ -299,6 +329,8 @@ func (c *streamChoice) message() ([]byte, error) {
 	}
 	return m.Bytes(), nil
 }
+
+func (c *streamChoice) legacyCall() bool { return c.legacy }
 
 // wire is the assembled call in the message shape, as the model sent it.
 func (sc *streamCall) wire() []byte {

@@ -132,7 +132,13 @@ func (e *streamEncoder) respond(c jsonx.Object, idx int, act *neutral.Action) js
 // the choice as it was (its delta carries no calls).
 func (e *streamEncoder) replace(c jsonx.Object, idx int, act *neutral.Action) (jsonx.Object, error) {
 	delta, err := jsonx.ParseObject(c.Get("delta"))
-	if err != nil || delta.Get("tool_calls") == nil {
+	if err != nil {
+		return nil, nil
+	}
+	if fc := delta.Get("function_call"); !jsonx.IsNull(fc) {
+		return e.replaceLegacy(c, delta, idx, act), nil
+	}
+	if delta.Get("tool_calls") == nil {
 		return nil, nil
 	}
 	calls, err := jsonx.ParseArray(delta.Get("tool_calls"))
@@ -162,6 +168,27 @@ func (e *streamEncoder) replace(c jsonx.Object, idx int, act *neutral.Action) (j
 		delta = delta.Set("tool_calls", jsonx.AppendArray(nil, kept))
 	}
 	return c.Set("delta", delta.Bytes()), nil
+}
+
+// replaceLegacy is replace for a legacy call: the replacement goes out
+// whole as the first function_call fragment, in that shape, and the other
+// fragments are dropped.
+func (e *streamEncoder) replaceLegacy(c, delta jsonx.Object, idx int, act *neutral.Action) jsonx.Object {
+	if !act.ChangedAt(0) {
+		return nil
+	}
+	key := [2]int{idx, 0}
+	if e.sentCall[key] {
+		delta = delta.Delete("function_call")
+	} else {
+		e.sentCall[key] = true
+		nc := act.Calls[0]
+		delta = delta.Set("function_call", jsonx.Object{
+			{Key: "name", Value: jsonx.String(nc.Name)},
+			{Key: "arguments", Value: jsonx.String(string(nc.Args))},
+		}.Bytes())
+	}
+	return c.Set("delta", delta.Bytes())
 }
 
 // wholeCall is a replacement call as one delta at the original's index.

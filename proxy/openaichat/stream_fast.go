@@ -156,6 +156,14 @@ func (s *stream) readTextChoices(tx *jsonx.Text, choices int) (deltas []textDelt
 				return nil, false, fmt.Errorf("%w: tool call index %d", ErrStream, fc.index)
 			}
 		}
+		// A choice whose call came as function_call takes no tool_calls;
+		// the plan never reads calls of such a choice, since the chunk
+		// that made it legacy was the full decoder's.
+		if len(d.calls) > 0 {
+			if c := s.choices[d.choice]; c != nil && c.legacy {
+				return nil, false, fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+			}
+		}
 	}
 	return deltas, true, nil
 }

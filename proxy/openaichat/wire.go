@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
+	"github.com/toolgate/toolgate/proxy/api"
 )
 
 // ErrShape reports an answer that is JSON but not a chat completion.
@@ -13,6 +14,17 @@ var ErrShape = errors.New("openaichat: the answer is not a chat completion")
 
 // ErrStream reports a chunk that cannot be read.
 var ErrStream = errors.New("openaichat: unreadable stream chunk")
+
+// ErrTwoForms reports a message, or a request, that uses both the current
+// form (tools, tool_calls) and the legacy one (functions, function_call):
+// the two disagree on what was offered and called, so it cannot be judged
+// as either and is refused rather than passed.
+var ErrTwoForms = fmt.Errorf("openaichat: tools or tool_calls beside the legacy functions or function_call: %w", api.ErrTwoForms)
+
+// legacyCallID is the id of a legacy call (function_call), which has none
+// on the wire: the pipeline keys its bookkeeping by call id, and the
+// codec never writes this one out.
+const legacyCallID = "function_call"
 
 // wireTool is one entry of a request's tools, as allowed_tools lists them.
 type wireTool struct {
@@ -67,6 +79,10 @@ type chunkChoice struct {
 		Refusal          *string     `json:"refusal"`
 		ReasoningContent *string     `json:"reasoning_content"`
 		ToolCalls        []deltaCall `json:"tool_calls"`
+		FunctionCall     *struct {
+			Name      *string         `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function_call"`
 	} `json:"delta"`
 	FinishReason *string `json:"finish_reason"`
 }
