@@ -188,24 +188,42 @@ func openAIError(msg, typ, param, code string) string {
 // is acceptable. Only what the real API refuses is refused here: an
 // assistant message with tool_calls must be followed, before any other
 // role, by one tool message for each of its call ids (in any order); a tool
-// message must answer a call of the assistant message before it.
+// message must answer a call of the assistant message before it. In the
+// legacy form a function message must answer the function_call of the
+// assistant message just before it, by that function's name, and the
+// request may not offer tools in both forms.
 func checkChatRequest(body []byte) (msg, param string) {
 	var req struct {
 		Messages []struct {
 			Role       string `json:"role"`
+			Name       string `json:"name"`
 			ToolCallID string `json:"tool_call_id"`
 			ToolCalls  []struct {
 				ID string `json:"id"`
 			} `json:"tool_calls"`
+			FunctionCall *struct {
+				Name string `json:"name"`
+			} `json:"function_call"`
 		} `json:"messages"`
+		Tools     json.RawMessage `json:"tools"`
+		Functions json.RawMessage `json:"functions"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return "We could not parse the JSON body of your request.", ""
+	}
+	if len(req.Tools) > 0 && len(req.Functions) > 0 {
+		return "Invalid request: 'tools' and 'functions' cannot both be given.", "functions"
 	}
 	ms := req.Messages
 	for i := 0; i < len(ms); {
 		m := ms[i]
 		switch {
+		case m.Role == "function":
+			if i == 0 || ms[i-1].Role != "assistant" || ms[i-1].FunctionCall == nil || ms[i-1].FunctionCall.Name != m.Name {
+				return "Invalid parameter: messages with role 'function' must be a response to a preceding message with 'function_call' of the same name.",
+					fmt.Sprintf("messages.[%d].role", i)
+			}
+			i++
 		case m.Role == "assistant" && len(m.ToolCalls) > 0:
 			open := map[string]bool{}
 			var order []string
@@ -247,6 +265,8 @@ func checkChatRequest(body []byte) (msg, param string) {
 func TestMockRejectsWhatOpenAIRejects(t *testing.T) {
 	const asst = `{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]}`
 	user := `{"role":"user","content":"hi"}`
+	const legacyAsst = `{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}}`
+	fn := func(name string) string { return `{"role":"function","name":"` + name + `","content":"x"}` }
 	tool := func(id string) string { return `{"role":"tool","tool_call_id":"` + id + `","content":"x"}` }
 	body := func(msgs ...string) []byte {
 		return []byte(`{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`)
@@ -264,6 +284,11 @@ func TestMockRejectsWhatOpenAIRejects(t *testing.T) {
 		{"tool answers a call that does not exist", body(user, asst, tool("a"), tool("b"), tool("c")), "'tool_call_id' of 'c' not found"},
 		{"tool message without a preceding call", body(user, tool("a")), "must be a response to a preceeding message"},
 		{"not JSON", []byte(`{`), "could not parse"},
+		{"function message answering its function_call", body(user, legacyAsst, fn("f"), user), ""},
+		{"function message with no function_call", body(user, fn("f")), "must be a response to a preceding message with 'function_call'"},
+		{"function message answering another function", body(user, legacyAsst, fn("g")), "must be a response to a preceding message with 'function_call'"},
+		{"function message after a tool call", body(user, asst, tool("a"), tool("b"), fn("f")), "must be a response to a preceding message with 'function_call'"},
+		{"tools and functions", []byte(`{"model":"m","messages":[],"tools":[],"functions":[]}`), "cannot both be given"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
