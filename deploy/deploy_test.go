@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +50,7 @@ const (
 // objects is one kustomization's output, each object decoded into its type.
 type objects struct {
 	deployments     map[string]*appsv1.Deployment
+	statefulSets    map[string]*appsv1.StatefulSet
 	services        map[string]*corev1.Service
 	configMaps      map[string]*corev1.ConfigMap
 	hpas            map[string]*autoscalingv2.HorizontalPodAutoscaler
@@ -112,6 +114,8 @@ func (o *objects) decoder(apiVersion, kind string) (func(name string, data []byt
 	switch apiVersion + "/" + kind {
 	case "apps/v1/Deployment":
 		return into(o.deployments, func() any { return new(appsv1.Deployment) }), true
+	case "apps/v1/StatefulSet":
+		return into(o.statefulSets, func() any { return new(appsv1.StatefulSet) }), true
 	case "v1/Service":
 		return into(o.services, func() any { return new(corev1.Service) }), true
 	case "v1/ConfigMap":
@@ -147,6 +151,7 @@ func build(t *testing.T, dir string) *objects {
 	}
 	o := &objects{
 		deployments:     map[string]*appsv1.Deployment{},
+		statefulSets:    map[string]*appsv1.StatefulSet{},
 		services:        map[string]*corev1.Service{},
 		configMaps:      map[string]*corev1.ConfigMap{},
 		hpas:            map[string]*autoscalingv2.HorizontalPodAutoscaler{},
@@ -226,8 +231,11 @@ func envNames(c *catalog.Config) []string {
 	if c.InboundAuth.TokensEnv != "" {
 		names = append(names, c.InboundAuth.TokensEnv)
 	}
-	if c.Escalation.Sinks.WebhookSecretEnv != "" {
-		names = append(names, c.Escalation.Sinks.WebhookSecretEnv)
+	for _, n := range []string{c.Escalation.Sinks.WebhookSecretEnv, c.Approvals.AdminTokenEnv,
+		c.Approvals.NotifySecretEnv, c.Tracing.HeadersEnv} {
+		if n != "" {
+			names = append(names, n)
+		}
 	}
 	return names
 }
@@ -746,10 +754,69 @@ func TestSharedOverlay(t *testing.T) {
 	}
 	want := map[int32][]string{
 		int32(listenPort): {"pods:toolgate.dev/client=true"},
-		adminPort:         {"namespaces:kubernetes.io/metadata.name=monitoring"},
+		adminPort:         {"namespaces:kubernetes.io/metadata.name=monitoring", "pods:toolgate.dev/approver=true"},
 	}
 	if !reflect.DeepEqual(reach, want) {
 		t.Errorf("NetworkPolicy admits %v, want %v", reach, want)
+	}
+	checkSharedApprovals(t, o, dc, c, podLabels)
+}
+
+// checkSharedApprovals: the replicas share a Redis approvals store that
+// only they reach, and the admin token comes from a Secret.
+func checkSharedApprovals(t *testing.T, o *objects, dc deployedConfig, c *corev1.Container, podLabels labels.Set) {
+	t.Helper()
+	if !slices.ContainsFunc(dc.cfg.Catalog.Tools, func(tc catalog.ToolConfig) bool { return tc.Policy == catalog.PolicyConfirm }) {
+		t.Error("the shared config has no policy: confirm tool, so its approvals wiring is never exercised")
+	}
+	store := dc.cfg.Approvals.Store
+	host, ok := strings.CutPrefix(store, "redis://")
+	if !ok {
+		t.Fatalf("approvals.store %q: replicas need a shared redis:// store", store)
+	}
+	host, _, _ = strings.Cut(host, "/")
+	name, port, _ := strings.Cut(host, ":")
+	svc := o.services[name]
+	if svc == nil {
+		t.Fatalf("approvals.store names host %s, but there is no such Service", name)
+	}
+	redis := o.statefulSets[name]
+	if redis == nil {
+		t.Fatalf("no StatefulSet %s behind the approvals store", name)
+	}
+	redisLabels := labels.Set(redis.Spec.Template.Labels)
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(redisLabels) {
+		t.Errorf("Service %s does not select the redis pods", name)
+	}
+	if len(svc.Spec.Ports) != 1 || fmt.Sprint(svc.Spec.Ports[0].Port) != port {
+		t.Errorf("Service %s ports %+v, approvals.store uses port %s", name, svc.Spec.Ports, port)
+	}
+	img := redis.Spec.Template.Spec.Containers[0].Image
+	if !strings.HasPrefix(img, "docker.io/library/redis:") {
+		t.Errorf("redis image %q is not a fully qualified reference", img)
+	}
+	ev := envVar(c, dc.cfg.Approvals.AdminTokenEnv)
+	if dc.cfg.Approvals.AdminTokenEnv == "" || ev == nil || ev.ValueFrom == nil || ev.ValueFrom.SecretKeyRef == nil {
+		t.Errorf("approvals.admin_token_env %q is not set from a Secret", dc.cfg.Approvals.AdminTokenEnv)
+	}
+	np := o.networkPolicies[name]
+	if np == nil {
+		t.Fatalf("no NetworkPolicy %s: anything in the cluster could write approvals", name)
+	}
+	if s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || s.Empty() || !s.Matches(redisLabels) {
+		t.Errorf("NetworkPolicy %s does not select the redis pods", name)
+	}
+	for _, rule := range np.Spec.Ingress {
+		for _, peer := range rule.From {
+			s, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
+			if peer.PodSelector == nil || peer.NamespaceSelector != nil || err != nil || !s.Matches(podLabels) ||
+				s.Matches(labels.Set{"toolgate.dev/client": "true"}) {
+				t.Errorf("NetworkPolicy %s admits %+v, want the toolgate pods only", name, peer)
+			}
+		}
+		if len(rule.From) == 0 {
+			t.Errorf("NetworkPolicy %s admits everyone", name)
+		}
 	}
 }
 
