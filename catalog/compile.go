@@ -261,6 +261,7 @@ func (c *Config) resolveSecrets(ps *problems, lookupEnv func(string) (string, bo
 		sec.ApprovalsAdminTokens = namedTokens(ps, lookupEnv, name)
 	}
 	sec.ApprovalsNotifySecret = optionalSecret(ps, lookupEnv, "approvals.notify_secret_env", c.Approvals.NotifySecretEnv)
+	sec.MCPStateSecret = optionalSecret(ps, lookupEnv, "catalog.mcp.state_secret_env", c.Catalog.MCP.StateSecretEnv)
 	if name := c.Escalation.Sinks.WebhookSecretEnv; name != "" {
 		v, _ := lookupEnv(name)
 		if v = strings.TrimSpace(v); v == "" {

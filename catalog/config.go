@@ -349,6 +349,10 @@ type MCPPolicy struct {
 	ConfirmDestructive bool `yaml:"confirm_destructive"`
 	// ConfirmTimeout is how long a person has to answer an elicitation.
 	ConfirmTimeout Duration `yaml:"confirm_timeout"`
+	// StateSecretEnv names a variable holding the secret the requestState
+	// of a 2026-07-28 confirmation is signed with; every replica behind
+	// one load balancer needs the same one.
+	StateSecretEnv string `yaml:"state_secret_env"`
 }
 
 // JSONValue is a YAML value kept as the equivalent JSON text, so JSON Schemas

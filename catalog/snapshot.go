@@ -123,6 +123,9 @@ type Secrets struct {
 	ApprovalsAdminTokens []NamedToken
 	// ApprovalsNotifySecret signs approvals.notify deliveries.
 	ApprovalsNotifySecret string
+	// MCPStateSecret signs the requestState of an MCP confirmation
+	// (catalog.mcp.state_secret_env); empty when not set.
+	MCPStateSecret string
 	// TraceHeaders go with every trace export (tracing.headers_env).
 	TraceHeaders map[string]string
 }

@@ -29,6 +29,10 @@ func (x *exchange) confirm(h *held) {
 	if x.resume(h) {
 		return
 	}
+	if x.modern {
+		x.confirmStateless(h)
+		return
+	}
 	_, elicit := x.sess.info()
 	if !elicit || !strings.Contains(x.r.Header.Get("Accept"), "text/event-stream") {
 		x.writeJSON(http.StatusOK, x.holdUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
@@ -71,7 +75,7 @@ func (x *exchange) confirm(h *held) {
 
 // question is the elicitation/create params: what the call does and one
 // yes/no field.
-func (x *exchange) question(h *held) any {
+func (x *exchange) question(h *held) map[string]any {
 	args := string(h.args)
 	if len(args) > maxArgsShown {
 		args = args[:maxArgsShown] + "…"

@@ -47,6 +47,10 @@ type Gateway struct {
 	deps   Deps
 	mu     sync.Mutex
 	states map[string]*serverState
+	// processKey signs requestStates when no secret is configured; used
+	// are the confirmations already answered here.
+	processKey []byte
+	used       usedStates
 }
 
 // NewGateway returns a Gateway counting in d.Metrics.
@@ -54,7 +58,7 @@ func NewGateway(d Deps) *Gateway {
 	if d.Log == nil {
 		d.Log = zap.NewNop()
 	}
-	return &Gateway{deps: d, states: map[string]*serverState{}}
+	return &Gateway{deps: d, states: map[string]*serverState{}, processKey: randomKey()}
 }
 
 // state returns the sessions of a server. A server that moved to another
@@ -83,6 +87,8 @@ type Route struct {
 	target *url.URL
 	client *http.Client
 	st     *serverState
+	// stateKey signs the requestState of a stateless confirmation.
+	stateKey []byte
 }
 
 // Route builds the handler of server cfg under snap, whose calls pipe
@@ -97,7 +103,8 @@ func (g *Gateway) Route(snap *catalog.Snapshot, pipe Pipeline, cfg catalog.MCPSe
 	tr := httpx.NewTransport(cfg.ConnectTimeout.D(), cfg.IdleTimeout.D())
 	return &Route{
 		g: g, snap: snap, pipe: pipe, cfg: cfg, key: snap.Secrets.MCPKeys[cfg.Name], target: u, st: g.state(cfg),
-		client: &http.Client{Transport: tr, CheckRedirect: httpx.NoRedirects},
+		client:   &http.Client{Transport: tr, CheckRedirect: httpx.NoRedirects},
+		stateKey: stateKeyFor(snap.Secrets.MCPStateSecret, snap.Secrets.ApprovalsAdminToken, g.processKey),
 	}, nil
 }
 
@@ -167,9 +174,12 @@ const apiMCP = "mcp"
 
 // Request outcomes (toolgate_requests_total{api="mcp"}).
 const (
-	outcomePass          = "pass"
-	outcomeEscalated     = "escalated"
-	outcomeConfirmed     = "confirmed"
+	outcomePass      = "pass"
+	outcomeEscalated = "escalated"
+	outcomeConfirmed = "confirmed"
+	// outcomeInputRequired: a stateless client was asked to confirm a
+	// call through an input request; its retry carries the answer.
+	outcomeInputRequired = "input_required"
 	outcomeUpstreamError = "upstream_error"
 	outcomeInvalid       = "invalid"
 	outcomeLimited       = "limited"

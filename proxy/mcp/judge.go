@@ -17,6 +17,8 @@ type held struct {
 	name string
 	args []byte
 	d    Decision
+	// state is toolgate's own requestState a stateless retry carries.
+	state *signedState
 }
 
 // judge decides a tools/call before the server sees it: an answer toolgate
@@ -43,6 +45,13 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 		}
 		return x.failure(m.id, upstreamFailure(msg)), nil
 	}
+	var state *signedState
+	if x.modern {
+		var ans []byte
+		if state, ans = x.retryState(m, name, args); ans != nil {
+			return ans, nil
+		}
+	}
 	c := &Call{RequestID: x.rid, Server: x.rt.cfg.Name, Session: x.sess.label(), Set: set, Message: m.raw}
 	d := x.rt.pipe.Judge(x.ctx, c)
 	x.findings = append(x.findings, d.Noted...)
@@ -54,7 +63,13 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 		x.outcome = outcomeEscalated
 		return d.Reply, nil
 	case Confirm:
-		return nil, &held{m: m, call: c, name: name, args: args, d: d}
+		return nil, &held{m: m, call: c, name: name, args: args, d: d, state: state}
+	}
+	if state != nil {
+		// A retry of a call asked about before a reload made its tool
+		// need no yes: the person's answer still decides it, and
+		// toolgate's state never reaches the server.
+		return nil, &held{m: m, call: c, name: name, args: args, d: d, state: state}
 	}
 	x.trackCall(m, set, name)
 	return nil, nil

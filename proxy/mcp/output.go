@@ -10,11 +10,19 @@ import (
 // whose structuredContent fails it is replaced by an error result: the
 // client would otherwise act on data the tool promised not to return.
 func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
-	if t.output == nil {
-		return nil, false
-	}
 	res, err := jsonx.ParseObject(m.result)
 	if err != nil {
+		return nil, false
+	}
+	if inputRequired(res) {
+		// The server asks for input before it completes the call: there is
+		// no result yet to check, and the client's retry is judged anew.
+		if t.confirmed != "" {
+			return x.keepConfirmed(m, res, t)
+		}
+		return nil, false
+	}
+	if t.output == nil {
 		return nil, false
 	}
 	if string(compact(res.Get("isError"))) == "true" {

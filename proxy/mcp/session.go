@@ -96,6 +96,9 @@ type tracked struct {
 	output  *catalog.MCPSchema
 	version string
 	label   string
+	// confirmed is the digest of a stateless call a person confirmed: an
+	// input_required answer to it keeps it confirmed.
+	confirmed string
 }
 
 // session is toolgate's view of one MCP session.

@@ -2,7 +2,9 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,7 +71,6 @@ func TestStatelessSDKClient(t *testing.T) {
 	}
 }
 
-
 const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
 // call2026 is a raw 2026-07-28 tools/call with its routing headers, unless
@@ -134,9 +135,9 @@ func TestStatelessRaw(t *testing.T) {
 	if o.Refunds.Load() != 1 {
 		t.Fatalf("refunds %d after refused requests", o.Refunds.Load())
 	}
-	if n := metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "invalid"}); n != 5 {
-		t.Fatalf("counted %v invalid requests, want 5", n)
-	}
+	waitFor(t, func() bool {
+		return metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "invalid"}) == 5
+	})
 
 	// server/discover is the server's to answer.
 	status, _, out := post(t, g.url, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta2026+`}}`,
@@ -255,5 +256,163 @@ func TestStatelessListRefusedIsNamed(t *testing.T) {
 	_, out = call2026(t, g.url, "issue_refund", `{"amount_cents":10}`)
 	if !strings.Contains(out, `answered toolgate's tools/list with HTTP 400`) || !strings.Contains(out, "tool registry offline") {
 		t.Fatalf("got %s", out)
+	}
+}
+
+// confirmCatalog is mcptest.Catalog with the requestState key shared by
+// replicas read from $envName.
+func confirmCatalog(envName string) string {
+	return strings.Replace(mcptest.Catalog, "catalog:\n", "catalog:\n  mcp:\n    state_secret_env: "+envName+"\n", 1)
+}
+
+// A stateless client that declared elicitation confirms a call through an
+// input request its SDK answers with the elicitation handler: a yes runs
+// the call once, a no never runs it.
+func TestStatelessConfirmThroughInputRequest(t *testing.T) {
+	o := startStateless(t, false, nil)
+	g := startGate(t, o.HTTP.URL, mcptest.Catalog)
+	var answer atomic.Value
+	var asked atomic.Int32
+	cs, _ := connect(t, g.url, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		if !strings.Contains(req.Params.Message, `"cancel_order"`) || !strings.Contains(req.Params.Message, "ord_9") {
+			t.Errorf("question: %s", req.Params.Message)
+		}
+		return answer.Load().(*mcp.ElicitResult), nil
+	}})
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q", v)
+	}
+	ctx := ctxT(t)
+	cancel := &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"}}
+
+	answer.Store(&mcp.ElicitResult{Action: "decline"})
+	res, err := cs.CallTool(ctx, cancel)
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "declined") {
+		t.Fatalf("declined: %v %+v", err, res)
+	}
+	if o.Cancels.Load() != 0 || o.Wire.Count("tools/call") != 0 {
+		t.Fatal("a declined call reached the server")
+	}
+
+	answer.Store(&mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}})
+	res, err = cs.CallTool(ctx, cancel)
+	if err != nil || res.IsError || resultText(res) != "cancelled" {
+		t.Fatalf("accepted: %v %+v", err, res)
+	}
+	if o.Cancels.Load() != 1 || o.Wire.Count("tools/call") != 1 || asked.Load() != 2 {
+		t.Fatalf("cancels %d, calls %d, asked %d", o.Cancels.Load(), o.Wire.Count("tools/call"), asked.Load())
+	}
+	body := string(o.Wire.Body("tools/call"))
+	if strings.Contains(body, "requestState") || strings.Contains(body, "toolgate/confirm") {
+		t.Fatalf("toolgate's own input reached the server: %s", body)
+	}
+	waitFor(t, func() bool {
+		return metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "confirmed"}) == 1 &&
+			metric(t, g.reg, "toolgate_requests_total", map[string]string{"api": "mcp", "outcome": "input_required"}) == 2
+	})
+}
+
+// inputRequired asks for a confirmation with a raw call and returns the
+// requestState toolgate signed.
+func inputRequired(t *testing.T, url, args string) string {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"cancel_order","arguments":` + args +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`
+	_, _, out := post(t, url, body, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "cancel_order")
+	var m struct {
+		Result struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil || m.Result.ResultType != "input_required" ||
+		len(m.Result.InputRequests) != 1 || !strings.Contains(string(m.Result.InputRequests["toolgate/confirm"]), `"elicitation/create"`) {
+		t.Fatalf("not an input request: %s", out)
+	}
+	return m.Result.RequestState
+}
+
+// retry sends the confirmation's retry with a yes and state.
+func retry(t *testing.T, url, args, state string) string {
+	t.Helper()
+	st, _ := json.Marshal(state)
+	body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"cancel_order","arguments":` + args +
+		`,"inputResponses":{"toolgate/confirm":{"action":"accept","content":{"confirm":true}}},"requestState":` + string(st) +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+	_, _, out := post(t, url, body, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "cancel_order")
+	return out
+}
+
+// A requestState binds its call and an expiry and releases one call: a
+// replayed, changed, foreign or expired one is refused, and a replica with
+// the same key takes the retry another one asked for.
+func TestStatelessRequestStateRefused(t *testing.T) {
+	t.Setenv("TG_MCP_STATE", "a shared secret of the replicas")
+	o := startStateless(t, false, nil)
+	a := startGate(t, o.HTTP.URL, confirmCatalog("TG_MCP_STATE"))
+	b := startGate(t, o.HTTP.URL, confirmCatalog("TG_MCP_STATE"))
+	other := startGate(t, o.HTTP.URL, mcptest.Catalog)
+	args := `{"order_id":"ord_1"}`
+
+	state := inputRequired(t, a.url, args)
+	if out := retry(t, other.url, args, state); !strings.Contains(out, `"state_tampered"`) {
+		t.Fatalf("a replica without the key: %s", out)
+	}
+	if out := retry(t, b.url, args, state); !strings.Contains(out, "cancelled") {
+		t.Fatalf("the other replica: %s", out)
+	}
+	if out := retry(t, b.url, args, state); !strings.Contains(out, `"state_used"`) {
+		t.Fatalf("replayed: %s", out)
+	}
+	state = inputRequired(t, a.url, args)
+	tampered := state[:len(state)-3] + "AAA"
+	if tampered == state {
+		tampered = state[:len(state)-3] + "BBB"
+	}
+	if out := retry(t, a.url, args, tampered); !strings.Contains(out, `"state_tampered"`) {
+		t.Fatalf("tampered: %s", out)
+	}
+	if out := retry(t, a.url, `{"order_id":"ord_2"}`, state); !strings.Contains(out, `"state_mismatch"`) {
+		t.Fatalf("another call: %s", out)
+	}
+	if o.Cancels.Load() != 1 {
+		t.Fatalf("the server ran %d cancels, want 1", o.Cancels.Load())
+	}
+}
+
+// A confirmed call whose server asks for input of its own stays
+// confirmed: the client answers the server's question, the retry carries
+// the server's state back to it, and the person is asked once.
+func TestStatelessConfirmedCallAsksTheServersOwnQuestion(t *testing.T) {
+	o := startStateless(t, false, nil)
+	var runs atomic.Int32
+	o.Server.AddTool(&mcp.Tool{Name: "close_account", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if req.Params.RequestState != "server-state-1" || req.Params.InputResponses["reason"] == nil {
+				return &mcp.CallToolResult{RequestState: "server-state-1", InputRequests: mcp.InputRequestMap{
+					"reason": &mcp.ElicitParams{Message: "Why close it?", RequestedSchema: json.RawMessage(
+						`{"type":"object","properties":{"reason":{"type":"string"}},"required":["reason"]}`)}}}, nil
+			}
+			runs.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed"}}}, nil
+		})
+	g := startGate(t, o.HTTP.URL, mcptest.Catalog+"    - name: orders/close_account\n      policy: confirm\n")
+	var confirms, reasons atomic.Int32
+	cs, _ := connect(t, g.url, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if strings.Contains(req.Params.Message, "Why close it?") {
+			reasons.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"reason": "moving"}}, nil
+		}
+		confirms.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	}})
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "close_account", Arguments: map[string]any{}})
+	if err != nil || res.IsError || resultText(res) != "closed" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if runs.Load() != 1 || confirms.Load() != 1 || reasons.Load() != 1 {
+		t.Fatalf("runs %d, confirmations %d, reasons %d", runs.Load(), confirms.Load(), reasons.Load())
 	}
 }
