@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -368,18 +369,7 @@ func TestLegacyFunctionCallNarrows(t *testing.T) {
 func TestLegacyConfirmHeldAndReleased(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "stream"}[stream], func(t *testing.T) {
-			var n atomic.Int64
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				n.Add(1)
-				body, _ := io.ReadAll(r.Body)
-				reply := lcReply(&mockRequest{Body: body}, "chatcmpl-r1", "issue_refund", refundArgs)
-				w.Header().Set("Content-Type", "application/json")
-				for k, v := range reply.Header {
-					w.Header().Set(k, v)
-				}
-				_, _ = io.WriteString(w, reply.Body)
-			}))
-			t.Cleanup(up.Close)
+			up, n := lcRefundUpstream(t)
 			g := startApprovalGate(t, t.TempDir(), refundConfig(up.URL, "  store: memory\n", 100000, "operator"))
 			p := openai.ChatCompletionNewParams{Model: "gpt-4o",
 				Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage(question(false))},
@@ -409,6 +399,150 @@ func TestLegacyConfirmHeldAndReleased(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lcRefundUpstream answers every request with the model's function_call
+// to issue_refund, plain or streamed, and counts the requests.
+func lcRefundUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		reply := lcReply(&mockRequest{Body: body}, "chatcmpl-r1", "issue_refund", refundArgs)
+		w.Header().Set("Content-Type", "application/json")
+		for k, v := range reply.Header {
+			w.Header().Set(k, v)
+		}
+		_, _ = io.WriteString(w, reply.Body)
+	}))
+	t.Cleanup(up.Close)
+	return up, &n
+}
+
+// TestNodeSDKLegacy drives the legacy form with the openai npm package:
+// a valid call byte for byte, an invented function substituted and
+// escalated, bad arguments reprompted and escalated, plain and streamed;
+// and a confirm call held, approved and released once, plain and
+// streamed.
+func TestNodeSDKLegacy(t *testing.T) {
+	node := needNode(t, "openai")
+	t.Run("judge", func(t *testing.T) {
+		var first string
+		inv := func(r *mockRequest) mockReply { return lcReply(r, "chatcmpl-i", invented.Name, invented.Args) }
+		bad := func(r *mockRequest) mockReply { return lcReply(r, "chatcmpl-b", badUnit.Name, badUnit.Args) }
+		valid := func(r *mockRequest) mockReply { return lcReply(r, "chatcmpl-v", weather.Name, weatherArgs) }
+		m := newMock(t)
+		m.script = lcScript(
+			func(r *mockRequest) mockReply { reply := valid(r); first = reply.Body; return reply },
+			valid,
+			inv, fixed(substitute(weather.Name, weatherArgs, 0.9)),
+			inv, fixed(escalate("no such report", "weather report", "weather reports", 0.2)),
+			bad, fixed(mockReply{Body: lcAnswer("chatcmpl-b2", weather.Name, weatherArgs)}),
+			bad, fixed(mockReply{Body: lcAnswer("chatcmpl-b3", weather.Name, `{"location":"Boston, MA","unit":"rankine"}`)}),
+		)
+		g := weatherGate(t, m, "")
+		lines := lcNodeLines(t, runNode(t, node, "legacy.mjs", 60*time.Second, "TOOLGATE_BASE_URL="+g.URL, "LEGACY_MODE=judge"), 6)
+
+		var raw struct{ Raw, Outcome string }
+		_ = json.Unmarshal(lines[0], &raw)
+		if raw.Raw != first || raw.Outcome != "pass" {
+			t.Errorf("a valid call is not the upstream's bytes: %s", lines[0])
+		}
+		lcNodeCall(t, lines[1], weather.Name, weatherArgs, "")
+		lcNodeCall(t, lines[2], weather.Name, weatherArgs, "substituted")
+		lcNodeRefused(t, lines[3], "unknown_tool")
+		lcNodeCall(t, lines[4], weather.Name, weatherArgs, "reprompted")
+		lcNodeRefused(t, lines[5], "schema_violation")
+		expectCount(t, m, 10)
+		lcCheckRequery(t, m.body(t, 3), m.body(t, 4), true, invented.Name, invented.Args)
+		lcCheckRequery(t, m.body(t, 5), m.body(t, 6), true, invented.Name, invented.Args)
+		lcCheckRequery(t, m.body(t, 7), m.body(t, 8), false, badUnit.Name, badUnit.Args)
+	})
+	t.Run("confirm", func(t *testing.T) {
+		up, n := lcRefundUpstream(t)
+		g := startApprovalGate(t, t.TempDir(), refundConfig(up.URL, "  store: memory\n", 100000, "operator"))
+		lines := lcNodeLines(t, runNode(t, node, "legacy.mjs", 60*time.Second, "TOOLGATE_BASE_URL="+g.url(),
+			"TOOLGATE_ADMIN_URL=http://"+g.app.AdminAddr(), "LEGACY_MODE=confirm"), 8)
+		for i := 0; i < 2; i++ {
+			held := lcNodeRefused(t, lines[4*i], "confirmation_required")
+			if !strings.HasPrefix(held.Approval, "apr_") {
+				t.Errorf("no approval: %s", lines[4*i])
+			}
+			if string(lines[4*i+1]) != `{"decided":200}` {
+				t.Errorf("approval: %s", lines[4*i+1])
+			}
+			outcome := "approved"
+			if i == 1 {
+				outcome = ""
+			}
+			lcNodeCall(t, lines[4*i+2], "issue_refund", refundArgs, outcome)
+			if got := lcNodeRefused(t, lines[4*i+3], ""); got.Status != http.StatusConflict {
+				t.Errorf("a second resume: %s", lines[4*i+3])
+			}
+		}
+		if got := n.Load(); got != 2 {
+			t.Errorf("%d upstream requests, want one per hold", got)
+		}
+	})
+}
+
+// lcNodeLines splits the script's output into its want JSON lines.
+func lcNodeLines(t *testing.T, stdout []byte, want int) []json.RawMessage {
+	t.Helper()
+	var lines []json.RawMessage
+	for _, l := range bytes.Split(bytes.TrimSpace(stdout), []byte("\n")) {
+		lines = append(lines, json.RawMessage(l))
+	}
+	if len(lines) != want {
+		t.Fatalf("want %d result lines, got %d:\n%s", want, len(lines), stdout)
+	}
+	return lines
+}
+
+// lcNodeCall checks a line of a released call: name(args) as a
+// function_call alone; outcome, when given, is the plain answer's.
+func lcNodeCall(t *testing.T, line json.RawMessage, name, args, outcome string) {
+	t.Helper()
+	var got struct {
+		FunctionCall *struct{ Name, Arguments string } `json:"function_call"`
+		ToolCalls    int                               `json:"tool_calls"`
+		Finish       string                            `json:"finish"`
+		Outcome      *string                           `json:"outcome"`
+	}
+	if err := json.Unmarshal(line, &got); err != nil || got.FunctionCall == nil {
+		t.Errorf("no function_call in %s", line)
+		return
+	}
+	if got.FunctionCall.Name != name || !sameJSON(got.FunctionCall.Arguments, args) || got.ToolCalls != 0 || got.Finish != "function_call" {
+		t.Errorf("got %s, want the function_call %s(%s) alone", line, name, args)
+	}
+	if outcome != "" && (got.Outcome == nil || *got.Outcome != outcome) {
+		t.Errorf("got %s, want outcome %s", line, outcome)
+	}
+}
+
+// lcNodeResult is a line of a refused call as the SDK's APIError says it.
+type lcNodeResult struct {
+	Status       int    `json:"status"`
+	Code         string `json:"code"`
+	EscalationID string `json:"escalation_id"`
+	Approval     string `json:"approval"`
+	Error        string `json:"error"`
+}
+
+// lcNodeRefused checks a line of an escalation with code (any code when
+// empty).
+func lcNodeRefused(t *testing.T, line json.RawMessage, code string) lcNodeResult {
+	t.Helper()
+	var got lcNodeResult
+	if err := json.Unmarshal(line, &got); err != nil || got.Error != "" {
+		t.Errorf("want a refusal, got %s", line)
+		return got
+	}
+	if code != "" && (got.Status != http.StatusUnprocessableEntity || got.Code != code || !strings.HasPrefix(got.EscalationID, "esc_")) {
+		t.Errorf("got %s, want a 422 escalation %s", line, code)
+	}
+	return got
 }
 
 // TestLegacyMetrics: legacy calls count in toolgate_tool_calls_total and
