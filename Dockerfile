@@ -1,4 +1,7 @@
-# toolgate container image.
+# toolgate container image, built where registries are reachable (the base
+# images are named in full, so no short-name alias decides where they come
+# from). Without a registry, `make image` builds an equivalent image from the
+# local binary (deploy/image/Containerfile).
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always) -t toolgate .
 #   docker run --rm toolgate version
@@ -17,7 +20,7 @@
 # ---- build stage -----------------------------------------------------------
 # The build runs on the builder's own platform and cross-compiles (pure Go, no
 # cgo), so a multi-arch build with buildx needs no emulation.
-FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
+FROM --platform=$BUILDPLATFORM docker.io/library/golang:1.26-bookworm AS build
 WORKDIR /src
 
 # Modules first: this layer is reused as long as go.mod and go.sum stay the

@@ -88,7 +88,7 @@ rss10k:
 # deploy/ is a Go module of its own (kustomize, Kubernetes API types and
 # BuildKit's Dockerfile parser stay out of toolgate's go.mod); `make test`
 # runs its tests too.
-.PHONY: deploy-test deploy-tidy prometheusrule image
+.PHONY: deploy-test deploy-tidy prometheusrule image image-dockerfile
 
 deploy-test:
 	cd deploy && $(GO) test -count=1 ./...
@@ -114,9 +114,18 @@ prometheusrule:
 	  sed -n '/^groups:/,$$p' deploy/prometheus/rules.yaml | sed 's/^/  /'; \
 	} > deploy/kubernetes/base/prometheusrule.yaml
 
-# Needs a Docker engine with BuildKit. The Dockerfile's go build line mirrors
-# the build target above (deploy-test compares them).
-image:
+# image assembles IMAGE from bin/toolgate with no registry: scratch, CA
+# certificates and tzdata from this machine's Debian packages, user 65532
+# (deploy/image/Containerfile, scripts/image.sh), built by podman, or docker
+# when podman is missing. Run it with the flags deploy/README.md gives.
+IMAGE ?= localhost/toolgate:dev
+image: build
+	scripts/image.sh bin/toolgate $(IMAGE)
+
+# image-dockerfile builds the Dockerfile, which pulls its base images from
+# docker.io and gcr.io: it needs a registry and Docker with BuildKit. Its go
+# build line mirrors the build target above (deploy-test compares them).
+image-dockerfile:
 	docker build --build-arg VERSION=$(VERSION) -t toolgate:$(VERSION) .
 
 # soak runs mixed traffic against toolgate for SOAKTIME (default 10m) on

@@ -280,8 +280,8 @@ func TestDockerfile(t *testing.T) {
 	buildStage, env, buildArgs := dockerBuild(t, stages, dockerVars)
 	final := stages[len(stages)-1]
 
-	if !strings.HasPrefix(buildStage.image, "golang:1.26") {
-		t.Errorf("build stage FROM %s, want golang:1.26 (the Go toolchain go.mod is built with)", buildStage.image)
+	if !strings.HasPrefix(buildStage.image, "docker.io/library/golang:1.26") {
+		t.Errorf("build stage FROM %s, want docker.io/library/golang:1.26 (the Go toolchain go.mod is built with, named in full)", buildStage.image)
 	}
 	if buildStage == final {
 		t.Fatal("the binary is built in the final stage: want a multi-stage build")
