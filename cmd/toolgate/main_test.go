@@ -142,7 +142,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"X-Toolgate-Outcome: substituted", "web_search(", "X-Toolgate-Outcome: escalated",
 		"HTTP 422", "X-Toolgate-Outcome: reprompted", `"passengers":2`,
-		"HTTP 422 confirmation_required; approval apr_", "person <- admin      HTTP 200",
+		"HTTP 422 confirmation_required; approval apr_", "/ui/approvals#apr_", "person <- admin      HTTP 200",
 		"X-Toolgate-Outcome: approved, upstream calls: 0", `issue_refund({"order_id":"ord_1","amount_cents":500})`,
 		"refused approval_used", "the model was asked 0 more times",
 	} {

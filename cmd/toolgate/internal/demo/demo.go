@@ -172,6 +172,7 @@ func refundScene(ctx context.Context, p func(string, ...any), base, admin string
 	}
 	p("agent  <- toolgate   HTTP %d %s; approval %s is %s", status, e.Error.Code, id, e.Error.Escalation.Approval.State)
 	decision := `{"decision":"approve","by":"ana@example.com","note":"customer confirmed by phone"}`
+	p("           a person decides on the page %s/ui/approvals#%s (with an admin token), or through the API:", admin, id)
 	p("person -> admin      POST /approvals/%s %s", id, decision)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, admin+"/approvals/"+id, strings.NewReader(decision))
 	if err != nil {
