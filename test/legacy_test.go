@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,6 +97,7 @@ type lcResult struct {
 	name, args string
 	// toolCalls counts calls the client got in the tool_calls form.
 	toolCalls int
+	content   string
 	finish    string
 	err       error
 	status    int
@@ -123,6 +125,7 @@ func lcSend(t *testing.T, base string, stream bool, params openai.ChatCompletion
 		if err == nil && len(resp.Choices) > 0 {
 			m := resp.Choices[0].Message
 			r.name, r.args, r.toolCalls, r.finish = m.FunctionCall.Name, m.FunctionCall.Arguments, len(m.ToolCalls), resp.Choices[0].FinishReason
+			r.content = m.Content
 		}
 	} else {
 		s := c.Chat.Completions.NewStreaming(ctx, params)
@@ -131,6 +134,7 @@ func lcSend(t *testing.T, base string, stream bool, params openai.ChatCompletion
 				r.name += ch.Delta.FunctionCall.Name
 				r.args += ch.Delta.FunctionCall.Arguments
 				r.toolCalls += len(ch.Delta.ToolCalls)
+				r.content += ch.Delta.Content
 				if ch.FinishReason != "" {
 					r.finish = ch.FinishReason
 				}
@@ -285,15 +289,23 @@ func TestLegacyCallsJudged(t *testing.T) {
 			m.script = lcScript(inv, fixed(escalate("no such report", "weather report", "weather reports", 0.2)))
 			g := weatherGate(t, m, "")
 			e := lcRefused(t, lcSend(t, g.URL, stream, lcParams(t, question), nil), "unknown_tool")
-			// The escalation names the call in its own shape, with no id.
-			var call map[string]json.RawMessage
-			if json.Unmarshal(e.Escalation.Call, &call) == nil && call["id"] != nil {
-				t.Errorf("escalation call %s carries the synthetic id", e.Escalation.Call)
-			}
 			if recs := g.Sink.records(); len(recs) != 1 || recs[0].Escalation.ID != e.Escalation.ID {
 				t.Errorf("sink records %+v", recs)
 			}
 			expectCount(t, m, 2)
+		})
+		t.Run(mode+"/invented escalated in message mode", func(t *testing.T) {
+			m := newMock(t)
+			m.script = lcScript(inv, fixed(escalate("no such report", "weather report", "weather reports", 0.2)))
+			g := weatherGate(t, m, "escalation:\n  mode: message\n")
+			r := lcSend(t, g.URL, stream, lcParams(t, question), nil)
+			id := r.header.Get("X-Toolgate-Escalation-Id")
+			if r.err != nil || !strings.HasPrefix(id, "esc_") || !strings.HasSuffix(r.content, "[toolgate:"+id+"]") || r.finish != "stop" {
+				t.Fatalf("want the escalation as text, got %v, content %q, finish %q; body %s", r.err, r.content, r.finish, r.raw)
+			}
+			if r.name != "" || r.toolCalls != 0 || bytes.Contains(r.raw, []byte(`"function_call":{`)) {
+				t.Errorf("a call reached the client beside the escalation: %s", r.raw)
+			}
 		})
 		t.Run(mode+"/arguments reprompted", func(t *testing.T) {
 			m := newMock(t)
@@ -324,6 +336,12 @@ func lcOutcome(t *testing.T, r lcResult, stream bool, want string) {
 	if got := r.header.Get("X-Toolgate-Outcome"); !stream && got != want {
 		t.Errorf("outcome %q, want %q", got, want)
 	}
+}
+
+// sameJSONObject compares a JSON value with want as values.
+func sameJSONObject(got json.RawMessage, want string) bool {
+	var a, b any
+	return json.Unmarshal(got, &a) == nil && json.Unmarshal([]byte(want), &b) == nil && reflect.DeepEqual(a, b)
 }
 
 // lcScript answers request n with the nth step; one more fails the test.
@@ -380,6 +398,10 @@ func TestLegacyConfirmHeldAndReleased(t *testing.T) {
 			e := lcRefused(t, first, "confirmation_required")
 			if e.Escalation.Approval == nil || !strings.HasPrefix(e.Escalation.Approval.ID, "apr_") {
 				t.Fatalf("no approval ticket: %s", first.raw)
+			}
+			// The escalation names the held call in its own shape, with no id.
+			if !sameJSONObject(e.Escalation.Call, `{"name":"issue_refund","arguments":`+lcJSON(refundArgs)+`}`) {
+				t.Errorf("escalation call %s", e.Escalation.Call)
 			}
 			id := e.Escalation.Approval.ID
 			if st := g.decide(id, "approve"); st != http.StatusOK {

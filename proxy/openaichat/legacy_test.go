@@ -293,6 +293,9 @@ func TestLegacyStreamIsHeldAndAssembled(t *testing.T) {
 	if !turns[0].Raw.(replayed).legacyCall() {
 		t.Error("a streamed legacy turn is not replayed as one")
 	}
+	// Read against the last chunk or whole, the same.
+	checkFollowedAsWhole(t, []byte(legacyStream(`"{\"ci"`, `"ty\":\"Bos"`, `"ton\"}"`)))
+	checkFollowedAsWhole(t, []byte(chunkLine(`{"content":"Let me see."}`, "")+legacyStream(`"{}"`)))
 }
 
 func TestLegacyStreamRefusesBothForms(t *testing.T) {
