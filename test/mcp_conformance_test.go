@@ -39,7 +39,7 @@ var conformanceRevisions = []struct {
 	gateEnv string
 }{
 	{name: "2025-11-25"},
-	{name: "2026-07-28", stateless: true, gateEnv: "TOOLGATE_CONFORMANCE_2026"},
+	{name: "2026-07-28", stateless: true, gateEnv: mcp2026Env},
 }
 
 // TestMCPConformance runs the official MCP conformance suite's server
