@@ -72,6 +72,13 @@ func (x *exchange) revision(msgs []message, batch bool) bool {
 // a revision toolgate serves, header and _meta agreeing, and the routing
 // headers equal to the body.
 func checkRevision(m *message, h http.Header, hv, mv string) *routeError {
+	// Disagreeing versions are a mismatch even when one of them is not
+	// served: the revision answers a header that differs from _meta with
+	// HeaderMismatch, and only a version both agree on with
+	// UnsupportedProtocolVersion.
+	if hv != "" && mv != "" && hv != mv {
+		return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the MCP-Protocol-Version header " + hv + " differs from _meta[\"" + metaProtocol + "\"] " + mv}
+	}
 	for _, v := range []string{hv, mv} {
 		if v != "" && !slices.Contains(servedProtocols, v) {
 			return &routeError{code: jsonrpc.CodeUnsupportedProtocolVersion,
@@ -84,8 +91,6 @@ func checkRevision(m *message, h http.Header, hv, mv string) *routeError {
 		return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the MCP-Protocol-Version header is required for a request carrying _meta[\"" + metaProtocol + "\"]"}
 	case m.kind == kindRequest && mv == "":
 		return &routeError{code: jsonrpc.CodeInvalidParams, msg: "Invalid params: _meta[\"" + metaProtocol + "\"] is required in MCP revision " + hv}
-	case mv != "" && hv != mv:
-		return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the MCP-Protocol-Version header " + hv + " differs from _meta[\"" + metaProtocol + "\"] " + mv}
 	}
 	return checkRouting(m, h)
 }
