@@ -96,7 +96,7 @@ catalog:
 type tsv2Result struct {
 	IsError bool   `json:"isError"`
 	Text    string `json:"text"`
-	Code    *int   `json:"code"`
+	Code    any    `json:"code"`
 	Message string `json:"message"`
 }
 
