@@ -57,6 +57,9 @@ type Codec struct {
 	name string
 	task bool
 	body []byte
+	// modern: the call speaks MCP 2026-07-28 or later, whose results
+	// must say their resultType.
+	modern bool
 }
 
 var (
@@ -138,6 +141,10 @@ func (c *Codec) read(body []byte) (neutral.ToolCall, error) {
 	}
 	_, terr := jsonx.ParseObject(params.Get("task"))
 	c.id, c.name, c.task, c.body = id, name, terr == nil, body
+	c.modern = false
+	if meta, err := jsonx.ParseObject(params.Get("_meta")); err == nil {
+		c.modern = meta.Has(metaProtocolVersion)
+	}
 	return neutral.ToolCall{ID: string(id), Name: name, Args: args, Kind: neutral.Function}, nil
 }
 
@@ -159,7 +166,7 @@ func (c *Codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byt
 	case neutral.Replace:
 		return replaceCall(a.Body, act.Calls[0])
 	case neutral.Respond:
-		res := toolResult{Content: []textContent{{Type: "text", Text: act.Text}}, IsError: true}
+		res := toolResult{Content: []textContent{{Type: "text", Text: act.Text}}, IsError: true, ResultType: c.resultType()}
 		if e := act.Escalation; e != nil {
 			res.Meta = map[string]any{metaEscalation: escalationMeta(e)}
 		}
@@ -195,10 +202,20 @@ func (c *Codec) EncodeEscalation(e *neutral.Escalated) []byte {
 		}{e.Code, c.name, e.Available})
 	}
 	res := refusal(c.name, e)
+	res.ResultType = c.resultType()
 	if c.task {
 		return ErrorResponse(c.id, CodeInvalidParams, res.Content[0].Text, res.Meta[metaEscalation])
 	}
 	return response(c.id, res)
+}
+
+// resultType is what a result toolgate answers this call with says of
+// itself: complete from 2026-07-28 on, nothing before.
+func (c *Codec) resultType() string {
+	if c.modern {
+		return "complete"
+	}
+	return ""
 }
 
 // EncodeError implements api.Codec: toolgate's own error as a JSON-RPC

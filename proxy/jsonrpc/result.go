@@ -9,6 +9,10 @@ import (
 	"github.com/toolgate/toolgate/neutral"
 )
 
+// metaProtocolVersion is the _meta key naming a request's revision from
+// MCP 2026-07-28 on.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
 // _meta keys toolgate writes into the results it answers with.
 const (
 	metaEscalation = "toolgate/escalation"
@@ -18,9 +22,11 @@ const (
 
 // toolResult is a CallToolResult toolgate answers with.
 type toolResult struct {
-	Content []textContent  `json:"content"`
-	IsError bool           `json:"isError"`
-	Meta    map[string]any `json:"_meta,omitempty"`
+	Content []textContent `json:"content"`
+	IsError bool          `json:"isError"`
+	// ResultType is set for a 2026-07-28 call, whose results must carry it.
+	ResultType string         `json:"resultType,omitempty"`
+	Meta       map[string]any `json:"_meta,omitempty"`
 }
 
 type textContent struct {
@@ -103,11 +109,15 @@ func Withheld(msg []byte, tool string, fs []neutral.Finding, meta []byte) []byte
 		IsError: true,
 		Meta:    kept,
 	}
-	b, _ := jsonx.Marshal(out)
 	obj, err := jsonx.ParseObject(msg)
 	if err != nil {
 		return msg
 	}
+	// The server's resultType stays: a 2026-07-28 client needs one.
+	if res, err := jsonx.ParseObject(obj.Get("result")); err == nil {
+		out.ResultType, _ = jsonx.Unquote(res.Get("resultType"))
+	}
+	b, _ := jsonx.Marshal(out)
 	return obj.Set("result", b).Bytes()
 }
 
