@@ -254,6 +254,10 @@ type Escalation struct {
 	Mode   string   `yaml:"mode"`
 	Redact []string `yaml:"redact"`
 	Sinks  Sinks    `yaml:"sinks"`
+	// ReplayWindow is how long the same request from the same caller
+	// gets the escalation it got before, without asking the model again;
+	// 0 turns replays off. nil until defaults are set.
+	ReplayWindow *Duration `yaml:"replay_window"`
 }
 
 // Sinks are where every escalation is recorded.

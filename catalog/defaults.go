@@ -8,16 +8,19 @@ import (
 // Defaults from SPEC §2. They live here as named values so that tests and
 // `toolgate check` can refer to them.
 const (
-	DefaultListen             = "127.0.0.1:8080"
-	DefaultAdminListen        = "127.0.0.1:9091"
-	DefaultAPIKeyMode         = APIKeyIfMissing
-	DefaultConnectTimeout     = 10 * time.Second
-	DefaultFirstByteTimeout   = 120 * time.Second
-	DefaultIdleTimeout        = 60 * time.Second
-	DefaultMaxAttempts        = 1
-	DefaultConfidence         = 0.8
-	DefaultShortlist          = 20
-	DefaultRecoveryDeadline   = 60 * time.Second
+	DefaultListen           = "127.0.0.1:8080"
+	DefaultAdminListen      = "127.0.0.1:9091"
+	DefaultAPIKeyMode       = APIKeyIfMissing
+	DefaultConnectTimeout   = 10 * time.Second
+	DefaultFirstByteTimeout = 120 * time.Second
+	DefaultIdleTimeout      = 60 * time.Second
+	DefaultMaxAttempts      = 1
+	DefaultConfidence       = 0.8
+	DefaultShortlist        = 20
+	DefaultRecoveryDeadline = 60 * time.Second
+	// DefaultReplayWindow covers the retries SDKs make on their own, which
+	// back off for seconds, not minutes.
+	DefaultReplayWindow       = 60 * time.Second
 	DefaultAbstainToolName    = "toolgate_no_suitable_tool"
 	DefaultMaxBodyBytes       = 64 << 20
 	DefaultLogLevel           = "info"
@@ -96,6 +99,10 @@ func (c *Config) SetDefaults() {
 	setString(&c.Abstain.ToolName, DefaultAbstainToolName)
 	setString(&c.Truncated, TruncatedEscalate)
 	setString(&c.Escalation.Mode, EscalationError)
+	if c.Escalation.ReplayWindow == nil {
+		w := Duration(DefaultReplayWindow)
+		c.Escalation.ReplayWindow = &w
+	}
 
 	if c.Limits.MaxRequestBytes == 0 {
 		c.Limits.MaxRequestBytes = DefaultMaxBodyBytes

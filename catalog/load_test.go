@@ -43,7 +43,7 @@ func TestParseMinimalGetsEveryDefault(t *testing.T) {
 		Reprompt:   Reprompt{MaxAttempts: intp(1)},
 		Abstain:    Abstain{ToolName: "toolgate_no_suitable_tool"},
 		Truncated:  "escalate",
-		Escalation: Escalation{Mode: "error"},
+		Escalation: Escalation{Mode: "error", ReplayWindow: durationOf(60 * time.Second)},
 		Limits:     Limits{MaxRequestBytes: 67108864, MaxResponseBytes: 67108864},
 		Approvals:  Approvals{Store: "memory", TTL: Duration(15 * time.Minute), NotifyFormat: "json"},
 		Tracing:    Tracing{Protocol: "http/protobuf", SampleRatio: floatp(1)},
@@ -149,7 +149,8 @@ func TestParseFullConfig(t *testing.T) {
 		{"abstain", c.Abstain, Abstain{Enabled: true, ToolName: "no_tool_fits"}},
 		{"truncated", c.Truncated, "pass"},
 		{"escalation", c.Escalation, Escalation{Mode: "message", Redact: []string{"/card_number", "/a~1b"}, Sinks: Sinks{
-			File: "/tmp/toolgate-escalations.jsonl", Webhook: "https://hooks.example.com/toolgate", WebhookSecretEnv: "TG_TEST_WEBHOOK_SECRET"}}},
+			File: "/tmp/toolgate-escalations.jsonl", Webhook: "https://hooks.example.com/toolgate", WebhookSecretEnv: "TG_TEST_WEBHOOK_SECRET"},
+			ReplayWindow: durationOf(30 * time.Second)}},
 		{"limits", c.Limits, Limits{MaxRequestBytes: 1 << 20, MaxResponseBytes: 2 << 20}},
 		{"log", c.Log, Log{Level: "debug", Format: "console"}},
 		{"shutdown", c.Shutdown.Grace.D(), 10 * time.Second},
@@ -439,4 +440,36 @@ func FuzzParse(f *testing.F) {
 			_ = err.Error()
 		}
 	})
+}
+
+func durationOf(d time.Duration) *Duration {
+	v := Duration(d)
+	return &v
+}
+
+func TestReplayWindow(t *testing.T) {
+	for name, tc := range map[string]struct {
+		yaml string
+		want time.Duration
+	}{
+		"default": {minimalYAML, DefaultReplayWindow},
+		"off":     {minimalYAML + "escalation: {replay_window: 0s}\n", 0},
+		"set":     {minimalYAML + "escalation: {replay_window: 5m}\n", 5 * time.Minute},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml), "config.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Escalation.ReplayWindow.D(); got != tc.want {
+				t.Errorf("replay_window = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"-1s", "2h"} {
+		_, err := Parse([]byte(minimalYAML+"escalation: {replay_window: "+bad+"}\n"), "config.yaml")
+		if err == nil || !strings.Contains(err.Error(), "escalation.replay_window") {
+			t.Errorf("replay_window %s: err = %v", bad, err)
+		}
+	}
 }

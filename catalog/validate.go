@@ -72,6 +72,9 @@ func (c *Config) Validate() error {
 	oneOf(ps, "truncated", c.Truncated, TruncatedEscalate, TruncatedPass)
 
 	oneOf(ps, "escalation.mode", c.Escalation.Mode, EscalationError, EscalationMessage)
+	if w := c.Escalation.ReplayWindow; w != nil && (*w < 0 || *w > Duration(maxReplayWindow)) {
+		ps.add("escalation.replay_window", "must be between 0 (off) and %s, got %s", Duration(maxReplayWindow), *w)
+	}
 	for i, r := range c.Escalation.Redact {
 		checkPointer(ps, indexPath("escalation.redact", i), r)
 	}
@@ -326,6 +329,10 @@ func (t *ToolConfig) validate(ps *problems, at string) {
 // maxApprovalTTL bounds approvals.ttl: every held answer stays in the
 // store that long, and a call nobody approved within a week is stale.
 const maxApprovalTTL = 7 * 24 * time.Hour
+
+// maxReplayWindow bounds escalation.replay_window: a replay answers a
+// client's own retry, and after an hour the same request is a new question.
+const maxReplayWindow = time.Hour
 
 func (c *Config) validateApprovals(ps *problems) {
 	a := &c.Approvals

@@ -46,6 +46,9 @@ type Metrics struct {
 	StrictTools       *prometheus.CounterVec
 	StrictCalls       *prometheus.CounterVec
 	TraceSpansDropped prometheus.Counter
+	// EscalationReplays counts retries answered with an escalation kept
+	// from the same request (replay.go).
+	EscalationReplays *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -125,8 +128,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	m.StrictTools, m.StrictCalls = strictMetrics()
+	m.EscalationReplays = replayMetric()
 	m.register(reg)
 	return m
+}
+
+// replayMetric counts escalation replays (replay.go).
+func replayMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_escalation_replays_total",
+		Help: "Retries answered with the escalation the same request got before, from memory."}, []string{"api"})
 }
 
 // strictMetrics are strict mode's counters (SPEC §3b, §8).
@@ -147,7 +157,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
 		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput,
-		m.StrictTools, m.StrictCalls, m.TraceSpansDropped)
+		m.StrictTools, m.StrictCalls, m.TraceSpansDropped, m.EscalationReplays)
 	for _, r := range refusalReasons {
 		m.RouteRefusals.WithLabelValues(string(r))
 	}

@@ -60,6 +60,8 @@ type exchange struct {
 	strict *strictRun
 	// out is what the request comes to, filled in as it is decided.
 	out outcome
+	// key names the request for escalation replays, once worked out.
+	key *replayKey
 }
 
 // parsed is what the pipeline read of the client's request and what
@@ -177,6 +179,9 @@ func (x *exchange) open() (*call, bool) {
 	x.body = body
 	if resumeAsked(x.r) {
 		x.resume(body)
+		return nil, false
+	}
+	if x.replay() {
 		return nil, false
 	}
 	x.settings = x.rt.settings

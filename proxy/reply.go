@@ -42,6 +42,9 @@ type reply struct {
 	// the stream's writer, after whatever that sent, on the stream's
 	// status and headers.
 	tail *streamWriter
+	// escalation marks an escalation's 422, which the request's retries
+	// get again (replay.go).
+	escalation bool
 }
 
 // write sends a reply and reports the request: conclude, headers, status,
@@ -58,6 +61,9 @@ func (x *exchange) write(rp reply) {
 		}
 		x.report()
 		return
+	}
+	if rp.escalation {
+		x.keepReplay(&rp)
 	}
 	rp.send(x.w, func(h http.Header) { x.headers(h, rp.decided) })
 	x.report()
@@ -143,7 +149,7 @@ func (x *exchange) failureReply(f neutral.Failure) reply {
 // escalationReply answers in error mode (SPEC §5).
 func (x *exchange) escalationReply(e *neutral.Escalated, o recovery.Outcome) reply {
 	return reply{status: statusEscalated, label: string(o), decided: true, contentType: "application/json",
-		noRetry: true, body: x.cd.EncodeEscalation(e)}
+		noRetry: true, body: x.cd.EncodeEscalation(e), escalation: true}
 }
 
 // tailReply ends a stream with body; decided when the stream's answer

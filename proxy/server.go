@@ -76,6 +76,9 @@ type Server struct {
 	observer  RecoveryObserver // may be nil
 	approvals *approval.Service
 	tracing   *tracing
+	// replays keeps recent escalation replies for the same request's
+	// retries, across reloads (replay.go).
+	replays replays
 }
 
 func (s *Server) keepaliveInterval() time.Duration {
@@ -331,10 +334,12 @@ func (s *Server) recovered(bw *beganWriter, r *http.Request) {
 // a held stream waits under stays small (see serveStream).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter) {
 	rt := s.rt.Load()
-	if !checkInbound(r.Header, rt.snap.Secrets.InboundTokens) {
+	caller, ok := checkInbound(r.Header, rt.snap.Secrets.InboundTokens)
+	if !ok {
 		writeOpenAIFailure(w, authFailure)
 		return
 	}
+	bw.caller = caller
 	if rt.tracer != nil {
 		s.serveTraced(w, r, rid, bw, rt)
 		return
@@ -396,6 +401,8 @@ type beganWriter struct {
 	status atomic.Int32
 	// rid is the request's id.
 	rid string
+	// caller is the inbound token the request presented, or "".
+	caller string
 }
 
 func (b *beganWriter) WriteHeader(code int) {

@@ -238,9 +238,9 @@ func keyHeader(host, api string) string {
 // checkInbound authenticates a client against the configured tokens. The
 // token is read from the headers SDKs send keys in, compared in constant
 // time, and removed so it never reaches the upstream.
-func checkInbound(h http.Header, tokens []string) bool {
+func checkInbound(h http.Header, tokens []string) (caller string, ok bool) {
 	if len(tokens) == 0 {
-		return true
+		return "", true
 	}
 	for _, k := range credentialHeaders {
 		v := h.Get(k)
@@ -253,14 +253,14 @@ func checkInbound(h http.Header, tokens []string) bool {
 			}
 			v = strings.TrimSpace(v[7:])
 		}
-		ok := 0
+		match := 0
 		for _, t := range tokens {
-			ok |= subtle.ConstantTimeCompare([]byte(v), []byte(t))
+			match |= subtle.ConstantTimeCompare([]byte(v), []byte(t))
 		}
-		if ok == 1 {
+		if match == 1 {
 			h.Del(k)
-			return true
+			return v, true
 		}
 	}
-	return false
+	return "", false
 }

@@ -473,6 +473,13 @@ func startGateWith(t *testing.T, configYAML string, o app.Options) (*gate, func(
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, configYAML)
 	}
+	if !strings.Contains(configYAML, "replay_window") {
+		// These tests script the model's answer to each request, the same
+		// request again included: only a test that sets the window
+		// expects an escalation replayed.
+		off := catalog.Duration(0)
+		cfg.Escalation.ReplayWindow = &off
+	}
 	return startGateConfig(t, cfg, t.TempDir(), o)
 }
 
