@@ -42,7 +42,7 @@ func Parse(data []byte, name string) (*Config, error) {
 	var root yaml.Node
 	err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, &ConfigError{File: name, Problems: []Problem{syntaxProblem(err)}}
+		return nil, &ConfigError{File: name, Problems: []Problem{syntaxProblemIn(err, data)}}
 	}
 	src := newSource(name, &root)
 
@@ -54,7 +54,7 @@ func Parse(data []byte, name string) (*Config, error) {
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			return nil, &ConfigError{File: name, Problems: []Problem{syntaxProblem(err)}}
+			return nil, &ConfigError{File: name, Problems: []Problem{syntaxProblemIn(err, data)}}
 		}
 		for _, m := range te.Errors {
 			p, scope := src.translate(m)
@@ -170,6 +170,45 @@ func covered(unread []string, path string) bool {
 	}
 	return false
 }
+
+// syntaxProblemIn is syntaxProblem with the line moved to where the
+// problem is. The YAML parser reports the line where the enclosing block
+// began ("line 3: did not find expected key" for a key mis-indented at line
+// 30 of a block opened at line 3), so the first line whose text, read up to
+// that line, fails with the same message is the one to fix. Only the error
+// path pays for the re-reads, from the reported line on, and at most
+// syntaxSearchBytes of them: past that the parser's line stands.
+func syntaxProblemIn(err error, data []byte) Problem {
+	p := syntaxProblem(err)
+	if p.Line == 0 {
+		return p
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	var node yaml.Node
+	end, read := 0, 0
+	for n := 0; n < p.Line && n < len(lines); n++ {
+		end += len(lines[n])
+	}
+	for n := p.Line; n <= len(lines) && read < syntaxSearchBytes; n++ {
+		prefix := data[:end]
+		if n < len(lines) {
+			end += len(lines[n])
+		}
+		read += len(prefix)
+		perr := yaml.Unmarshal(prefix, &node)
+		if perr == nil {
+			continue
+		}
+		if q := syntaxProblem(perr); q.Message == p.Message {
+			p.Line = n
+		}
+		break
+	}
+	return p
+}
+
+// syntaxSearchBytes bounds the text syntaxProblemIn parses again.
+const syntaxSearchBytes = 16 << 20
 
 // syntaxProblem turns a YAML syntax error ("yaml: line 3: ...") into a
 // Problem carrying that line.
