@@ -110,7 +110,7 @@ func (p *pageHandler) session(r *http.Request, now time.Time) (session, bool) {
 	if err != nil {
 		return session{}, false
 	}
-	enc := base64.RawURLEncoding
+	enc := base64.RawURLEncoding.Strict()
 	pl, mac, ok := strings.Cut(c.Value, ".")
 	payload, err1 := enc.DecodeString(pl)
 	sum, err2 := enc.DecodeString(mac)

@@ -425,11 +425,25 @@ func TestRedisPausedLeavesNoChange(t *testing.T) {
 	}
 	recs, err := s.List(ctx, "")
 	if err != nil || len(recs) != 2 {
-		t.Fatalf("records after the pauses: %d, %v", len(recs), err)
+		t.Errorf("records after the pauses: %d, %v", len(recs), err)
 	}
 	// The store works again, and the retried decision applies once.
 	if got, err := svc.Decide(ctx, r.ID, Decision{Approve: true, By: "ana"}); err != nil || got.State != Approved {
 		t.Fatalf("retry: %+v, %v", got, err)
+	}
+	// A release answered 503 did not use the approval: the retry gets
+	// the held answer.
+	m := Match{RequestDigest: "sha256:r"}
+	if _, err := svc.Claim(ctx, warm.ID, m); err == nil {
+		t.Fatal("claimed a denied approval") // loads the claim script
+	}
+	whilePaused(t, srv, s, func() {
+		if _, err := svc.Claim(ctx, r.ID, m); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("claim with redis paused: %v", err)
+		}
+	})
+	if got, err := svc.Claim(ctx, r.ID, m); err != nil || string(got.Held) != "h" {
+		t.Fatalf("a release answered 503 used the approval: %+v, %v", got, err)
 	}
 }
 
@@ -486,4 +500,49 @@ func TestViewMasksRedactedValuesInTheUserMessage(t *testing.T) {
 	if v.LastUserMessage != "Refund A1 to card [redacted] please, [redacted]1 is not mine" {
 		t.Fatalf("message %q", v.LastUserMessage)
 	}
+}
+
+// FuzzVerifyChain: any file is read without a panic, and a file that
+// verifies still verifies with a line of another record kind added.
+func FuzzVerifyChain(f *testing.F) {
+	f.Add([]byte(`{"approval":{"result":"requested","approval_id":"apr_1","at":"2026-01-01T00:00:00Z","chain":"c","seq":1,"prev":""}}` + "\n"))
+	f.Add([]byte(`{"approval":{"chain":"c","seq":2,"prev":"sha256:00"}}` + "\n{}\n"))
+	f.Add([]byte("{\"approval\":null}\n\n[1]\n"))
+	f.Add([]byte(`{"approval":{"chain":"c","seq":1,"prev":"","by":"a","by":"b"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := VerifyChain(bytes.NewReader(data))
+		if err == nil {
+			m, err2 := VerifyChain(bytes.NewReader(append(append([]byte(nil), data...), "\n{\"api\":\"chat\"}\n"...)))
+			if err2 != nil || m != n {
+				t.Fatalf("an escalation line changed the verdict: %d %v -> %d %v", n, err, m, err2)
+			}
+		} else if ce, ok := err.(*ChainError); !ok || ce.Line < 1 {
+			t.Fatalf("error %T %v", err, err)
+		}
+	})
+}
+
+// FuzzSessionCookie: no cookie value but one the handler signed is a
+// session, and none panics.
+func FuzzSessionCookie(f *testing.F) {
+	p := &pageHandler{s: New(Config{Store: NewMemory(Options{})}), ks: newTokenSet(Tokens{Admin: "adm", Named: []NamedToken{{Name: "ana", Token: "t"}}})}
+	k, _ := p.ks.byName(true, "ana")
+	good := cookieValue(k, "nonce", time.Now().Add(time.Hour))
+	f.Add(good)
+	f.Add(strings.Replace(good, ".", ".x", 1))
+	f.Add("bnxhbmF8OTk5OTk5OTk5OXxu.AAAA")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, v string) {
+		req := httptest.NewRequest(http.MethodGet, "/ui/approvals", nil)
+		req.Header.Set("Cookie", sessionCookie+"="+v)
+		ss, ok := p.session(req, time.Now())
+		if ok && v != good {
+			// Another value is a session only if it signs the same payload.
+			pl, _, _ := strings.Cut(v, ".")
+			gpl, _, _ := strings.Cut(good, ".")
+			if pl != gpl || ss.by() != "ana" {
+				t.Fatalf("forged session %q accepted as %+v", v, ss)
+			}
+		}
+	})
 }
