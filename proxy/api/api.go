@@ -114,6 +114,7 @@ var ProtocolKeys = jsonx.NewKeyFold(
 	"choices", "message", "delta", "tool_calls", "function", "custom", "name", "arguments", "input",
 	"id", "type", "index", "content", "finish_reason", "usage", "error", "output", "call_id", "item",
 	"output_index", "content_block", "partial_json", "stop_reason", "response", "status", "role", "text",
+	"function_call",
 )
 
 // ReadEvent reads a stream event's data into tx against last, the stream's

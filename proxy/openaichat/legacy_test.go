@@ -146,6 +146,11 @@ func TestLegacyAnswerIsACall(t *testing.T) {
 	if _, err := c.DecodeAnswer([]byte(both)); !errors.Is(err, api.ErrTwoForms) {
 		t.Errorf("calls in both forms: %v, want ErrTwoForms", err)
 	}
+	// A key the agent's SDK would not read as function_call is refused, not
+	// read as one.
+	if _, err := c.DecodeAnswer([]byte(strings.Replace(legacyAnswer, `"function_call"`, `"Function_call"`, 1))); !errors.Is(err, api.ErrFoldedKey) {
+		t.Errorf("a folded function_call: %v, want ErrFoldedKey", err)
+	}
 	if _, err := c.DecodeAnswer([]byte(strings.Replace(legacyAnswer, `"function_call":{`, `"function_call":[{`, 1))); err == nil {
 		t.Error("a function_call that is not an object was read")
 	}
@@ -293,6 +298,23 @@ func TestLegacyStreamIsHeldAndAssembled(t *testing.T) {
 	if !turns[0].Raw.(replayed).legacyCall() {
 		t.Error("a streamed legacy turn is not replayed as one")
 	}
+	// A folded function_call in a stream is refused too.
+	folded := strings.Replace(legacyStream(`"{}"`), `"function_call":{"name"`, `"Function_Call":{"name"`, 1)
+	if _, _, err := feedStream(t, []byte(folded)); !errors.Is(err, api.ErrFoldedKey) {
+		t.Errorf("a folded delta.function_call: %v, want ErrFoldedKey", err)
+	}
+	// A null function_call beside text is read by the fast reader as the
+	// full decoder reads it: as nothing.
+	nulls := chunkLine(`{"content":"Let","function_call":null}`, "") + chunkLine(`{"content":" me","function_call":null}`, "") +
+		chunkLine(`{"function_call":null}`, "stop") + "data: [DONE]\n\n"
+	st, evs = mustFeed(t, []byte(nulls))
+	if turns := st.Turns(); len(turns) != 1 || turns[0].Text != "Let me" || len(turns[0].Calls) != 0 || evs[0].step.Hold {
+		t.Errorf("null function_call deltas: %+v", turns)
+	}
+	if !st.(*stream).plan.ok {
+		t.Error("a null function_call sent the chunk to the full decoder")
+	}
+	checkFollowedAsWhole(t, []byte(nulls))
 	// Read against the last chunk or whole, the same.
 	checkFollowedAsWhole(t, []byte(legacyStream(`"{\"ci"`, `"ty\":\"Bos"`, `"ton\"}"`)))
 	checkFollowedAsWhole(t, []byte(chunkLine(`{"content":"Let me see."}`, "")+legacyStream(`"{}"`)))

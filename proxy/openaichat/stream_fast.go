@@ -204,7 +204,9 @@ func readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d textDelta, _ []
 }
 
 // readTextDelta reads the delta at node dr into d: its role, text and
-// plain function-call fragments. Any other field is the full decoder's.
+// plain function-call fragments. Any other field is the full decoder's,
+// and so is a legacy function_call that is not null (servers that speak
+// both forms send it null beside every text delta).
 func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]fastCall, bool) {
 	if tx.Kind(dr) != '{' || tx.Repeats(dr) {
 		return fcalls, false
@@ -215,7 +217,8 @@ func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]f
 		name := tx.Name(j, buf[:0])
 		switch {
 		case string(name) == "role":
-		case (string(name) == "content" || string(name) == "refusal" || string(name) == "reasoning_content") && tx.Null(v):
+		case (string(name) == "content" || string(name) == "refusal" || string(name) == "reasoning_content" ||
+			string(name) == "function_call") && tx.Null(v):
 		case string(name) == "content" && tx.Kind(v) == '"':
 			d.content = v
 		case string(name) == "tool_calls":
