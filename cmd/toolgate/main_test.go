@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -294,5 +295,73 @@ func TestCheckShippedConfigsWithoutEnvironment(t *testing.T) {
 		if code := run([]string{"check", "--config", p}, &out, &errb); code != 0 {
 			t.Errorf("check %s: code %d\n%s%s", p, code, out.String(), errb.String())
 		}
+	}
+}
+
+// lockedBuffer is serve's log, read while serve still writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A reload of an invalid config is one log line that says why, with no
+// stack trace, and serve keeps running.
+func TestRejectedReloadLogsOneLine(t *testing.T) {
+	real := filepath.Join(t.TempDir(), "config.yaml")
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	good := "listen: " + freePort(t) + "\nadmin_listen: " + freePort(t) +
+		"\nupstreams: [{url: 'http://127.0.0.1:9'}]\ncatalog: {tools: [{name: t, description: d}]}\n"
+	if err := os.WriteFile(real, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, path); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"serve", "--config", path}, io.Discard, logs) }()
+	waitUntil(t, "serve to start", func() bool { return strings.Contains(logs.String(), `"msg":"toolgate started"`) })
+
+	if err := os.WriteFile(real, []byte(good+"bogus_key: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	waitUntil(t, "the rejected reload's log line", func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "config reload rejected") {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(line, "bogus_key") || strings.Contains(line, "stacktrace") || strings.Contains(line, "goroutine") {
+		t.Errorf("rejected reload line: %s", line)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not exit after SIGTERM")
+	}
+	if strings.Contains(logs.String(), "stacktrace") {
+		t.Errorf("the log holds a stack trace:\n%s", logs.String())
 	}
 }

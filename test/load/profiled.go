@@ -65,7 +65,7 @@ func profileToolgate(config, dir string, stop <-chan struct{}) error {
 	// As serve's logger: no caller, which would walk the stack on every
 	// request line and show in the profile as a cost serve does not pay.
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionConfig().EncoderConfig), ws, level),
-		zap.AddStacktrace(zapcore.ErrorLevel), zap.ErrorOutput(sink))
+		zap.AddStacktrace(zapcore.DPanicLevel), zap.ErrorOutput(sink))
 
 	// Allocations are sampled at the default rate, which is enough for
 	// proportions; a rate of 1 would slow the allocator being measured.
