@@ -153,8 +153,9 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// With --trace-endpoint the demo exports its three requests' traces, each
-// under the trace id it prints, and the first is the recovered request.
+// With --trace-endpoint the demo exports every scene's trace under the
+// trace id it prints: the first is the recovered request, the fourth the
+// refund held and resumed twice.
 func TestDemoTraced(t *testing.T) {
 	rcv := otlptest.NewHTTP(t)
 	var out, errb bytes.Buffer
@@ -162,8 +163,17 @@ func TestDemoTraced(t *testing.T) {
 		t.Fatalf("demo: code %d\n%s", code, errb.String())
 	}
 	ids := regexp.MustCompile(`(?m)^trace  ([0-9a-f]{32})$`).FindAllStringSubmatch(out.String(), -1)
-	if len(ids) != 3 {
-		t.Fatalf("demo printed %d trace ids:\n%s", len(ids), out.String())
+	if len(ids) != 4 {
+		t.Fatalf("demo printed %d trace ids, want one per scene:\n%s", len(ids), out.String())
+	}
+	servers := 0
+	for _, s := range otlptest.Trace(rcv.Spans(), ids[3][1]) {
+		if s.Kind == 2 {
+			servers++
+		}
+	}
+	if servers != 3 {
+		t.Errorf("the refund scene's trace holds %d server spans, want 3 (the hold and two resumes)", servers)
 	}
 	// Shutdown flushed the spans before the demo returned.
 	spans := otlptest.Trace(rcv.Spans(), ids[0][1])

@@ -136,7 +136,7 @@ func RunTraced(ctx context.Context, out io.Writer, traceEndpoint string) error {
 		describe(p, status, body)
 		p("")
 	}
-	if err := refundScene(ctx, p, base, "http://"+a.AdminAddr(), model); err != nil {
+	if err := refundScene(ctx, p, base, "http://"+a.AdminAddr(), model, traceEndpoint != ""); err != nil {
 		return err
 	}
 	p("Nothing invalid reached the agent. Metrics: http://%s/metrics (while running `toolgate serve`).", "127.0.0.1:9091")
@@ -145,14 +145,22 @@ func RunTraced(ctx context.Context, out io.Writer, traceEndpoint string) error {
 
 // refundScene holds a refund for a person, approves it through the admin
 // API and resumes it: the model's call is released once, without asking
-// the model again, and a second resume is refused.
-func refundScene(ctx context.Context, p func(string, ...any), base, admin string, model *scriptedModel) error {
+// the model again, and a second resume is refused. Traced, the hold and
+// both resumes are requests of one trace.
+func refundScene(ctx context.Context, p func(string, ...any), base, admin string, model *scriptedModel, traced bool) error {
 	const question = "Refund order ord_1, 5 dollars."
 	p("== 4. A refund (policy: confirm) is held until a person approves it, then released once")
 	p("agent  -> toolgate   user: %q", question)
-	status, _, body, err := ask(ctx, base, question, "")
+	traceID := ""
+	if traced {
+		traceID = newTraceID()
+	}
+	status, _, body, err := ask(ctx, base, question, traceID)
 	if err != nil {
 		return err
+	}
+	if traceID != "" {
+		p("trace  %s", traceID)
 	}
 	var e struct {
 		Error struct {
@@ -188,7 +196,7 @@ func refundScene(ctx context.Context, p func(string, ...any), base, admin string
 	before := model.requests()
 	for i := 0; i < 2; i++ {
 		p("agent  -> toolgate   the same request again, X-Toolgate-Approval: %s", id)
-		status, hdr, body, err := askWith(ctx, base, question, "", map[string]string{"X-Toolgate-Approval": id})
+		status, hdr, body, err := askWith(ctx, base, question, traceID, map[string]string{"X-Toolgate-Approval": id})
 		if err != nil {
 			return err
 		}
