@@ -351,7 +351,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *b
 //
 //go:noinline
 func (s *Server) serveTraced(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter, rt *runtime) {
-	ctx, sp := startServer(requestContext(r, rid, rt).Context(), rt.tracer, r)
+	ctx, sp := startServer(requestContext(r, rid, rt).Context(), rt.tracer, r, rt.snap.Config.Limits.MaxRequestBytes)
 	defer func() { endServer(sp, int(bw.status.Load())) }()
 	s.route(w, withContext(r, ctx), rt)
 }

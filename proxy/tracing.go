@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"maps"
 	"net/http"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -110,8 +113,14 @@ func (t *tracing) flush(ctx context.Context) error {
 // startServer opens the request's server span, continuing the client's
 // trace, and puts its context in the request's headers, so that whatever
 // is forwarded as it came (pass-through routes, MCP servers) carries it.
-func startServer(ctx context.Context, tr trace.Tracer, r *http.Request) (context.Context, trace.Span) {
+func startServer(ctx context.Context, tr trace.Tracer, r *http.Request, limit int64) (context.Context, trace.Span) {
 	ctx = telemetry.Extract(ctx, r.Header)
+	if !trace.SpanContextFromContext(ctx).IsValid() && r.Method == http.MethodPost && r.Header.Get("Mcp-Method") != "" {
+		// MCP 2026-07-28 carries the caller's trace in params._meta as
+		// well; only its requests have Mcp-Method, so no other body is
+		// read here.
+		ctx = telemetry.Extract(ctx, metaTrace(r, limit))
+	}
 	ctx, sp := tr.Start(ctx, "toolgate", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", r.Method)))
 	telemetry.Inject(ctx, r.Header)
@@ -141,4 +150,38 @@ func tracedMCP(h http.Handler, server string) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// metaTrace reads traceparent and tracestate from an MCP request's
+// params._meta into headers for Extract. The body read stays the
+// request's: the route reads it again from the start. A body over limit is
+// not looked into; the route refuses it.
+func metaTrace(r *http.Request, limit int64) http.Header {
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+	if err != nil || int64(len(b)) > limit {
+		return nil
+	}
+	msg, err := jsonx.ParseObject(b)
+	if err != nil {
+		return nil
+	}
+	params, err := jsonx.ParseObject(msg.Get("params"))
+	if err != nil {
+		return nil
+	}
+	meta, err := jsonx.ParseObject(params.Get("_meta"))
+	if err != nil {
+		return nil
+	}
+	h := http.Header{}
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if v, ok := jsonx.Unquote(meta.Get(k)); ok && v != "" {
+			h.Set(k, v)
+		}
+	}
+	return h
 }

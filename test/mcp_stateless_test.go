@@ -14,7 +14,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/cmd/toolgate/app"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/otlptest"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
@@ -160,5 +163,38 @@ mcp_servers:
 	}
 	if a.Wire.Count("tools/call")+b.Wire.Count("tools/call") != 20 || a.Refunds.Load()+b.Refunds.Load() != 20 {
 		t.Fatalf("refused calls reached a replica: %d and %d calls", a.Wire.Count("tools/call"), b.Wire.Count("tools/call"))
+	}
+}
+
+// A 2026-07-28 request's trace context may come in params._meta instead
+// of the traceparent header; toolgate continues it all the same.
+func TestTraceMCPMetaContext(t *testing.T) {
+	rcv := otlptest.NewHTTP(t)
+	o := mcptest.StartStateless(false, nil)
+	defer o.Close()
+	cfg := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams: [{url: 'http://127.0.0.1:1'}]\n" +
+		"mcp_servers: [{name: orders, url: '" + o.HTTP.URL + "', path_prefix: /mcp/orders}]\n" + mcptest.Catalog +
+		"tracing: {endpoint: '" + rcv.URL + "'}\n"
+	g, _ := startGateWith(t, cfg, app.Options{Sink: &recordingSink{}, TraceTuning: telemetry.Tuning{Interval: 20 * time.Millisecond}})
+	tp, traceID, spanID := traceparentFor()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{"order_id":"ord_1","amount_cents":5},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"` + tp + `"}}}`
+	status, _, out, err := postRaw(g.URL+"/mcp/orders", body, map[string]string{"Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "issue_refund"})
+	if err != nil || status != 200 || !strings.Contains(string(out), "refunded") {
+		t.Fatalf("call: %v %d %s", err, status, out)
+	}
+	spans := rcv.Wait(t, 5*time.Second, func(s []otlptest.Span) bool {
+		judged, parent := judgedUnderServer(otlptest.Trace(s, traceID))
+		return judged != nil && parent != nil
+	})
+	_, parent := judgedUnderServer(otlptest.Trace(spans, traceID))
+	if parent.Name != "mcp orders" || parent.ParentID != spanID {
+		t.Fatalf("server span %+v, want the child of %s", parent, spanID)
+	}
+	for _, h := range o.Wire.Headers() {
+		if v := h.Get("Traceparent"); !strings.HasPrefix(v, "00-"+traceID+"-") {
+			t.Errorf("the MCP server got traceparent %q", v)
+		}
 	}
 }
