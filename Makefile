@@ -4,25 +4,38 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 FUZZTIME  ?= 2m
 
-.PHONY: build test unit node-deps fuzz bench load load-profile rss rss10k soak demo lint jaeger jaeger-test
+.PHONY: build test unit test-tools node-deps fuzz bench load load-profile rss rss10k soak demo lint jaeger jaeger-test
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/toolgate ./cmd/toolgate
 
 demo:
+	@echo "make: building toolgate (the first build downloads and compiles its modules: minutes on a cold cache)"
 	$(GO) run ./cmd/toolgate demo
 
 # test installs what the suite needs (each test/node*/ folder's packages), then
 # runs the main module's tests with the race detector, the held-stream stack
 # test without it (the detector's instrumentation changes the frames it
 # measures), then deploy/'s.
-test: node-deps
+test: node-deps test-tools
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run '^TestHeldStreamStackShrinks$$' ./proxy/
 	cd deploy && $(GO) test -count=1 ./...
 
-unit:
+unit: test-tools
 	$(GO) test -count=1 ./...
+
+# test-tools names each tool whose tests will be skipped here (go test
+# prints no skips without -v; under CI=true those tests fail instead), and
+# warns that a first, cold run compiles for a long time.
+TEST_TOOLS := promtool:prometheus chromium:chromium redis-server:redis-server podman:podman runc:runc kubectl:kubectl node:nodejs
+test-tools:
+	@for tp in $(TEST_TOOLS); do \
+		t=$${tp%%:*}; p=$${tp#*:}; \
+		command -v $$t >/dev/null 2>&1 || echo "make: $$t not found: its tests are skipped (apt-get install $$p; they fail under CI=true)"; \
+	done
+	@[ -d "$$($(GO) env GOCACHE)" ] && [ -n "$$(ls -A "$$($(GO) env GOCACHE)" 2>/dev/null)" ] || \
+		echo "make: Go's build cache is empty: the first run compiles everything and takes 20 minutes or more on 2 cores"
 
 node-deps:
 	@if command -v npm >/dev/null 2>&1; then \
