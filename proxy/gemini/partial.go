@@ -48,7 +48,9 @@ type assembler struct {
 // add reads one part. It returns the part to judge in its place: the part
 // itself (any part that is not a call, even between fragments), nil for a
 // fragment while its call is still open, and the whole call, as one part
-// with args, once its last fragment arrived.
+// with args, once its last fragment arrived. An open call keeps slices of
+// raw, so raw must stay as it is while the call is open: a stream passes
+// its own copy of each part, never an event's bytes.
 func (a *assembler) add(raw []byte) ([]byte, error) {
 	p, err := jsonx.ParseObject(raw)
 	if err != nil {

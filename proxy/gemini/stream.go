@@ -221,16 +221,20 @@ func (s *stream) candidate(cs *candidate, idx, n int, c jsonx.Object) error {
 		if err != nil {
 			return errStream("a part is not an object")
 		}
-		if has(p, "functionCall") {
-			s.call = true
-			if err := s.callPart(cs, n, raw); err != nil {
-				return err
-			}
-		}
 		if t, ok := jsonx.Unquote(p.Get("text")); !ok || t != "" || len(p) > 1 {
 			s.content = true
 		}
-		cs.parts = append(cs.parts, bytes.Clone(raw))
+		// The event's bytes are the reader's, and the next event is read
+		// into them: a streamed call open across events keeps this copy,
+		// never the event, however the upstream cut its bytes.
+		own := bytes.Clone(raw)
+		if has(p, "functionCall") {
+			s.call = true
+			if err := s.callPart(cs, n, own); err != nil {
+				return err
+			}
+		}
+		cs.parts = append(cs.parts, own)
 	}
 	return nil
 }
