@@ -57,9 +57,6 @@ type Codec struct {
 	name string
 	task bool
 	body []byte
-	// modern: the call speaks MCP 2026-07-28 or later, whose results
-	// must say their resultType.
-	modern bool
 }
 
 var (
@@ -141,10 +138,6 @@ func (c *Codec) read(body []byte) (neutral.ToolCall, error) {
 	}
 	_, terr := jsonx.ParseObject(params.Get("task"))
 	c.id, c.name, c.task, c.body = id, name, terr == nil, body
-	c.modern = false
-	if meta, err := jsonx.ParseObject(params.Get("_meta")); err == nil {
-		c.modern = meta.Has(metaProtocolVersion)
-	}
 	return neutral.ToolCall{ID: string(id), Name: name, Args: args, Kind: neutral.Function}, nil
 }
 
@@ -210,9 +203,19 @@ func (c *Codec) EncodeEscalation(e *neutral.Escalated) []byte {
 }
 
 // resultType is what a result toolgate answers this call with says of
-// itself: complete from 2026-07-28 on, nothing before.
+// itself: complete for a call of 2026-07-28 on (its _meta names the
+// revision), nothing before. It is read here, not with the call, so that
+// only the calls toolgate answers itself pay for it.
 func (c *Codec) resultType() string {
-	if c.modern {
+	msg, err := jsonx.ParseObject(c.body)
+	if err != nil {
+		return ""
+	}
+	params, err := jsonx.ParseObject(msg.Get("params"))
+	if err != nil {
+		return ""
+	}
+	if meta, err := jsonx.ParseObject(params.Get("_meta")); err == nil && meta.Has(metaProtocolVersion) {
 		return "complete"
 	}
 	return ""
