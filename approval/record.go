@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -90,9 +91,12 @@ type Record struct {
 	Created    time.Time `json:"created"`
 	ExpiresAt  time.Time `json:"expires_at"`
 
-	RequestDigest  string `json:"request_digest"`
-	Route          string `json:"route"`
-	Upstream       string `json:"upstream"`
+	RequestDigest string `json:"request_digest"`
+	Route         string `json:"route"`
+	Upstream      string `json:"upstream"`
+	// Caller is the digest of who made the hold (Binding.Digest): only the
+	// same caller may resume it. Empty when nothing names the caller.
+	Caller         string `json:"caller,omitempty"`
 	CatalogVersion string `json:"catalog_version"`
 	EscalationID   string `json:"escalation_id"`
 	Calls          []Call `json:"calls"`
@@ -192,6 +196,33 @@ func random() string {
 	return hex.EncodeToString(b)
 }
 
+// Binding is who presents a request: the inbound token it authenticated
+// with and, on MCP, its session. An approval is bound to the caller that
+// made the hold, since its id is no secret (it shows in logs, sink records,
+// traces and notifications): another client repeating the request with it
+// is refused.
+type Binding struct {
+	// Token is the client's inbound token; only its digest is kept.
+	Token string
+	// Session is the MCP session (Mcp-Session-Id).
+	Session string
+}
+
+// Digest is what a record keeps of b: a digest of its parts, or "" when
+// b names nobody. A token is never stored, only this.
+func (b Binding) Digest() string {
+	if b.Token == "" && b.Session == "" {
+		return ""
+	}
+	h := sha256.New()
+	for _, part := range [...]string{"toolgate caller", b.Token, b.Session} {
+		// Each part's length first, so no two bindings read the same.
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(part))))
+		h.Write([]byte(part))
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
 // Spec is what the pipeline knows of a held answer when it asks for an
 // approval.
 type Spec struct {
@@ -199,6 +230,7 @@ type Spec struct {
 	RequestDigest  string
 	Route          string
 	Upstream       string
+	Caller         string
 	CatalogVersion string
 	EscalationID   string
 	Calls          []Call
@@ -218,7 +250,7 @@ func NewRecord(s Spec, now time.Time, ttl time.Duration) (*Record, Secret) {
 	r := &Record{
 		ID: idPrefix + random(), State: Pending, Approver: s.Approver,
 		Created: now.UTC(), ExpiresAt: now.Add(ttl).UTC(),
-		RequestDigest: s.RequestDigest, Route: s.Route, Upstream: s.Upstream,
+		RequestDigest: s.RequestDigest, Route: s.Route, Upstream: s.Upstream, Caller: s.Caller,
 		CatalogVersion: s.CatalogVersion, EscalationID: s.EscalationID,
 		Calls: s.Calls, Held: s.Held, Stream: s.Stream,
 		UserText: truncateRunes(s.UserText, maxUserText), AskedBy: s.AskedBy,

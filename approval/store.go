@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"time"
 
@@ -49,7 +50,9 @@ type Match struct {
 	RequestDigest string
 	Route         string
 	Upstream      string
-	Secret        Secret
+	// Caller is the resuming caller's Binding.Digest.
+	Caller string
+	Secret Secret
 }
 
 // Options tune a store.
@@ -126,16 +129,24 @@ func check(r *Record, m Match, now time.Time) error {
 	return checkState(r, now)
 }
 
-// checkMatch compares what never changes in a record: the request and,
-// for a caller approval, the secret.
+// checkMatch compares what never changes in a record: the request, who
+// made it and, for a caller approval, the secret.
 func checkMatch(r *Record, m Match) error {
-	if r.RequestDigest != m.RequestDigest || r.Route != m.Route || r.Upstream != m.Upstream {
+	if !r.Matches(m) {
 		return refuse(CodeMismatch, r.State)
 	}
 	if r.Approver == Caller && !m.Secret.matches(r.SecretHash) {
 		return refuse(CodeSecret, r.State)
 	}
 	return nil
+}
+
+// Matches reports whether m repeats the held request from the caller that
+// made it: the same body, route, upstream and caller. It says nothing of
+// the secret or the state.
+func (r *Record) Matches(m Match) bool {
+	return r.RequestDigest == m.RequestDigest && r.Route == m.Route && r.Upstream == m.Upstream &&
+		subtle.ConstantTimeCompare([]byte(r.Caller), []byte(m.Caller)) == 1
 }
 
 // checkState says whether r may be released at now.

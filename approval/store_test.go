@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -484,6 +485,58 @@ func TestRedisStoppedIsUnavailable(t *testing.T) {
 	for op, err := range checks {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s with redis stopped = %v, want ErrUnavailable", op, err)
+		}
+	}
+}
+
+// An approval is bound to the caller that made the hold: another caller
+// presenting the same request is refused and releases nothing, across
+// replicas; the rightful caller still releases it once.
+func TestStoreClaimBoundToCaller(t *testing.T) {
+	eachStore(t, func(t *testing.T, p pair, c *clock) {
+		for _, who := range []Approver{Operator, Caller} {
+			a := Binding{Token: "token-a"}.Digest()
+			call, _ := NewCall("issue_refund", []byte(`{"order_id":"A1"}`))
+			r, sec := NewRecord(Spec{Approver: who, RequestDigest: "sha256:req", Route: "/r", Upstream: "u", Caller: a,
+				Calls: []Call{call}, Held: []byte("held")}, c.Now(), testTTL)
+			put(t, p.a, r)
+			if who == Operator {
+				if _, err := p.a.Decide(ctx, r.ID, Decision{Approve: true, By: "ana"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m := Match{RequestDigest: "sha256:req", Route: "/r", Upstream: "u", Secret: sec}
+			for _, other := range []Binding{{Token: "token-b"}, {}, {Session: "token-a"}, {Token: "token-a", Session: "s1"}} {
+				m.Caller = other.Digest()
+				_, err := p.b.Claim(ctx, r.ID, m)
+				wantCode(t, err, CodeMismatch)
+			}
+			if got, _ := p.a.Get(ctx, r.ID); got.State == Released || got.Held == nil {
+				t.Fatalf("a refused claim changed the record: %+v", got)
+			}
+			m.Caller = a
+			if got, err := p.b.Claim(ctx, r.ID, m); err != nil || string(got.Held) != "held" {
+				t.Fatalf("the rightful caller's claim = %+v, %v", got, err)
+			}
+			_, err := p.a.Claim(ctx, r.ID, m)
+			wantCode(t, err, CodeUsed)
+		}
+	})
+}
+
+func TestBindingDigest(t *testing.T) {
+	if d := (Binding{}).Digest(); d != "" {
+		t.Errorf("an empty binding digests to %q", d)
+	}
+	seen := map[string]Binding{}
+	for _, b := range []Binding{{Token: "a"}, {Token: "b"}, {Session: "a"}, {Token: "a", Session: "a"}, {Token: "a\x00session"}} {
+		d := b.Digest()
+		if prev, ok := seen[d]; ok {
+			t.Errorf("%+v and %+v share a digest", prev, b)
+		}
+		seen[d] = b
+		if !strings.HasPrefix(d, "sha256:") || strings.Contains(d, "token") {
+			t.Errorf("digest %q", d)
 		}
 	}
 }

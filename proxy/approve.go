@@ -149,7 +149,7 @@ func (x *exchange) holdSpec(v *verdict, contentType string, held []byte, stream 
 		}
 	}
 	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name,
-		CatalogVersion: x.rt.snap.Version, EscalationID: v.escalation.ID, Calls: calls,
+		Caller: x.caller(), CatalogVersion: x.rt.snap.Version, EscalationID: v.escalation.ID, Calls: calls,
 		Held: packHeld(contentType, held), Stream: stream, UserText: x.req.UserText}, nil
 }
 
@@ -214,7 +214,7 @@ func (x *exchange) resume(body []byte) {
 		return
 	}
 	x.out.approvalID = id
-	m := approval.Match{RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name, Secret: secret}
+	m := approval.Match{RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name, Caller: x.caller(), Secret: secret}
 	ctx := context.WithoutCancel(x.r.Context())
 	rec, err := svc.Get(ctx, id)
 	if errors.Is(err, approval.ErrUnavailable) {
@@ -243,7 +243,30 @@ func (x *exchange) resume(body []byte) {
 // calls are worth judging again first.
 func releasable(r *approval.Record, m approval.Match) bool {
 	live := r.State == approval.Approved || r.State == approval.Pending && r.Approver == approval.Caller
-	return live && r.RequestDigest == m.RequestDigest && r.Route == m.Route && r.Upstream == m.Upstream
+	return live && r.Matches(m)
+}
+
+// caller is who presents the request, as an approval binds it: the digest
+// of the inbound token, or "" without inbound_auth (the body, route and
+// upstream still bind it).
+func (x *exchange) caller() string {
+	return approval.Binding{Token: tokenOf(x.w)}.Digest()
+}
+
+// tokenOf is the inbound token of the request w answers, or "" without
+// inbound_auth, looked up through the writers wrapped around toolgate's
+// own (an MCP route's).
+func tokenOf(w http.ResponseWriter) string {
+	for {
+		if bw, ok := w.(*beganWriter); ok {
+			return bw.caller
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return ""
+		}
+		w = u.Unwrap()
+	}
 }
 
 // stillValid judges the stored calls against the current catalog, as one
@@ -294,7 +317,7 @@ var approvalRefusalText = map[approval.Code]string{
 	approval.CodeDenied:   "a person denied the call",
 	approval.CodeExpired:  "the approval expired before the call was released",
 	approval.CodeUsed:     "the approval was used already; its call was released once",
-	approval.CodeMismatch: "the request differs from the one that was held (body, route or upstream)",
+	approval.CodeMismatch: "the request differs from the one that was held (body, route or upstream), or another client made it",
 	approval.CodeUnknown:  "no such approval",
 	approval.CodeStale:    "a held call no longer passes the current catalog",
 	approval.CodeSecret:   "the approval secret is missing or wrong",

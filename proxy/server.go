@@ -151,7 +151,7 @@ func New(o Options) (*Server, error) {
 		s.metrics = NewMetrics(prometheus.NewRegistry())
 	}
 	s.tracing = newTracing(o, s.log, s.metrics.TraceSpansDropped)
-	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Approvals: o.Approvals})
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Approvals: o.Approvals, CallerToken: tokenOf})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err

@@ -44,10 +44,22 @@ func resumeMeta(params []byte) (id, secret string, ok bool) {
 }
 
 // callMatch binds an approval to the exact call: its tool and canonical
-// arguments, on this route's server.
+// arguments, on this route's server, from this caller.
 func (x *exchange) callMatch(name string, args []byte) (approval.Match, error) {
 	d, err := approval.CallDigest(name, args)
-	return approval.Match{RequestDigest: d, Route: x.r.URL.Path, Upstream: x.rt.cfg.Name}, err
+	return approval.Match{RequestDigest: d, Route: x.r.URL.Path, Upstream: x.rt.cfg.Name, Caller: x.boundCaller()}, err
+}
+
+// boundCaller is who makes the call, as an approval binds it: the session the
+// client sent (a stateless revision has none) and the inbound token it
+// authenticated with, when inbound_auth is on. Neither: "", and the call
+// and route alone bind the approval.
+func (x *exchange) boundCaller() string {
+	b := approval.Binding{Session: x.r.Header.Get(hdrSession)}
+	if f := x.rt.g.deps.CallerToken; f != nil {
+		b.Token = f(x.w)
+	}
+	return b.Digest()
 }
 
 // holdUnconfirmed is refuseUnconfirmed with the call stored for a person
@@ -66,7 +78,7 @@ func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 		approver = approval.Caller
 	}
 	rec, secret, err := svc.Request(context.WithoutCancel(x.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
-		Route: m.Route, Upstream: m.Upstream, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.Call{ac}})
+		Route: m.Route, Upstream: m.Upstream, Caller: m.Caller, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.Call{ac}})
 	if err != nil {
 		x.log().Warn("approval store failed; the call stays held", zap.Error(err))
 		return x.failure(h.m.id, storeFailure("the approval store cannot be reached; the call was not run, retry it"))
@@ -168,7 +180,7 @@ func (x *exchange) staleResume(msg *message, name string, args []byte, d Decisio
 		return nil
 	}
 	rec, err := svc.Get(context.WithoutCancel(x.ctx), id)
-	if err != nil || rec.RequestDigest != m.RequestDigest || rec.Route != m.Route || rec.Upstream != m.Upstream {
+	if err != nil || !rec.Matches(m) {
 		return nil
 	}
 	svc.Refuse(rec, approval.CodeStale)

@@ -3,10 +3,12 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -125,5 +127,55 @@ func TestApprovalStaleAfterReload(t *testing.T) {
 	}
 	if n := o.Cancels.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
+// An approval is bound to the session that held the call: another session
+// presenting it with the same call is refused with approval_mismatch and
+// the tool does not run; the session that held it still resumes it once.
+func TestApprovalBoundToSession(t *testing.T) {
+	o := start(t, false)
+	url, svc, _ := startApprovalGate(t, o.HTTP.URL)
+	holder, _ := connect(t, url, nil)
+	other, _ := connect(t, url, nil)
+	if holder.ID() == "" || holder.ID() == other.ID() {
+		t.Fatalf("sessions %q and %q", holder.ID(), other.ID())
+	}
+	args := map[string]any{"order_id": "ord_9"}
+	res, err := holder.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args})
+	if err != nil || !res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.Meta["toolgate/approval"])
+	var tk struct{ ID string }
+	if err := json.Unmarshal(raw, &tk); err != nil || !strings.HasPrefix(tk.ID, "apr_") {
+		t.Fatalf("approval in _meta: %s", raw)
+	}
+	if _, err := svc.Decide(context.Background(), tk.ID, approval.Decision{Approve: true, By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	resume := func(cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args, Meta: mcp.Meta{"toolgate/approval": tk.ID}})
+	}
+	_, err = resume(other)
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || !strings.Contains(string(rpcErr.Data), `"code":"approval_mismatch"`) {
+		t.Fatalf("resume from another session: %v", err)
+	}
+	if n := o.Cancels.Load(); n != 0 || o.Wire.Count("tools/call") != 0 {
+		t.Fatalf("another session's resume ran the tool (%d runs, %d calls)", n, o.Wire.Count("tools/call"))
+	}
+	if rec, err := svc.Get(context.Background(), tk.ID); err != nil || rec.State != approval.Approved {
+		t.Fatalf("after the refused resume: %+v, %v", rec, err)
+	}
+	res, err = resume(holder)
+	if err != nil || res.IsError || resultText(res) != "cancelled" {
+		t.Fatalf("the holding session's resume: %v %+v", err, res)
+	}
+	if _, err := resume(holder); err == nil || !strings.Contains(err.Error(), "approval_used") {
+		t.Fatalf("second resume: %v", err)
+	}
+	if n := o.Cancels.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
 	}
 }

@@ -39,6 +39,9 @@ type Deps struct {
 	// Approvals, when set, holds a confirm call of a client without
 	// elicitation for a person's yes and releases it once (approve.go).
 	Approvals *approval.Service
+	// CallerToken returns the inbound token of the request a writer
+	// answers ("" without inbound_auth), which an approval binds to.
+	CallerToken func(http.ResponseWriter) string
 }
 
 // Gateway holds what outlives a config reload: each server's sessions and
