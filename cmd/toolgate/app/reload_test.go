@@ -2,14 +2,21 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/toolgate/toolgate/catalog"
 )
 
 // startLogged starts the config at path with its log observed.
@@ -80,5 +87,131 @@ func TestReloadLogLeavesOutURLCredentials(t *testing.T) {
 		if strings.Contains(text.String(), secret) {
 			t.Errorf("the reload log shows the password of %s:\n%s", field, text.String())
 		}
+	}
+}
+
+// refundUpstream answers every chat request with one valid call to
+// issue_refund.
+func refundUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"issue_refund","arguments":"{\"order_id\":\"A1\",\"amount_cents\":500}"}}]},"finish_reason":"tool_calls"}]}`)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// refundParts is a config in two parts: the first, everything before
+// catalog:, is a valid config of its own, with no catalog and so no
+// confirm policy; the second is the catalog, whose one tool needs a
+// person's yes.
+func refundParts(upstream, version string) (head, catalog string) {
+	head = "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nupstreams: [{url: " + upstream + "}]\napprovals: {store: memory}\n"
+	catalog = "catalog:\n  version: " + version + "\n  tools:\n    - name: issue_refund\n      policy: confirm\n" +
+		"      parameters: {type: object, properties: {order_id: {type: string}, amount_cents: {type: integer}}, required: [order_id, amount_cents]}\n"
+	return head, catalog
+}
+
+const refundRequest = `{"model":"m","messages":[{"role":"user","content":"refund A1"}],"tools":[{"type":"function","function":{"name":"issue_refund","parameters":{"type":"object"}}}]}`
+
+// held reports whether the refund is held for approval (a 422 escalation
+// with an approval) rather than let through.
+func held(t *testing.T, a *App) bool {
+	t.Helper()
+	resp, err := http.Post("http://"+a.ProxyAddr()+"/v1/chat/completions", "application/json", strings.NewReader(refundRequest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusUnprocessableEntity && strings.Contains(string(b), `"approval"`) && strings.Contains(string(b), `"apr_`)
+}
+
+// A config written in place in two parts, with a pause of 2 s between
+// them, never goes live half-written: the confirm call stays held all
+// through the pause and after, until SIGHUP's reload (Reload) applies the
+// finished file. A file renamed over the config is applied by the watcher.
+func TestReloadNeverAppliesAFileWrittenInPlace(t *testing.T) {
+	up := refundUpstream(t)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	head, cat := refundParts(up.URL, "v1")
+	if err := os.WriteFile(path, []byte(head+cat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := catalog.Parse([]byte(head), "head.yaml"); err != nil {
+		t.Fatalf("the first part alone must be a valid config for this test to mean anything: %v", err)
+	} else if _, err := catalog.Compile(c, ""); err != nil {
+		t.Fatalf("the first part alone does not compile: %v", err)
+	}
+	a, logs := startLogged(t, path)
+	stop, err := a.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if !held(t, a) {
+		t.Fatal("the confirm call is not held before the write")
+	}
+
+	head2, cat2 := refundParts(up.URL, "v2")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(head2); err != nil {
+		t.Fatal(err)
+	}
+	// The watcher sees the first part at once; for 2 s, well past its
+	// debounce, the call must stay held.
+	checks := 0
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); checks++ {
+		if !held(t, a) {
+			t.Fatalf("the confirm call went through %d checks into the pause: the first part went live", checks)
+		}
+		if v := a.Store.Load().Version; v != "v1" {
+			t.Fatalf("version %s went live mid-write", v)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := f.WriteString(cat2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// One log line for each part: the first during the pause, the second
+	// once the watcher saw the end of the write.
+	waitFor(t, "the in-place write's log lines", func() bool {
+		return logs.FilterMessageSnippet("written in place").FilterField(zap.String("file", "config.yaml")).Len() >= 2
+	})
+	if v := a.Store.Load().Version; v != "v1" || !held(t, a) {
+		t.Fatalf("after the in-place write: version %s", v)
+	}
+	if n := testutil.ToFloat64(a.Metrics.ConfigReloads.WithLabelValues("success")) + testutil.ToFloat64(a.Metrics.ConfigReloads.WithLabelValues("error")); n != 0 {
+		t.Fatalf("the watcher reloaded %v times on an in-place write", n)
+	}
+
+	// SIGHUP reloads the finished file at once.
+	if err := a.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.Store.Load().Version; v != "v2" || !held(t, a) {
+		t.Fatalf("after the reload: version %s", v)
+	}
+
+	// A finished file renamed over the config is applied by the watcher.
+	head3, cat3 := refundParts(up.URL, "v3")
+	tmp := filepath.Join(filepath.Dir(path), ".config.yaml.tmp")
+	if err := os.WriteFile(tmp, []byte(head3+cat3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the renamed file to go live", func() bool { return a.Store.Load().Version == "v3" })
+	if !held(t, a) {
+		t.Fatal("the confirm call is not held after the rename")
 	}
 }
