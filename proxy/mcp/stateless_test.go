@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
@@ -414,5 +415,47 @@ func TestStatelessConfirmedCallAsksTheServersOwnQuestion(t *testing.T) {
 	}
 	if runs.Load() != 1 || confirms.Load() != 1 || reasons.Load() != 1 {
 		t.Fatalf("runs %d, confirmations %d, reasons %d", runs.Load(), confirms.Load(), reasons.Load())
+	}
+}
+
+// Approvals work on 2026-07-28 as on the session revisions: a client
+// without elicitation gets the call held with its approval in _meta, and
+// after a person's yes the same call with the approval runs once.
+func TestStatelessApprovalHoldAndResume(t *testing.T) {
+	o := startStateless(t, false, nil)
+	url, svc, _ := startApprovalGate(t, o.HTTP.URL)
+	cs, _ := connect(t, url, nil)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q", v)
+	}
+	args := map[string]any{"order_id": "ord_9"}
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args})
+	if err != nil || !res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.Meta["toolgate/approval"])
+	var tk struct{ ID, State string }
+	if err := json.Unmarshal(raw, &tk); err != nil || !strings.HasPrefix(tk.ID, "apr_") || tk.State != "pending" {
+		t.Fatalf("approval in _meta: %s", raw)
+	}
+	if _, err := svc.Decide(context.Background(), tk.ID, approval.Decision{Approve: true, By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	resume := func() (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: args, Meta: mcp.Meta{"toolgate/approval": tk.ID}})
+	}
+	res, err = resume()
+	if err != nil || res.IsError || resultText(res) != "cancelled" {
+		t.Fatalf("approved resume: %v %+v", err, res)
+	}
+	if body := o.Wire.Body("tools/call"); o.Wire.Count("tools/call") != 1 || strings.Contains(string(body), "toolgate/approval") ||
+		!strings.Contains(string(body), "io.modelcontextprotocol/protocolVersion") {
+		t.Errorf("the server got %d calls: %s", o.Wire.Count("tools/call"), body)
+	}
+	if _, err := resume(); err == nil || !strings.Contains(err.Error(), "approval_used") {
+		t.Fatalf("second resume: %v", err)
+	}
+	if n := o.Cancels.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
 	}
 }
