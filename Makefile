@@ -28,7 +28,7 @@ unit: test-tools
 # test-tools names each tool whose tests will be skipped here (go test
 # prints no skips without -v; under CI=true those tests fail instead), and
 # warns that a first, cold run compiles for a long time.
-TEST_TOOLS := promtool:prometheus chromium:chromium redis-server:redis-server podman:podman runc:runc kubectl:kubectl node:nodejs
+TEST_TOOLS := promtool:prometheus chromium:chromium redis-server:redis-server nginx:nginx podman:podman runc:runc kubectl:kubectl node:nodejs
 test-tools:
 	@for tp in $(TEST_TOOLS); do \
 		t=$${tp%%:*}; p=$${tp#*:}; \
