@@ -140,7 +140,7 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 // a request that offered tools in both forms is refused.
 func (s *stream) step(opening bool, err error) (neutral.Step, error) {
 	if s.call && s.mixed && err == nil {
-		return neutral.Step{}, fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+		return neutral.Step{}, errStreamTwoForms
 	}
 	return neutral.Step{Hold: s.call, Opening: opening}, err
 }
@@ -180,7 +180,7 @@ func (s *stream) feedChoice(cc *chunkChoice) error {
 		c.refusal = append(c.refusal, *cc.Delta.Refusal...)
 	}
 	if len(cc.Delta.ToolCalls) > 0 && c.legacy {
-		return fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+		return errStreamTwoForms
 	}
 	for _, dc := range cc.Delta.ToolCalls {
 		if dc.Index < 0 || dc.Index >= maxCalls {
@@ -191,7 +191,7 @@ func (s *stream) feedChoice(cc *chunkChoice) error {
 	}
 	if fc := cc.Delta.FunctionCall; fc != nil {
 		if len(c.calls) > 0 && !c.legacy {
-			return fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+			return errStreamTwoForms
 		}
 		c.legacy = true
 		feedCall(c.call(0), &deltaCall{Function: fc})

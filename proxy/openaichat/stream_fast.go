@@ -161,7 +161,7 @@ func (s *stream) readTextChoices(tx *jsonx.Text, choices int) (deltas []textDelt
 		// that made it legacy was the full decoder's.
 		if len(d.calls) > 0 {
 			if c := s.choices[d.choice]; c != nil && c.legacy {
-				return nil, false, fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+				return nil, false, errStreamTwoForms
 			}
 		}
 	}

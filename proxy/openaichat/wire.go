@@ -21,6 +21,9 @@ var ErrStream = errors.New("openaichat: unreadable stream chunk")
 // as either and is refused rather than passed.
 var ErrTwoForms = fmt.Errorf("openaichat: tools or tool_calls beside the legacy functions or function_call: %w", api.ErrTwoForms)
 
+// errStreamTwoForms is ErrTwoForms met in a stream's chunk.
+var errStreamTwoForms = fmt.Errorf("%w: %w", ErrStream, ErrTwoForms)
+
 // legacyCallID is the id of a legacy call (function_call), which has none
 // on the wire: the pipeline keys its bookkeeping by call id, and the
 // codec never writes this one out.
