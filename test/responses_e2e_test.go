@@ -345,8 +345,11 @@ func TestResponsesHallucinationSubstituted(t *testing.T) {
 		if it.ID != "fc_s1" || it.CallID != "call_s1" || it.Name != "get_weather" || it.Arguments != `{"location":"Boston, MA"}` || len(out.Output) != 1 {
 			t.Errorf("substituted call %+v", it)
 		}
-		if out.ID != "resp_s1" {
-			t.Errorf("id %s: a stateless request keeps the original answer's id", out.ID)
+		// Stored by default: the client continues from the decision's
+		// stored answer, which leaves no call unanswered; the substitute
+		// has no stored call of its own and keeps the original's ids.
+		if out.ID != "resp_s2" {
+			t.Errorf("id %s, want the decision's", out.ID)
 		}
 		if !stream {
 			respHeader(t, hr, "X-Toolgate-Outcome", "substituted")
@@ -376,9 +379,11 @@ func TestResponsesArgumentsReprompted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Stored by default: the repaired call carries the ids the reprompt's
+		// stored answer gave it, and the answer that answer's id.
 		first, second := out.item(t, 0), out.item(t, 1)
-		if first.ID != "fc_r1" || first.CallID != "call_r1" || first.Arguments != respWeatherArgs {
-			t.Errorf("repaired call %+v", first)
+		if first.ID != "fc_r9" || first.CallID != "call_r9" || first.Arguments != respWeatherArgs || out.ID != "resp_r2" {
+			t.Errorf("repaired call %+v in %s", first, out.ID)
 		}
 		if second.CallID != "call_r2" || second.Arguments != respStockArgs {
 			t.Errorf("valid sibling %+v", second)

@@ -26,6 +26,9 @@ type respReq struct {
 	Prev  string
 	// Stream is the request's stream flag.
 	Stream bool
+	// Context is what the model was given: the stored conversation of
+	// Prev, then the input with each item_reference resolved.
+	Context []json.RawMessage
 }
 
 // field returns a top-level field of the request body, raw.
@@ -64,6 +67,9 @@ type respMock struct {
 	// stored maps a response id to the whole conversation up to and
 	// including that response's output, and its output alone.
 	stored map[string]respConversation
+	// items maps the id of every output item stored to the item, which an
+	// item_reference names.
+	items  map[string]json.RawMessage
 	script func(n int, r *respReq) respAnswer
 }
 
@@ -74,7 +80,7 @@ type respConversation struct {
 
 func newRespMock(t *testing.T, script func(n int, r *respReq) respAnswer) *respMock {
 	t.Helper()
-	m := &respMock{t: t, script: script, stored: map[string]respConversation{}}
+	m := &respMock{t: t, script: script, stored: map[string]respConversation{}, items: map[string]json.RawMessage{}}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(func() {
 		m.srv.Close()
@@ -119,14 +125,18 @@ func (m *respMock) serve(w http.ResponseWriter, r *http.Request) {
 	if req.Prev != "" {
 		history, known = m.stored[req.Prev]
 	}
+	input, missing := m.resolve(req.Input)
+	req.Context = append(append([]json.RawMessage(nil), history.items...), input...)
 	m.mu.Unlock()
 
 	msg := ""
 	switch {
 	case !known:
 		msg = fmt.Sprintf("Previous response with id '%s' not found.", req.Prev)
+	case missing != "":
+		msg = fmt.Sprintf("Item with id '%s' not found.", missing)
 	default:
-		msg = respReferee(history, req.Input)
+		msg = respReferee(history, input)
 	}
 	if msg != "" {
 		m.mu.Lock()
@@ -151,6 +161,14 @@ func (m *respMock) serve(w http.ResponseWriter, r *http.Request) {
 		conv := respConversation{items: append(append(append([]json.RawMessage(nil), history.items...), req.Input...), output...), output: output}
 		m.mu.Lock()
 		m.stored[a.ID] = conv
+		for _, it := range output {
+			var head struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(it, &head) == nil && head.ID != "" {
+				m.items[head.ID] = it
+			}
+		}
 		m.mu.Unlock()
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprintf("req_resp_%d", req.N))
@@ -162,6 +180,28 @@ func (m *respMock) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, respObject(a, "completed", req.Prev, a.Items))
+}
+
+// resolve replaces each item_reference of input with the stored item it
+// names; missing is the first id the store does not hold. The caller
+// holds m.mu.
+func (m *respMock) resolve(input []json.RawMessage) (out []json.RawMessage, missing string) {
+	for _, raw := range input {
+		var head struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		}
+		if json.Unmarshal(raw, &head) != nil || head.Type != "item_reference" {
+			out = append(out, raw)
+			continue
+		}
+		it, ok := m.items[head.ID]
+		if !ok && missing == "" {
+			missing = head.ID
+		}
+		out = append(out, it)
+	}
+	return out, missing
 }
 
 // respReferee applies the Responses API's pairing rules to a request: every

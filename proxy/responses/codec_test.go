@@ -109,9 +109,10 @@ func TestCodecsArePerRequest(t *testing.T) {
 	}
 }
 
-// An escalation on a chained request continues from the last re-query
-// only when that answer left no call unanswered (a decision); otherwise the
-// client keeps the original id. A stateless request always keeps it.
+// An escalation on a stored request, chained or not, continues from the
+// last re-query only when that answer left no call unanswered (a
+// decision); otherwise the client keeps the original id. A request with
+// store false always keeps it: nothing was stored to continue from.
 func TestEncodeChainedEscalationID(t *testing.T) {
 	resp := mustDecodeAnswer(t, responseOf("resp_1", itemBadCall))
 	decision := turnOf(t, responseOf("resp_2", itemMessage))
@@ -125,7 +126,9 @@ func TestEncodeChainedEscalationID(t *testing.T) {
 		{chainReq, []*neutral.Turn{again, decision}, "resp_2"},
 		{chainReq, []*neutral.Turn{decision, again}, "resp_1"},
 		{chainReq, nil, "resp_1"},
-		{plainReq, []*neutral.Turn{decision}, "resp_1"},
+		{plainReq, []*neutral.Turn{decision}, "resp_2"},
+		{plainReq, []*neutral.Turn{decision, again}, "resp_1"},
+		{unstoredReq, []*neutral.Turn{decision}, "resp_1"},
 	} {
 		out, err := codecFor(t, c.req).EncodeAnswer(resp, []neutral.Action{escalating(esc, c.requery...)})
 		if err != nil {

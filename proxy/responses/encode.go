@@ -22,14 +22,18 @@ type callIDs struct {
 // position; an answer that responds with text (an escalation in message
 // mode, an abstention) becomes one message item.
 //
-// When the request chains on previous_response_id (the conversation is
-// stored upstream), the re-queries were chained on the bad response, so the
-// stored conversation now ends with the last re-query's answer. The client
-// must continue from there (SPEC §4 item 7), so it gets that response's id,
-// and each repaired call carries the call_id the upstream stored for it:
-// otherwise the client's next request would answer a call the upstream
-// considers answered and leave the stored one without its output, which
-// the provider refuses.
+// When the upstream stores the answers (store not false), the re-queries'
+// answers are stored too, and the valid call lives in the last one. When
+// the request chains on previous_response_id, the re-queries were chained
+// on the bad response, so the stored conversation ends with that answer
+// (SPEC §4 item 7); a request that is not chained was replayed whole, and
+// that answer's stored input holds the bad call, its rejection and then
+// the valid call. Either way the client must continue from there, so it
+// gets that response's id, and each repaired call carries the item id and
+// call_id the upstream stored for it: with the original ids, a client
+// continuing by previous_response_id or an item_reference would point the
+// model at the stored bad call, and answer a call the upstream considers
+// answered while the stored one waits for its output.
 func (c *codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte, error) {
 	if len(actions) == 0 || len(a.Choices) == 0 {
 		return a.Body, nil
@@ -62,7 +66,7 @@ func (c *codec) encodeText(body []byte, act *neutral.Action) ([]byte, error) {
 	if escBody != nil {
 		obj = obj.Set("toolgate_escalation", escBody)
 	}
-	if rid := chainedID(c.info.chain, act.ReQueries, false); rid != "" {
+	if rid := chainedID(c.info.stored(), act.ReQueries, false); rid != "" {
 		obj = obj.Set("id", jsonx.String(rid))
 	}
 	return obj.Bytes(), nil
@@ -85,7 +89,7 @@ func (c *codec) encodeRepair(a *neutral.Answer, act *neutral.Action) ([]byte, er
 	}
 	items = append([][]byte(nil), items...)
 	var ids map[int]callIDs
-	if c.info.chain {
+	if c.info.stored() {
 		ids = chainedCallIDs(act)
 	}
 	for j := range act.Changed {
@@ -106,7 +110,7 @@ func (c *codec) encodeRepair(a *neutral.Answer, act *neutral.Action) ([]byte, er
 		}
 	}
 	obj = obj.Set("output", jsonx.AppendArray(nil, items))
-	if rid := chainedID(c.info.chain, act.ReQueries, true); rid != "" {
+	if rid := chainedID(c.info.stored(), act.ReQueries, true); rid != "" {
 		obj = obj.Set("id", jsonx.String(rid))
 	}
 	return obj.Bytes(), nil

@@ -46,6 +46,12 @@ type requestInfo struct {
 	conversation bool
 }
 
+// stored reports a request whose answers the upstream stores for the
+// client to continue from (previous_response_id, item_reference), chained
+// or not: a repaired answer then carries the ids of the stored response
+// that holds the valid call, never those of the one that holds the bad.
+func (i requestInfo) stored() bool { return i.store && !i.conversation }
+
 // ErrShape reports an answer that is JSON but not a Responses object.
 var ErrShape = errors.New("responses: the answer is not a response object")
 

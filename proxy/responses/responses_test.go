@@ -367,15 +367,28 @@ func TestEncodeAnswerChainedTakesRequeryIDs(t *testing.T) {
 		t.Errorf("output %s", obj.Get("output"))
 	}
 
-	// A stateless request keeps the original ids: the re-query was a
-	// replay the client never sees.
+	// A stored request that does not chain was replayed whole, and its
+	// re-query's answer is stored too: the client continues from there as
+	// well, or its previous_response_id and item_reference would name the
+	// stored bad call.
 	plain := codecFor(t, `{"model":"m","input":"x"}`)
 	out, err = plain.EncodeAnswer(resp, []neutral.Action{res})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !bytes.Contains(out, []byte(`"id":"resp_2"`)) || !bytes.Contains(out, []byte(want)) {
+		t.Errorf("stored answer %s", out)
+	}
+
+	// With store false nothing was stored: the original ids stay, since
+	// the re-query was a replay the client never sees.
+	unstored := codecFor(t, `{"model":"m","input":"x","store":false}`)
+	out, err = unstored.EncodeAnswer(resp, []neutral.Action{res})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Contains(out, []byte(`"id":"resp_1"`)) || !bytes.Contains(out, []byte(`"call_id":"call_02","name":"get_weather"`)) {
-		t.Errorf("stateless answer %s", out)
+		t.Errorf("unstored answer %s", out)
 	}
 }
 

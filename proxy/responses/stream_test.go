@@ -23,6 +23,7 @@ func newStream(t testing.TB, reqBody string) api.Stream {
 
 const plainReq = `{"model":"m","input":"x","stream":true}`
 const chainReq = `{"model":"m","input":"x","stream":true,"previous_response_id":"resp_0"}`
+const unstoredReq = `{"model":"m","input":"x","stream":true,"store":false}`
 
 func TestStreamFixturesPassUnchanged(t *testing.T) {
 	for _, name := range []string{"function_call_stream.sse", "parallel_function_calls_stream.sse"} {
@@ -223,6 +224,49 @@ func TestStreamEncodeChained(t *testing.T) {
 	if !bytes.Contains(final["output"], []byte(`"call_id":"call_99","name":"get_stock_price"`)) ||
 		!bytes.Contains(final["output"], []byte(`"call_id":"call_OdOQw4SG8nfnL5Ofa6qD8mJ7"`)) {
 		t.Errorf("final output %s", final["output"])
+	}
+}
+
+// A stored request that does not chain takes the re-query's ids too, while
+// the client has seen none of the original's; with store false, or once
+// the response id went out, the original ids stay.
+func TestStreamEncodeStoredTakesRequeryIDs(t *testing.T) {
+	data := strings.ReplaceAll(string(fixture(t, "parallel_function_calls_stream.sse")), `"get_stock_price"`, `"stock_quote"`)
+	for _, c := range []struct {
+		req    string
+		sentID bool
+		want   string
+	}{
+		{plainReq, false, "resp_9"},
+		{unstoredReq, false, ""},
+		{plainReq, true, ""},
+	} {
+		st := newStream(t, c.req)
+		f, err := feed(t, st, []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn := st.Turns()[0]
+		requery := turnOf(t, responseOf("resp_9",
+			`{"id":"fc_99","type":"function_call","status":"completed","arguments":"{\"ticker\":\"AAPL\",\"exchange\":\"NASDAQ\"}","call_id":"call_99","name":"get_stock_price"}`))
+		res := replaced(turn, map[int]neutral.ToolCall{
+			1: {Name: "get_stock_price", Args: []byte(`{"ticker":"AAPL","exchange":"NASDAQ"}`)}}, requery)
+		sent := f.sent
+		if c.sentID {
+			sent.Events = 1
+		}
+		out, err := st.Encode(f.held, []neutral.Action{res}, sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		final := checkClientStream(t, out)
+		callID := bytes.Contains(final["output"], []byte(`"call_id":"call_99"`))
+		if c.want != "" && (string(final["id"]) != `"`+c.want+`"` || !callID) {
+			t.Errorf("%s: final id %s, output %s; want the re-query's ids", c.req, final["id"], final["output"])
+		}
+		if c.want == "" && (string(final["id"]) == `"resp_9"` || callID) {
+			t.Errorf("%s (id sent %v): final id %s, output %s; want the original ids", c.req, c.sentID, final["id"], final["output"])
+		}
 	}
 }
 

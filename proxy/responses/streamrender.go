@@ -60,7 +60,9 @@ func (s *stream) callIndexes() []int {
 func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action, sent api.Sent) ([]byte, error) {
 	r := &renderer{s: s, next: sent.Next, doneSent: map[int]bool{}}
 	if len(actions) > 0 {
-		r.plan(&actions[0])
+		// The stored ids change only while the client has none of them:
+		// the response id goes out with the stream's first event.
+		r.plan(&actions[0], s.info.stored() && sent.Events == 0)
 	}
 	for _, h := range held {
 		if err := r.event(h.Event, h.Raw, h.Data); err != nil {
@@ -71,7 +73,7 @@ func (s *stream) Encode(held []neutral.HeldEvent, actions []neutral.Action, sent
 }
 
 // plan reads the pipeline's action for the answer.
-func (r *renderer) plan(act *neutral.Action) {
+func (r *renderer) plan(act *neutral.Action, stored bool) {
 	s := r.s
 	switch {
 	case act.Kind == neutral.Respond:
@@ -84,7 +86,7 @@ func (r *renderer) plan(act *neutral.Action) {
 				r.msgIndex = i
 			}
 		}
-		r.newID = chainedID(s.info.chain, act.ReQueries, false)
+		r.newID = chainedID(stored, act.ReQueries, false)
 	case replaces(act):
 		at := s.callIndexes()
 		r.changed = map[int]*neutral.ToolCall{}
@@ -93,7 +95,7 @@ func (r *renderer) plan(act *neutral.Action) {
 				r.changed[at[j]] = &act.Calls[j]
 			}
 		}
-		if s.info.chain {
+		if stored {
 			r.ids = map[int]callIDs{}
 			for j, id := range chainedCallIDs(act) {
 				if j < len(at) {
@@ -101,7 +103,7 @@ func (r *renderer) plan(act *neutral.Action) {
 				}
 			}
 		}
-		r.newID = chainedID(s.info.chain, act.ReQueries, true)
+		r.newID = chainedID(stored, act.ReQueries, true)
 	}
 }
 
