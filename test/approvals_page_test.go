@@ -79,7 +79,9 @@ func TestApprovalsPageInChromium(t *testing.T) {
 	g := startApprovalGate(t, t.TempDir(), cfg)
 	admin := "http://" + g.app.AdminAddr()
 
-	approveID, denyID := rawHold(t, g.url()), rawHold(t, g.url())
+	// Two requests that differ, so the second is no retry of the first.
+	const again = "Refund order ord_1 again, it came broken."
+	approveID, denyID := rawHold(t, g.url()), holdAsking(t, g.url(), again)
 	if st, _, b := rawChat(t, g.url(), resumeWith(approveID)); st != http.StatusConflict || !strings.Contains(string(b), "approval_pending") {
 		t.Fatalf("resume before a decision: %d %s", st, b)
 	}
@@ -158,7 +160,7 @@ func TestApprovalsPageInChromium(t *testing.T) {
 	navigate(pageURL)
 	html := chrome.html()
 	for _, want := range []string{`id="` + approveID + `"`, `id="` + denyID + `"`, "issue_refund", `"order_id": "[redacted]"`,
-		"Refund order [redacted], 5 dollars.", "refunds-v1", "signed in as <b>ana</b>", `href="#` + approveID + `"`} {
+		"Refund order [redacted], 5 dollars.", "Refund order [redacted] again, it came broken.", "refunds-v1", "signed in as <b>ana</b>", `href="#` + approveID + `"`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the page lacks %q", want)
 		}
@@ -189,7 +191,7 @@ func TestApprovalsPageInChromium(t *testing.T) {
 
 	chrome.typeInto("#note-"+denyID, "customer withdrew")
 	submit("#" + denyID + " button.deny")
-	if st, _, b := rawChat(t, g.url(), resumeWith(denyID)); st != http.StatusForbidden || !strings.Contains(string(b), "approval_denied") {
+	if st, _, b, _ := postRaw(g.url()+"/v1/chat/completions", askingBody(again), resumeWith(denyID)); st != http.StatusForbidden || !strings.Contains(string(b), "approval_denied") {
 		t.Fatalf("resume after Deny: %d %s", st, b)
 	}
 	for id, want := range map[string]string{approveID: "released", denyID: "denied"} {
@@ -226,6 +228,30 @@ func TestApprovalsPageInChromium(t *testing.T) {
 	if n, err := approval.VerifyChain(&lines); err != nil || n < 6 {
 		t.Fatalf("sink records: %d verified, %v", n, err)
 	}
+}
+
+// askingBody is the refund request with text as the user's message.
+func askingBody(text string) string {
+	return strings.Replace(chatRefundBody, "Refund order ord_1, 5 dollars.", text, 1)
+}
+
+// holdAsking holds the refund for a conversation whose user message is
+// text and returns the approval id.
+func holdAsking(t *testing.T, base, text string) string {
+	t.Helper()
+	st, _, b, err := postRaw(base+"/v1/chat/completions", askingBody(text), nil)
+	if err != nil || st != http.StatusUnprocessableEntity {
+		t.Fatalf("hold: %d %v %s", st, err, b)
+	}
+	var v any
+	_ = json.Unmarshal(b, &v)
+	a, _ := findKey(v, "approval")
+	m, _ := a.(map[string]any)
+	id, _ := m["id"].(string)
+	if id == "" {
+		t.Fatalf("no approval in %s", b)
+	}
+	return id
 }
 
 func adminGet(t *testing.T, u, token string) map[string]any {

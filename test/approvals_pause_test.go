@@ -93,7 +93,7 @@ func TestApprovalsRedisPausedLeavesNoChange(t *testing.T) {
 	if st, b := adminDecide(t, admin, warm, tok, `{"decision":"deny"}`); st != http.StatusOK {
 		t.Fatalf("warm-up deny: %d %s", st, b)
 	}
-	id := rawHold(t, g.url())
+	id := holdAsking(t, g.url(), "Refund order ord_1 now.")
 	if st, _, _ := rawChat(t, g.url(), resumeWith(warm)); st != http.StatusForbidden {
 		t.Fatalf("warm-up resume: %d", st)
 	}
@@ -115,7 +115,10 @@ func TestApprovalsRedisPausedLeavesNoChange(t *testing.T) {
 	}
 
 	resume = rd.pause(t)
-	hst, _, hb := rawChat(t, g.url(), nil)
+	hst, _, hb, err := postRaw(g.url()+"/v1/chat/completions", strings.Replace(chatRefundBody, "5 dollars", "6 dollars", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resume()
 	if hst != http.StatusServiceUnavailable {
 		t.Fatalf("hold with redis paused: %d %s", hst, hb)
@@ -127,7 +130,7 @@ func TestApprovalsRedisPausedLeavesNoChange(t *testing.T) {
 	if st, b := adminDecide(t, admin, id, tok, `{"decision":"approve"}`); st != http.StatusOK || !strings.Contains(b, `"decided_by":"ana"`) {
 		t.Fatalf("approve: %d %s", st, b)
 	}
-	if st, hdr, b := rawChat(t, g.url(), resumeWith(id)); st != http.StatusOK || hdr.Get("X-Toolgate-Outcome") != "approved" {
+	if st, hdr, b, _ := postRaw(g.url()+"/v1/chat/completions", askingBody("Refund order ord_1 now."), resumeWith(id)); st != http.StatusOK || hdr.Get("X-Toolgate-Outcome") != "approved" {
 		t.Fatalf("resume: %d %s", st, b)
 	}
 }
