@@ -57,3 +57,27 @@ func TestWithoutUserinfo(t *testing.T) {
 		}
 	}
 }
+
+// FuzzWithoutUserinfo: whatever the text, masking never panics, keeps
+// every byte of a text without "@", and a URL's password built into the
+// text never survives it.
+func FuzzWithoutUserinfo(f *testing.F) {
+	for _, s := range []string{"http://u:p@h/x", `"u:p@h" x`, "a@b", "://@", "x://a@b@c/d?e#f", "\"http://u:pa\\\"ss@h\"", ""} {
+		f.Add(s, "s3cret")
+	}
+	f.Fuzz(func(t *testing.T, text, pass string) {
+		out := WithoutUserinfo(text)
+		if !strings.Contains(text, "@") && out != text {
+			t.Fatalf("text without @ changed: %q -> %q", text, out)
+		}
+		if pass == "" || strings.ContainsAny(pass, " \t\n\r/?#@") {
+			return
+		}
+		for _, quote := range []string{"", `"`, "`"} {
+			msg := text + " " + quote + "https://user:" + pass + "@host.example/p" + quote + " " + text
+			if got := WithoutUserinfo(msg); strings.Contains(got, "user:"+pass+"@") {
+				t.Fatalf("the password survived: %q -> %q", msg, got)
+			}
+		}
+	})
+}
