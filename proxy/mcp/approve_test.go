@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -177,5 +179,72 @@ func TestApprovalBoundToSession(t *testing.T) {
 	}
 	if n := o.Cancels.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want once", n)
+	}
+}
+
+// bearerRT sends every request with an inbound token.
+type bearerRT struct{ token string }
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// With inbound_auth an approval is also bound to the client token: the
+// holding session's id presented with another client's token is refused
+// with approval_mismatch, and the tool does not run.
+func TestApprovalBoundToInboundToken(t *testing.T) {
+	t.Setenv("TG_MCP_BIND_TOKENS", "tok-a-1f2e3d,tok-b-4c5b6a")
+	o := start(t, false)
+	snap := approvalSnap(t, o.HTTP.URL, mcptest.Catalog+"inbound_auth: {tokens_env: TG_MCP_BIND_TOKENS}\n")
+	svc := approval.New(approval.Config{Store: approval.NewMemory(approval.Options{})})
+	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(prometheus.NewRegistry()),
+		Sink: &sinkRec{}, Approvals: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	url := hs.URL + "/mcp/orders"
+	cs, _ := connect(t, url, nil, func(tr *mcp.StreamableClientTransport) {
+		tr.HTTPClient = &http.Client{Transport: bearerRT{"tok-a-1f2e3d"}}
+	})
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.Meta["toolgate/approval"])
+	var tk struct{ ID string }
+	if err := json.Unmarshal(raw, &tk); err != nil || !strings.HasPrefix(tk.ID, "apr_") {
+		t.Fatalf("approval in _meta: %s", raw)
+	}
+	if _, err := svc.Decide(context.Background(), tk.ID, approval.Decision{Approve: true, By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	// The same session, another client's token.
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"cancel_order","arguments":{"order_id":"ord_9"},"_meta":{"toolgate/approval":"` + tk.ID + `"}}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	req.Header.Set("Authorization", "Bearer tok-b-4c5b6a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(answer), `"code":"approval_mismatch"`) || strings.Contains(string(answer), "cancelled") {
+		t.Fatalf("resume with another token: %d %s", resp.StatusCode, answer)
+	}
+	if n := o.Cancels.Load(); n != 0 {
+		t.Fatalf("another client's resume ran the tool %d times", n)
+	}
+	res, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"},
+		Meta: mcp.Meta{"toolgate/approval": tk.ID}})
+	if err != nil || res.IsError || resultText(res) != "cancelled" || o.Cancels.Load() != 1 {
+		t.Fatalf("the holder's resume: %v %+v (%d runs)", err, res, o.Cancels.Load())
 	}
 }
