@@ -459,3 +459,32 @@ func TestStatelessApprovalHoldAndResume(t *testing.T) {
 		t.Fatalf("the tool ran %d times, want once", n)
 	}
 }
+
+// A stateless client's subscriptions/listen stream passes through, and a
+// tools/list_changed on it makes toolgate read the server's list again
+// before it judges the next call, however long the kept list's ttlMs.
+func TestStatelessListenStream(t *testing.T) {
+	o := startStateless(t, false, func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = 3600000 })
+	g := startGate(t, o.HTTP.URL, mcptest.Catalog)
+	var changed atomic.Int32
+	cs, _ := connect(t, g.url, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) }})
+	waitFor(t, func() bool { return o.Wire.Count("subscriptions/listen") == 1 })
+	ctx := ctxT(t)
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup_order", Arguments: map[string]any{"order_id": "ord_1"}}); err != nil || res.IsError {
+		t.Fatalf("lookup: %v %+v", err, res)
+	}
+	lists := o.Wire.Count("tools/list")
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open_tracking", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("open_tracking: %v %+v", err, res)
+	}
+	waitFor(t, func() bool { return changed.Load() > 0 })
+	if o.Wire.Count("tools/list") != lists {
+		t.Fatal("the list was read before it was needed")
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup_order", Arguments: map[string]any{"order_id": "ord_1"}}); err != nil || res.IsError {
+		t.Fatalf("lookup: %v %+v", err, res)
+	}
+	if o.Wire.Count("tools/list") == lists {
+		t.Fatal("a list the server said changed judged a call")
+	}
+}
