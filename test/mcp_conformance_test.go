@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -64,8 +66,15 @@ mcp_servers:
 			gated := runConformance(t, node, rev.name, g.URL+"/mcp/conformance")
 			t.Logf("conformance %s --requirements %s, direct: %s", conformanceVersion, rev.name, direct.summary(scored))
 			t.Logf("conformance %s --requirements %s, through toolgate: %s", conformanceVersion, rev.name, gated.summary(scored))
+			for _, sc := range direct.union(gated) {
+				kind := "not scored"
+				if slices.Contains(scored, sc) {
+					kind = "scored"
+				}
+				t.Logf("%s (%s): directly %s; through toolgate %s", sc, kind, direct.tally(sc), gated.tally(sc))
+			}
 			// The unscored scenarios' failures (the tasks extension, which
-			// the Go SDK does not implement) are in the totals only.
+			// the Go SDK does not implement) are in the lines above only.
 			for _, sc := range scored {
 				if f := direct.failures(sc); f != "" {
 					t.Logf("directly, %s failed:%s", sc, f)
@@ -179,6 +188,27 @@ func (r conformanceResult) statuses(sc string) string {
 		}
 	}
 	return strings.Join(b, " ")
+}
+
+// union is every scenario either result holds, sorted.
+func (r conformanceResult) union(o conformanceResult) []string {
+	all := conformanceResult{}
+	maps.Copy(all, o)
+	maps.Copy(all, r)
+	return all.scenarios()
+}
+
+// tally counts a scenario's checks by status.
+func (r conformanceResult) tally(sc string) string {
+	cs, ok := r[sc]
+	if !ok {
+		return "no checks saved"
+	}
+	n := map[string]int{}
+	for _, c := range cs {
+		n[c.Status]++
+	}
+	return fmt.Sprintf("%d passed, %d failed, %d warnings", n["SUCCESS"], n["FAILURE"], n["WARNING"])
 }
 
 // failures is what a scenario's failed checks said, for a report.
