@@ -75,7 +75,7 @@ func TestApprovalsPageInChromium(t *testing.T) {
 	t.Setenv("TG_PAGE_ADMINS", "ana:ana-page-token,bob:bob-page-token")
 	cfg := refundConfig(up.srv.URL, "  admin_tokens_env: TG_PAGE_ADMINS\n  notify: "+slack.srv.URL+
 		"\n  notify_format: slack\n  page_url: https://ops.example/ui/approvals\n", 100000, "operator") +
-		"escalation:\n  redact: [/order_id]\n  replay_window: 0s\n" // two holds of one request
+		"escalation:\n  redact: [/order_id]\n"
 	g := startApprovalGate(t, t.TempDir(), cfg)
 	admin := "http://" + g.app.AdminAddr()
 
