@@ -159,7 +159,18 @@ func (cc *conformanceCase) readCut(t *testing.T, body []byte, pieces []int) stri
 			fmt.Fprintf(&b, "  call %q %q %s %v %v\n", c.ID, c.Name, c.Args, c.Kind, c.BadShape)
 		}
 	}
-	if err != nil || len(turns) == 0 || len(run.Held) == 0 {
+	if err != nil || len(turns) == 0 {
+		return b.String()
+	}
+	// A turn's Raw is what a re-query replays, after the stream's events
+	// are long gone.
+	var replies []neutral.Reply
+	for _, call := range turns[0].Calls {
+		replies = append(replies, neutral.Reply{CallID: call.ID, Content: "checked", IsError: true})
+	}
+	q, err := c.ReQuery(nil, &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Exchange{{Turn: turns[0], Replies: replies}}})
+	fmt.Fprintf(&b, "re-query %v %s\n", err, q)
+	if len(run.Held) == 0 {
 		return b.String()
 	}
 	acts := [][]neutral.Action{actionsFor(len(turns), neutral.Action{Kind: neutral.Keep}), actionsFor(len(turns), responding())}
