@@ -4,9 +4,10 @@ package test
 // (SPEC §7). Each recorded stream of every API goes through the real
 // server over real sockets from an upstream that writes it in pieces and
 // flushes after each (all at once, one event per write, 7-byte pieces,
-// one byte per write, random cuts), and waits until toolgate has read
-// each piece before writing the next, so that toolgate's reads are cut
-// where the upstream cut. The client must read the same bytes as from the
+// one byte per write, random cuts) and, for events and random cuts,
+// waits until toolgate has read each piece before writing the next, so
+// that toolgate's reads are cut where the upstream cut (pieces of a few
+// bytes cut its reads finely without it). The client must read the same bytes as from the
 // unsplit replay, and, for copies edited to carry an invented tool or bad
 // arguments, every cut escalates the same call with the same finding.
 
