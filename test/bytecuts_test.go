@@ -130,11 +130,14 @@ func waitRead(fd int) {
 
 // cutGate is toolgate with no catalog (the recordings' requests offer
 // their tools) and no re-query (a bad call escalates at once), with the
-// Vertex AI paths of the Gemini recordings mapped to the Gemini codec. It
+// Vertex AI paths of the Gemini recordings mapped to the Gemini codec.
+// Each cut sends the same request again, so escalations are not replayed
+// from memory: every one must be judged from the upstream's bytes. It
 // takes a testing.TB so that a fuzz target starts one for all its inputs.
 func cutGate(tb testing.TB, u *cutUpstream) *gate {
 	tb.Helper()
 	yaml := "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nrecovery:\n  max_attempts: 0\nreprompt:\n  max_attempts: 0\n" +
+		"escalation:\n  replay_window: 0s\n" +
 		"upstreams:\n  - name: up\n    url: " + u.srv.URL + "\n" +
 		"    api_paths:\n" +
 		"      \"/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent\": gemini\n" +
