@@ -37,14 +37,9 @@ type judged struct {
 
 // Judge runs the call through the ladder and decides what the route does.
 func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
-	cd := jsonrpc.API{}.NewCodec()
-	ans, err := cd.DecodeAnswer(c.Message)
-	if err != nil {
-		// The route reads a call before it asks; one it could not read
-		// is still never forwarded.
-		return mcp.Decision{Verdict: mcp.Refuse, Reply: cd.EncodeError(neutral.Failure{
-			Code: "invalid_request", Message: "Invalid params: " + err.Error(), Refusal: true})}
-	}
+	// The route read the call; the codec is only told what a refusal of
+	// it needs.
+	cd, ans := jsonrpc.Decoded(c.ID, c.Name, c.Args, c.Task, c.Message)
 	j := &judge.Judge{
 		Local:          &validate.Context{Eff: c.Set.Eff, Values: contextValues(ctx)},
 		Validators:     p.rt.validators,

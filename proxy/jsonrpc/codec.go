@@ -141,6 +141,14 @@ func (c *Codec) read(body []byte) (neutral.ToolCall, error) {
 	return neutral.ToolCall{ID: string(id), Name: name, Args: args, Kind: neutral.Function}, nil
 }
 
+// Decoded is the codec and the answer of a tools/call its route already
+// read: id, tool name, arguments and whether it runs as a task.
+func Decoded(id []byte, name string, args []byte, task bool, body []byte) (*Codec, *neutral.Answer) {
+	c := &Codec{id: id, name: name, task: task, body: body}
+	call := neutral.ToolCall{ID: string(id), Name: name, Args: args, Kind: neutral.Function}
+	return c, &neutral.Answer{Body: body, Choices: []*neutral.Turn{{Calls: []neutral.ToolCall{call}, Stop: neutral.StopToolCalls}}}
+}
+
 // ReQuery implements api.Codec: nobody can be asked again.
 func (c *Codec) ReQuery(*neutral.Answer, *neutral.Query) ([]byte, error) { return nil, errNoReQuery }
 

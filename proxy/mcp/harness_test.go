@@ -56,20 +56,20 @@ type gate struct {
 
 // startGate runs toolgate with the MCP server at upURL mounted at
 // /mcp/orders, plus extra config lines.
-func startGate(t *testing.T, upURL, extra string) *gate {
+func startGate(t testing.TB, upURL, extra string) *gate {
 	t.Helper()
 	return startGateKey(t, upURL, "", extra)
 }
 
 // startGateKey is startGate with an api_key_env for the MCP server. An
 // extra mcp_servers or upstreams list replaces the default one.
-func startGateKey(t *testing.T, upURL, keyEnv, extra string) *gate {
+func startGateKey(t testing.TB, upURL, keyEnv, extra string) *gate {
 	t.Helper()
 	return startGateLog(t, upURL, keyEnv, extra, nil)
 }
 
 // startGateLog is startGateKey logging to log (nil logs nothing).
-func startGateLog(t *testing.T, upURL, keyEnv, extra string, log *zap.Logger) *gate {
+func startGateLog(t testing.TB, upURL, keyEnv, extra string, log *zap.Logger) *gate {
 	t.Helper()
 	cfg := ""
 	if !strings.Contains(extra, "upstreams:") {
@@ -154,7 +154,7 @@ func (b *recordedBody) Close() error {
 	return b.rc.Close()
 }
 
-func connect(t *testing.T, url string, opts *mcp.ClientOptions, tune ...func(*mcp.StreamableClientTransport)) (*mcp.ClientSession, *clientWire) {
+func connect(t testing.TB, url string, opts *mcp.ClientOptions, tune ...func(*mcp.StreamableClientTransport)) (*mcp.ClientSession, *clientWire) {
 	t.Helper()
 	cw := &clientWire{answers: map[string][]byte{}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
@@ -172,7 +172,7 @@ func connect(t *testing.T, url string, opts *mcp.ClientOptions, tune ...func(*mc
 	return cs, cw
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx

@@ -25,7 +25,7 @@ type held struct {
 // gives itself (a refusal), a call held for confirmation, or neither, and
 // then it is forwarded. The pipeline judges; this reads its decision.
 func (x *exchange) judge(m *message) ([]byte, *held) {
-	name, args, problem := callParams(m.params)
+	name, args, task, problem := callParams(m.params)
 	if problem != "" {
 		return jsonrpc.ErrorResponse(m.id, jsonrpc.CodeInvalidParams, "Invalid params: "+problem, nil), nil
 	}
@@ -52,7 +52,8 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 			return ans, nil
 		}
 	}
-	c := &Call{RequestID: x.rid, Server: x.rt.cfg.Name, Session: x.sess.label(), Set: set, Message: m.raw}
+	c := &Call{RequestID: x.rid, Server: x.rt.cfg.Name, Session: x.sess.label(), Set: set, Message: m.raw,
+		ID: m.id, Name: name, Args: args, Task: task}
 	d := x.rt.pipe.Judge(x.ctx, c)
 	x.findings = append(x.findings, d.Noted...)
 	if ans := x.staleResume(m, name, args, d); ans != nil {

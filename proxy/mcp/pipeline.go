@@ -45,6 +45,13 @@ type Call struct {
 	Set     *catalog.MCPSet
 	// Message is the tools/call exactly as the client sent it.
 	Message []byte
+	// ID, Name, Args and Task are the call as the route read it: its
+	// JSON-RPC id, the tool, the arguments ({} when absent) and whether
+	// it runs as a task, so the pipeline does not read the message again.
+	ID   []byte
+	Name string
+	Args []byte
+	Task bool
 }
 
 // Verdict is what the pipeline made of a tools/call.

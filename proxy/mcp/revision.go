@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"net/http"
 	"slices"
 	"strings"
@@ -51,6 +52,9 @@ func (x *exchange) revision(msgs []message, batch bool) bool {
 		return true // batches are 2025-03-26's; post refuses them otherwise
 	}
 	m := &msgs[0]
+	if !stateless(hv) && !bytes.Contains(m.params, []byte(metaProtocol)) {
+		return true // a session revision's request: nothing more to read
+	}
 	meta := requestMeta(m.params)
 	mv, _ := jsonx.Unquote(meta.Get(metaProtocol))
 	if mv == "" && !stateless(hv) {

@@ -91,23 +91,25 @@ func taskHandle(res jsonx.Object) (string, bool) {
 	return id, id != ""
 }
 
-// callParams reads a tools/call's name and arguments. Absent arguments are
-// an empty object, as the specification defines them.
-func callParams(params []byte) (name string, args []byte, problem string) {
+// callParams reads a tools/call's name and arguments, and whether it asks
+// to run as a task. Absent arguments are an empty object, as the
+// specification defines them.
+func callParams(params []byte) (name string, args []byte, task bool, problem string) {
 	obj, err := jsonx.ParseObject(params)
 	if err != nil {
-		return "", nil, "params must be an object with the tool's name"
+		return "", nil, false, "params must be an object with the tool's name"
 	}
 	raw := obj.Get("name")
 	name, ok := jsonx.Unquote(raw)
 	if raw == nil || !ok || name == "" {
-		return "", nil, "params.name must be the tool's name"
+		return "", nil, false, "params.name must be the tool's name"
 	}
 	args = obj.Get("arguments")
 	if args == nil || string(compact(args)) == "null" {
 		args = []byte("{}")
 	}
-	return name, args, ""
+	_, terr := jsonx.ParseObject(obj.Get("task"))
+	return name, args, terr == nil, ""
 }
 
 // parseTools reads one tools/list result: its tools, each tool's raw
