@@ -76,8 +76,8 @@ func gemPost(t *testing.T, base, path string, body []byte, header ...string) fuR
 }
 
 // The JSON-array stream: text elements flow, the element with a call is
-// held, and an escalation after text went out is a last error element
-// that closes the array.
+// held, and an escalation after text went out is an element saying it as
+// text, then a last error element that closes the array.
 func TestGeminiJSONArrayStreamEscalates(t *testing.T) {
 	up := newGemUpstream(t, func(n int, r *gemRequest) gemReply {
 		if n == 1 {
@@ -95,18 +95,21 @@ func TestGeminiJSONArrayStreamEscalates(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &elems); err != nil || r.Status != 200 {
 		t.Fatalf("status %d, not one JSON array (%v):\n%s", r.Status, err, r.Body)
 	}
-	if len(elems) != 2 || !bytes.Contains(elems[0]["candidates"], []byte("Let me check.")) || elems[1]["error"] == nil {
+	if len(elems) != 3 || !bytes.Contains(elems[0]["candidates"], []byte("Let me check.")) || elems[2]["error"] == nil {
 		t.Fatalf("elements %s", r.Body)
+	}
+	recs := g.Sink.records()
+	if len(recs) != 1 || !bytes.Contains(elems[1]["candidates"], []byte("[toolgate:"+recs[0].Escalation.ID+"]")) {
+		t.Errorf("the text element %s does not name the escalation", elems[1]["candidates"])
 	}
 	var e struct {
 		Code    int              `json:"code"`
 		Status  string           `json:"status"`
 		Details []map[string]any `json:"details"`
 	}
-	_ = json.Unmarshal(elems[1]["error"], &e)
-	recs := g.Sink.records()
+	_ = json.Unmarshal(elems[2]["error"], &e)
 	if e.Code != 422 || e.Status != "FAILED_PRECONDITION" || len(recs) != 1 || e.Details[0]["id"] != recs[0].Escalation.ID {
-		t.Errorf("error element %s", elems[1]["error"])
+		t.Errorf("error element %s", elems[2]["error"])
 	}
 	if bytes.Contains(elems[0]["candidates"], []byte("database_query")) {
 		t.Error("the bad call reached the client")
@@ -125,7 +128,7 @@ func TestGeminiSSEErrorEventReachesTheGoSDK(t *testing.T) {
 	g := gemGate(t, up, "")
 	r := gemCall(t, g.URL, nil, true)
 	recs := g.Sink.records()
-	if r.text() != "Let me check." || r.APIErr == nil || len(recs) != 1 {
+	if len(recs) != 1 || r.text() != "Let me check.\n\nThis step needs a person: no tool can query the database. [toolgate:"+recs[0].Escalation.ID+"]" || r.APIErr == nil {
 		t.Fatalf("text %q err %v", r.text(), r.Err)
 	}
 	if r.APIErr.Code != 422 || gemDetail(t, r.APIErr)["id"] != recs[0].Escalation.ID {

@@ -363,9 +363,9 @@ func (s *stream) Turns() []*neutral.Turn {
 // it; it opens the array when no event went out (the first carries the
 // bracket).
 func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated, sent api.Sent) []byte {
-	var body []byte
+	var body, say []byte
 	if esc != nil {
-		body = escalationBody(esc)
+		body, say = escalationBody(esc), escalationText(esc)
 	} else {
 		status := 502
 		if f.Code == neutral.CodeUpstreamTimeout {
@@ -374,13 +374,36 @@ func (s *stream) ErrorEvent(f neutral.Failure, esc *neutral.Escalated, sent api.
 		body = failureBody(status, rpcStatus(status), string(f.Code), f.Message)
 	}
 	if s.arr == nil {
-		return s.appendEvent(nil, "", body)
+		var out []byte
+		if say != nil {
+			out = s.appendEvent(out, "", say)
+		}
+		return s.appendEvent(out, "", body)
 	}
 	out := []byte("[")
 	if sent.Events > 0 {
 		out[0] = ','
 	}
+	if say != nil {
+		out = append(append(out, say...), ',')
+	}
 	return append(append(out, body...), ']')
+}
+
+// escalationText is a chunk that says an escalation as the model's text,
+// sent in front of its error element: @google/generative-ai (under
+// LangChain's Gemini model) takes an error element for an answer with no
+// candidates and drops it, so its app would end on the text that came
+// before, with no error. The text names the escalation; clients that
+// raise the error element raise it as before.
+func escalationText(e *neutral.Escalated) []byte {
+	part := jsonx.Object{{Key: "text", Value: jsonx.String("\n\n" + e.Text)}}.Bytes()
+	content := jsonx.Object{{Key: "role", Value: []byte(`"model"`)}, {Key: "parts", Value: jsonx.AppendArray(nil, [][]byte{part})}}.Bytes()
+	cand := jsonx.Object{{Key: "content", Value: content}, {Key: "index", Value: []byte("0")}}.Bytes()
+	return jsonx.Object{
+		{Key: "candidates", Value: jsonx.AppendArray(nil, [][]byte{cand})},
+		{Key: "toolgate_escalation", Value: e.Body},
+	}.Bytes()
 }
 
 // UpstreamError implements api.Stream: the upstream's error chunk as it

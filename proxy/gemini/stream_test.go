@@ -263,8 +263,20 @@ func TestStreamErrorEvent(t *testing.T) {
 	esc := &neutral.Escalated{ID: "esc_1", Code: "unknown_tool", Body: []byte(`{"id":"esc_1"}`), Text: "t"}
 	s := newCodec().NewStream()
 	ev := s.ErrorEvent(neutral.Failure{}, esc, api.Sent{})
-	if !bytes.HasPrefix(ev, []byte(`data: {"error":{"code":422,`)) || !bytes.HasSuffix(ev, []byte("\n\n")) {
+	// The escalation's text comes first, as the model's, for the clients
+	// that drop an error element; then the error element.
+	say, errEv, ok := bytes.Cut(ev, []byte("\n\n"))
+	if !ok || !bytes.HasPrefix(errEv, []byte(`data: {"error":{"code":422,`)) || !bytes.HasSuffix(errEv, []byte("\n\n")) ||
+		string(say) != `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"\n\nt"}]},"index":0}],"toolgate_escalation":{"id":"esc_1"}}` {
 		t.Errorf("SSE error %q", ev)
+	}
+	// In an array, both are elements.
+	arrEsc := feedAll(t, true, strings.NewReader(textThenCallArray))
+	tailEsc := arrEsc.st.ErrorEvent(neutral.Failure{}, esc, arrEsc.sent())
+	var elems []map[string]any
+	if err := json.Unmarshal(append(joinRaw(arrEsc.events[:1]), tailEsc...), &elems); err != nil || len(elems) != 3 ||
+		elems[1]["candidates"] == nil || elems[2]["error"] == nil {
+		t.Errorf("escalation in an array: %v %s", err, tailEsc)
 	}
 	// In the array framing the error closes the array, opening it first
 	// when nothing went out.
