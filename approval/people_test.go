@@ -546,3 +546,22 @@ func FuzzSessionCookie(f *testing.F) {
 		}
 	})
 }
+
+// TestDecideOutlivesItsRequest: a decision whose request is gone still
+// completes and is audited, rather than changing the store unrecorded.
+func TestDecideOutlivesItsRequest(t *testing.T) {
+	srv := startRedis(t)
+	var events []Event
+	svc := New(Config{Store: openRedis(t, srv.Addr, Options{}), Audit: func(e Event) { events = append(events, e) }})
+	call, _ := NewCall("refund", []byte(`{}`))
+	r, _, err := svc.Request(ctx, Spec{Calls: []Call{call}, Held: []byte("h")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got, err := svc.Decide(cctx, r.ID, Decision{Approve: true, By: "ana"})
+	if err != nil || got.State != Approved || len(events) != 2 || events[1].Result != ResultApproved {
+		t.Fatalf("decide on a cancelled context: %+v, %v, %d events", got, err, len(events))
+	}
+}

@@ -143,6 +143,9 @@ func (s *Service) Get(ctx context.Context, id string) (*Record, error) {
 
 // Decide records a person's decision.
 func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, error) {
+	// A person closing the tab must not cut a decision off between the
+	// store and its audit record: it completes, or never starts.
+	ctx = context.WithoutCancel(ctx)
 	r, err := s.c.Store.Decide(ctx, id, d)
 	if err != nil {
 		return nil, err
