@@ -2,9 +2,12 @@ package mcp
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
 // A state holds only with toolgate's key, for its own call, until it
@@ -73,6 +76,41 @@ func FuzzOpenState(f *testing.F) {
 		// Only what toolgate sealed itself opens.
 		if err == nil && sealState(key, s) != text {
 			t.Fatalf("accepted %q, which toolgate did not seal", text)
+		}
+	})
+}
+
+// FuzzRevision feeds the revision and routing-header checks what a client
+// may send: they never panic, and a request they let through has headers
+// that name exactly its method and, for a call, its tool.
+func FuzzRevision(f *testing.F) {
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	f.Add(call, "2026-07-28", "tools/call", "a")
+	f.Add(call, "2026-07-28", " tools/call ", "b")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x:/y"}}`, "2026-07-28", "resources/read", "x:/y")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t"}}`, "2099-01-01", "tasks/get", "t")
+	f.Fuzz(func(t *testing.T, body, version, method, name string) {
+		msgs, _, batch, perr := parseBody([]byte(body))
+		if perr != nil || batch || len(msgs) != 1 || msgs[0].kind == kindResponse {
+			return
+		}
+		m := &msgs[0]
+		h := http.Header{}
+		h.Set(hdrMethod, method)
+		h.Set(hdrName, name)
+		meta := requestMeta(m.params)
+		mv, _ := jsonx.Unquote(meta.Get(metaProtocol))
+		if checkRevision(m, h, version, mv) != nil {
+			return
+		}
+		if strings.TrimSpace(method) != m.method {
+			t.Fatalf("Mcp-Method %q passed for %q", method, m.method)
+		}
+		if m.method == "tools/call" {
+			p, _ := jsonx.ParseObject(m.params)
+			if n, _ := jsonx.Unquote(p.Get("name")); strings.TrimSpace(name) != n {
+				t.Fatalf("Mcp-Name %q passed for %q", name, n)
+			}
 		}
 	})
 }
