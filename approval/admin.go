@@ -36,8 +36,8 @@ type View struct {
 	EscalationID   string          `json:"escalation_id"`
 	Created        time.Time       `json:"created"`
 	ExpiresAt      time.Time       `json:"expires_at"`
-	// LastUserMessage and AskedBy help the person deciding; a
-	// notification leaves the message out.
+	// LastUserMessage and AskedBy (the caller's digest, Record.Caller)
+	// help the person deciding; a notification leaves the message out.
 	LastUserMessage string    `json:"last_user_message,omitempty"`
 	AskedBy         string    `json:"asked_by,omitempty"`
 	DecidedBy       string    `json:"decided_by,omitempty"`
@@ -53,7 +53,7 @@ func (s *Service) view(r *Record) View {
 		CatalogVersion: r.CatalogVersion, EscalationID: r.EscalationID,
 		Created: r.Created, ExpiresAt: r.ExpiresAt, DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt,
 		Note: r.Note, ReleasedAt: r.ReleasedAt, Calls: make([]Call, len(r.Calls)),
-		LastUserMessage: r.UserText, AskedBy: r.AskedBy,
+		LastUserMessage: r.UserText, AskedBy: r.Caller,
 	}
 	var hidden []string
 	for i, c := range r.Calls {

@@ -27,7 +27,17 @@ import (
 //go:embed page
 var pageFS embed.FS
 
-var pageTmpl = template.Must(template.ParseFS(pageFS, "page/*.html"))
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{"short": shortDigest}).ParseFS(pageFS, "page/*.html"))
+
+// shortDigest shows a digest as people compare them: its first 12 hex
+// digits (the full one is the element's title).
+func shortDigest(d string) string {
+	const keep = len("sha256:") + 12
+	if len(d) <= keep {
+		return d
+	}
+	return d[:keep] + "…"
+}
 
 var pageCSS = func() []byte {
 	b, err := pageFS.ReadFile("page/page.css")

@@ -565,3 +565,24 @@ func TestDecideOutlivesItsRequest(t *testing.T) {
 		t.Fatalf("decide on a cancelled context: %+v, %v, %d events", got, err, len(events))
 	}
 }
+
+// TestPageShowsWhoAsked: the caller's digest a hold was bound to is on the
+// page, shortened, and in the admin API whole.
+func TestPageShowsWhoAsked(t *testing.T) {
+	f := newFixture(t, adminToken)
+	call, _ := NewCall("issue_refund", []byte(`{}`))
+	caller := Binding{Token: "client-token"}.Digest()
+	r, _, err := f.svc.Request(context.Background(), Spec{Calls: []Call{call}, Held: []byte("h"), Caller: caller})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &browser{t: t, h: f.h}
+	b.do(http.MethodPost, "/ui/login", url.Values{"token": {adminToken}})
+	page := b.do(http.MethodGet, "/ui/approvals", nil).Body.String()
+	if !strings.Contains(page, ">"+caller[:len("sha256:")+12]+"…<") || !strings.Contains(page, `title="`+caller+`"`) {
+		t.Fatalf("the page does not say who asked (%s):\n%s", caller, page)
+	}
+	if code, out, _ := f.do(t, http.MethodGet, "/approvals/"+r.ID, "Bearer "+adminToken, "", nil); code != 200 || out["asked_by"] != caller {
+		t.Fatalf("admin API: %d %v", code, out)
+	}
+}

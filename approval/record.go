@@ -104,8 +104,6 @@ type Record struct {
 	// deciding; it is shown on the page and the admin API, never logged
 	// or sent to sinks or notifications.
 	UserText string `json:"user_text,omitempty"`
-	// AskedBy says which client asked: its inbound token's digest.
-	AskedBy string `json:"asked_by,omitempty"`
 	// Held is what is released on resume: the upstream's answer bytes, or
 	// a stream's held events, as the route's codec wrote them. It is
 	// dropped once the record is final.
@@ -237,7 +235,6 @@ type Spec struct {
 	Held           []byte
 	Stream         bool
 	UserText       string
-	AskedBy        string
 }
 
 // maxUserText bounds the user message a record keeps: enough to see what
@@ -253,7 +250,7 @@ func NewRecord(s Spec, now time.Time, ttl time.Duration) (*Record, Secret) {
 		RequestDigest: s.RequestDigest, Route: s.Route, Upstream: s.Upstream, Caller: s.Caller,
 		CatalogVersion: s.CatalogVersion, EscalationID: s.EscalationID,
 		Calls: s.Calls, Held: s.Held, Stream: s.Stream,
-		UserText: truncateRunes(s.UserText, maxUserText), AskedBy: s.AskedBy,
+		UserText: truncateRunes(s.UserText, maxUserText),
 	}
 	if r.Approver == "" {
 		r.Approver = Operator
