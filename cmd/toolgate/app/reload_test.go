@@ -126,7 +126,11 @@ func held(t *testing.T, a *App) bool {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode == http.StatusUnprocessableEntity && strings.Contains(string(b), `"approval"`) && strings.Contains(string(b), `"apr_`)
+	// The same request again within escalation.replay_window is the same
+	// escalation, replayed as a 409: held all the same.
+	escalated := resp.StatusCode == http.StatusUnprocessableEntity ||
+		resp.StatusCode == http.StatusConflict && strings.Contains(string(b), `"tool_call_escalation"`)
+	return escalated && strings.Contains(string(b), `"approval"`) && strings.Contains(string(b), `"apr_`)
 }
 
 // A config written in place in two parts, with a pause of 2 s between
