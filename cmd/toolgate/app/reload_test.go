@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,13 +116,17 @@ func refundParts(upstream, version string) (head, catalog string) {
 	return head, catalog
 }
 
-const refundRequest = `{"model":"m","messages":[{"role":"user","content":"refund A1"}],"tools":[{"type":"function","function":{"name":"issue_refund","parameters":{"type":"object"}}}]}`
+// refundAsked numbers the refund requests: each is a new one, never a
+// client's retry of the last, which toolgate would answer from memory.
+var refundAsked atomic.Int64
 
 // held reports whether the refund is held for approval (a 422 escalation
 // with an approval) rather than let through.
 func held(t *testing.T, a *App) bool {
 	t.Helper()
-	resp, err := http.Post("http://"+a.ProxyAddr()+"/v1/chat/completions", "application/json", strings.NewReader(refundRequest))
+	body := `{"model":"m","messages":[{"role":"user","content":"refund A1, request ` + strconv.FormatInt(refundAsked.Add(1), 10) + `"}],` +
+		`"tools":[{"type":"function","function":{"name":"issue_refund","parameters":{"type":"object"}}}]}`
+	resp, err := http.Post("http://"+a.ProxyAddr()+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
