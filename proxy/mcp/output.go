@@ -10,6 +10,9 @@ import (
 // whose structuredContent fails it is replaced by an error result: the
 // client would otherwise act on data the tool promised not to return.
 func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
+	if t.output == nil && t.confirmed == "" {
+		return nil, false // nothing to check, and nothing to keep confirmed
+	}
 	res, err := jsonx.ParseObject(m.result)
 	if err != nil {
 		return nil, false
