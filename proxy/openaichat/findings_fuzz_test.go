@@ -227,6 +227,9 @@ func FuzzChatFindings(f *testing.F) {
 	}
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","type":"function","function":{"name":"get_stock_price","arguments":"{\"ticker\":\"AAPL\",\"exchange\":\"NASDAQ\"}"}}]}}]}`))
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"function":{"name":"get_current_weather","arguments":"{\"location\":\"x\"}"}}]},"finish_reason":"length"}]}`))
+	// The legacy form: a function_call, valid, invented and badly argued.
+	f.Add([]byte(`{"choices":[{"message":{"function_call":{"name":"get_stock_price","arguments":"{\"ticker\":\"AAPL\",\"exchange\":\"NASDAQ\"}"}},"finish_reason":"function_call"}]}`))
+	f.Add([]byte(`{"choices":[{"message":{"function_call":{"name":"fetch_quote","arguments":"{}"}}},{"message":{"function_call":{"name":"get_current_weather","arguments":"{\"unit\":1}"}}}]}`))
 	fx := loadFindingsFixture(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_, _ = fx.checkAnswer(t, body)
