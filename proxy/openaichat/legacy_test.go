@@ -285,6 +285,14 @@ func TestLegacyStreamIsHeldAndAssembled(t *testing.T) {
 	if !evs[0].step.Hold {
 		t.Error("the first function_call delta is not held")
 	}
+	// The fast reader reads them, the same as the full decoder does.
+	fast := API{}.NewCodec().NewStream()
+	for _, line := range []string{chunkLine(`{"role":"assistant","function_call":{"name":"f","arguments":""}}`, ""), chunkLine(`{"function_call":{"arguments":"{}"}}`, "")} {
+		ev := eventOf(line)
+		if _, err := fast.Feed(&ev); err != nil || !fast.(*stream).plan.ok {
+			t.Errorf("%s was left to the full decoder (%v)", line, err)
+		}
+	}
 	turns := st.Turns()
 	want := []neutral.ToolCall{{ID: legacyCallID, Name: "get_weather", Args: []byte(`{"city":"Boston"}`), Kind: neutral.Function}}
 	if len(turns) != 1 || !reflect.DeepEqual(turns[0].Calls, want) || turns[0].Stop != neutral.StopToolCalls {

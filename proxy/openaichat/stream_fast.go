@@ -25,6 +25,8 @@ type textDelta struct {
 type fastCall struct {
 	index               int
 	id, typ, name, args int
+	// legacy: a delta.function_call, the last call of its delta.
+	legacy bool
 }
 
 // firstFragmentCap is the room a text or a call's arguments start with.
@@ -156,16 +158,23 @@ func (s *stream) readTextChoices(tx *jsonx.Text, choices int) (deltas []textDelt
 				return nil, false, fmt.Errorf("%w: tool call index %d", ErrStream, fc.index)
 			}
 		}
-		// A choice whose call came as function_call takes no tool_calls;
-		// the plan never reads calls of such a choice, since the chunk
-		// that made it legacy was the full decoder's.
-		if len(d.calls) > 0 {
-			if c := s.choices[d.choice]; c != nil && c.legacy {
-				return nil, false, errStreamTwoForms
-			}
+		if len(d.calls) > 0 && s.twoForms(d) {
+			return nil, false, errStreamTwoForms
 		}
 	}
 	return deltas, true, nil
+}
+
+// twoForms reports a delta whose calls and its choice's calls so far are
+// not all of one form: tool_calls, or one legacy function_call. A chunk
+// the plan reads has the keys of the last, so the same forms: only a chunk
+// read afresh can bring the other.
+func (s *stream) twoForms(d textDelta) bool {
+	c := s.choices[d.choice]
+	if !d.calls[len(d.calls)-1].legacy {
+		return c != nil && c.legacy
+	}
+	return len(d.calls) > 1 || c != nil && len(c.calls) > 0 && !c.legacy
 }
 
 // readTextChoice reads the choice at node c; its calls are appended to
@@ -204,14 +213,15 @@ func readTextChoice(tx *jsonx.Text, c int, fcalls []fastCall) (d textDelta, _ []
 }
 
 // readTextDelta reads the delta at node dr into d: its role, text and
-// plain function-call fragments. Any other field is the full decoder's,
-// and so is a legacy function_call that is not null (servers that speak
-// both forms send it null beside every text delta).
+// plain function-call fragments, tool_calls or the legacy function_call
+// (null beside every text delta, from servers that speak both forms).
+// Any other field is the full decoder's.
 func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]fastCall, bool) {
 	if tx.Kind(dr) != '{' || tx.Repeats(dr) {
 		return fcalls, false
 	}
 	var buf [32]byte
+	legacy := -1
 	for k, j := 0, dr+1; k < tx.Len(dr); k, j = k+1, tx.Next(j+1) {
 		v := j + 1
 		name := tx.Name(j, buf[:0])
@@ -228,10 +238,24 @@ func readTextDelta(tx *jsonx.Text, d *textDelta, dr int, fcalls []fastCall) ([]f
 				return fcalls, false
 			}
 			d.calls = fcalls[first:len(fcalls):len(fcalls)]
+		case string(name) == "function_call":
+			legacy = v
 		default:
 			return fcalls, false
 		}
 	}
+	if legacy < 0 {
+		return fcalls, true
+	}
+	// The legacy call goes after any tool call of the delta, as the full
+	// decoder reads them, so that both forms in one delta are refused.
+	fc := fastCall{id: -1, typ: -1, name: -1, args: -1, legacy: true}
+	if !parseFastFunction(tx, legacy, &fc) {
+		return fcalls, false
+	}
+	first := len(fcalls) - len(d.calls)
+	fcalls = append(fcalls, fc)
+	d.calls = fcalls[first:len(fcalls):len(fcalls)]
 	return fcalls, true
 }
 
@@ -245,6 +269,9 @@ func (s *stream) applyText(tx *jsonx.Text, deltas []textDelta) {
 		}
 		for _, fc := range d.calls {
 			call := c.call(fc.index)
+			if fc.legacy {
+				c.legacy = true
+			}
 			id, _ := jsonx.Unquote(tx.Raw(fc.id))
 			typ, _ := jsonx.Unquote(tx.Raw(fc.typ))
 			call.identify(id, typ)
