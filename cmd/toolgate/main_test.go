@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -83,6 +84,7 @@ func TestServeSignals(t *testing.T) {
 	if err := os.Symlink(real, path); err != nil {
 		t.Fatal(err)
 	}
+	holdSignals(t)
 	done := make(chan int, 1)
 	var logs bytes.Buffer // written only by serve's locked, buffered log sink
 	go func() { done <- run([]string{"serve", "--config", path}, io.Discard, &logs) }()
@@ -351,6 +353,7 @@ func TestRejectedReloadLogsOneLine(t *testing.T) {
 	if err := os.Symlink(real, path); err != nil {
 		t.Fatal(err)
 	}
+	holdSignals(t)
 	logs := &lockedBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- run([]string{"serve", "--config", path}, io.Discard, logs) }()
@@ -386,4 +389,12 @@ func TestRejectedReloadLogsOneLine(t *testing.T) {
 	if strings.Contains(logs.String(), "stacktrace") {
 		t.Errorf("the log holds a stack trace:\n%s", logs.String())
 	}
+}
+
+// holdSignals keeps SIGHUP and SIGTERM from ending the test binary when
+// the test sends one before serve has called signal.Notify.
+func holdSignals(t *testing.T) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP, syscall.SIGTERM)
+	t.Cleanup(func() { signal.Stop(c) })
 }
