@@ -488,3 +488,41 @@ func TestStatelessListenStream(t *testing.T) {
 		t.Fatal("a list the server said changed judged a call")
 	}
 }
+
+// A server's own input_required result passes as it was sent, though the
+// tool declares an outputSchema its structuredContent is later checked
+// against, and the client's retry is judged like any call.
+func TestStatelessServersOwnInputRequest(t *testing.T) {
+	o := startStateless(t, false, nil)
+	var runs atomic.Int32
+	o.Server.AddTool(&mcp.Tool{Name: "count_boxes", InputSchema: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}}}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"boxes":{"type":"integer"}},"required":["boxes"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if req.Params.RequestState != "which-warehouse" {
+				return &mcp.CallToolResult{RequestState: "which-warehouse", InputRequests: mcp.InputRequestMap{
+					"warehouse": &mcp.ElicitParams{Message: "Which warehouse?", RequestedSchema: json.RawMessage(
+						`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}}}, nil
+			}
+			runs.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "3"}}, StructuredContent: map[string]any{"boxes": 3}}, nil
+		})
+	g := startGate(t, o.HTTP.URL, mcptest.Catalog)
+	cs, _ := connect(t, g.url, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "north"}}, nil
+	}})
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "count_boxes", Arguments: map[string]any{"order_id": "ord_1"}})
+	if err != nil || res.IsError || resultText(res) != "3" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if runs.Load() != 1 || o.Wire.Count("tools/call") != 2 {
+		t.Fatalf("runs %d, calls %d", runs.Load(), o.Wire.Count("tools/call"))
+	}
+	// The retry is a call like any other: with arguments that break the
+	// schema it is refused, its state notwithstanding.
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"count_boxes","arguments":{"order_id":7},"requestState":"which-warehouse",` +
+		`"inputResponses":{"warehouse":{"action":"accept","content":{"name":"north"}}},` + meta2026 + `}}`
+	_, _, out := post(t, g.url, body, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "count_boxes")
+	if !strings.Contains(out, `"isError":true`) || !strings.Contains(out, "schema_violation") || o.Wire.Count("tools/call") != 2 {
+		t.Fatalf("a retry with bad arguments: %s", out)
+	}
+}
