@@ -104,7 +104,7 @@ func slackText(v View, pageURL string) string {
 	}
 	var b strings.Builder
 	b.WriteString("Approval needed: ")
-	b.WriteString(slackEscape(tool))
+	b.WriteString(slackEscape(truncateRunes(tool, maxSlackArgs)))
 	if args != "" {
 		b.WriteString(" ")
 		b.WriteString(slackEscape(truncateRunes(args, maxSlackArgs)))

@@ -141,3 +141,33 @@ func TestApprovalsNamedTokens(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNamedTokens: any admin_tokens_env value is read without a panic;
+// what is accepted has valid, distinct names and distinct, non-empty
+// tokens, and a problem never quotes a token.
+func FuzzNamedTokens(f *testing.F) {
+	for _, s := range []string{"ana:t0k", " ana:a , bob:b,", "ana", ":x", "ana:x,ana:y", "a:x,b:x", "a:b:c", "\x00:\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, env string) {
+		ps := &problems{}
+		got := namedTokens(ps, func(string) (string, bool) { return env, true }, "ADMINS")
+		names, toks := map[string]bool{}, map[string]bool{}
+		for _, n := range got {
+			if !tokenName.MatchString(n.Name) || n.Token == "" || names[n.Name] || toks[n.Token] {
+				t.Fatalf("accepted %+v from %q", n, env)
+			}
+			names[n.Name], toks[n.Token] = true, true
+		}
+		if len(got) == 0 && len(ps.list) == 0 {
+			t.Fatalf("%q: no tokens and no problem", env)
+		}
+		for _, p := range ps.list {
+			for _, entry := range strings.Split(env, ",") {
+				if _, tok, ok := strings.Cut(entry, ":"); ok && len(strings.TrimSpace(tok)) > 3 && strings.Contains(p.Message, strings.TrimSpace(tok)) {
+					t.Fatalf("problem %q quotes a token of %q", p.Message, env)
+				}
+			}
+		}
+	})
+}
