@@ -195,33 +195,10 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 // holding session's id presented with another client's token is refused
 // with approval_mismatch, and the tool does not run.
 func TestApprovalBoundToInboundToken(t *testing.T) {
-	t.Setenv("TG_MCP_BIND_TOKENS", "tok-a-1f2e3d,tok-b-4c5b6a")
 	o := start(t, false)
-	snap := approvalSnap(t, o.HTTP.URL, mcptest.Catalog+"inbound_auth: {tokens_env: TG_MCP_BIND_TOKENS}\n")
-	svc := approval.New(approval.Config{Store: approval.NewMemory(approval.Options{})})
-	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(prometheus.NewRegistry()),
-		Sink: &sinkRec{}, Approvals: svc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	url := hs.URL + "/mcp/orders"
-	cs, _ := connect(t, url, nil, func(tr *mcp.StreamableClientTransport) {
-		tr.HTTPClient = &http.Client{Transport: bearerRT{"tok-a-1f2e3d"}}
-	})
-	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"}})
-	if err != nil || !res.IsError {
-		t.Fatalf("first call: %v %+v", err, res)
-	}
-	raw, _ := json.Marshal(res.Meta["toolgate/approval"])
-	var tk struct{ ID string }
-	if err := json.Unmarshal(raw, &tk); err != nil || !strings.HasPrefix(tk.ID, "apr_") {
-		t.Fatalf("approval in _meta: %s", raw)
-	}
-	if _, err := svc.Decide(context.Background(), tk.ID, approval.Decision{Approve: true, By: "ana"}); err != nil {
-		t.Fatal(err)
-	}
+	url, svc := startTokenGate(t, o.HTTP.URL)
+	cs := connectAs(t, url, "tok-a-1f2e3d")
+	tk := holdApproved(t, cs, svc)
 	// The same session, another client's token.
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"cancel_order","arguments":{"order_id":"ord_9"},"_meta":{"toolgate/approval":"` + tk.ID + `"}}}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
@@ -242,8 +219,82 @@ func TestApprovalBoundToInboundToken(t *testing.T) {
 	if n := o.Cancels.Load(); n != 0 {
 		t.Fatalf("another client's resume ran the tool %d times", n)
 	}
-	res, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"},
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"},
 		Meta: mcp.Meta{"toolgate/approval": tk.ID}})
+	if err != nil || res.IsError || resultText(res) != "cancelled" || o.Cancels.Load() != 1 {
+		t.Fatalf("the holder's resume: %v %+v (%d runs)", err, res, o.Cancels.Load())
+	}
+}
+
+// startTokenGate is startApprovalGate with inbound_auth on two tokens,
+// tok-a-1f2e3d and tok-b-4c5b6a.
+func startTokenGate(t *testing.T, upURL string) (string, *approval.Service) {
+	t.Helper()
+	t.Setenv("TG_MCP_BIND_TOKENS", "tok-a-1f2e3d,tok-b-4c5b6a")
+	snap := approvalSnap(t, upURL, mcptest.Catalog+"inbound_auth: {tokens_env: TG_MCP_BIND_TOKENS}\n")
+	svc := approval.New(approval.Config{Store: approval.NewMemory(approval.Options{})})
+	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(prometheus.NewRegistry()),
+		Sink: &sinkRec{}, Approvals: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp/orders", svc
+}
+
+// connectAs connects an SDK client that sends token with every request.
+func connectAs(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	cs, _ := connect(t, url, nil, func(tr *mcp.StreamableClientTransport) { tr.HTTPClient = &http.Client{Transport: bearerRT{token}} })
+	return cs
+}
+
+// heldApproval is the approval in a held call's _meta.
+type heldApproval struct{ ID string }
+
+// holdApproved has cs call cancel_order(ord_9), which is held, approves
+// it, and returns its approval.
+func holdApproved(t *testing.T, cs *mcp.ClientSession, svc *approval.Service) heldApproval {
+	t.Helper()
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.Meta["toolgate/approval"])
+	var tk heldApproval
+	if err := json.Unmarshal(raw, &tk); err != nil || !strings.HasPrefix(tk.ID, "apr_") {
+		t.Fatalf("approval in _meta: %s", raw)
+	}
+	if _, err := svc.Decide(context.Background(), tk.ID, approval.Decision{Approve: true, By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// On 2026-07-28 there is no session: with inbound_auth the approval is
+// bound to the client token alone, and another client's resume is refused.
+func TestStatelessApprovalBoundToInboundToken(t *testing.T) {
+	o := startStateless(t, false, nil)
+	url, svc := startTokenGate(t, o.HTTP.URL)
+	a, b := connectAs(t, url, "tok-a-1f2e3d"), connectAs(t, url, "tok-b-4c5b6a")
+	if v := a.InitializeResult().ProtocolVersion; v != "2026-07-28" || a.ID() != "" {
+		t.Fatalf("negotiated %q, session %q", v, a.ID())
+	}
+	tk := holdApproved(t, a, svc)
+	resume := func(cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "cancel_order", Arguments: map[string]any{"order_id": "ord_9"},
+			Meta: mcp.Meta{"toolgate/approval": tk.ID}})
+	}
+	_, err := resume(b)
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || !strings.Contains(string(rpcErr.Data), `"code":"approval_mismatch"`) {
+		t.Fatalf("resume with another token: %v", err)
+	}
+	if n := o.Cancels.Load(); n != 0 {
+		t.Fatalf("another client's resume ran the tool %d times", n)
+	}
+	res, err := resume(a)
 	if err != nil || res.IsError || resultText(res) != "cancelled" || o.Cancels.Load() != 1 {
 		t.Fatalf("the holder's resume: %v %+v (%d runs)", err, res, o.Cancels.Load())
 	}
