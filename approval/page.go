@@ -197,9 +197,11 @@ func (p *pageHandler) show(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := pageData{By: ss.by(), CSRF: ss.csrf()}
-	if id := r.URL.Query().Get("decided"); id != "" {
-		if _, err := ParseID(id); err == nil {
-			d.Message = id + " " + r.URL.Query().Get("state")
+	// The redirect after a decision says what was done; only an id and a
+	// state name, so a crafted link cannot put words on the page.
+	if id, err := ParseID(r.URL.Query().Get("decided")); err == nil {
+		if st, ok := ParseState(r.URL.Query().Get("state")); ok {
+			d.Message = id + " " + string(st)
 		}
 	}
 	recs, err := p.s.c.Store.List(r.Context(), "")

@@ -206,6 +206,12 @@ func TestPageLoginCookieAndCSRF(t *testing.T) {
 	if got, _ := f.svc.Get(context.Background(), r2.ID); got.State != Denied || got.DecidedBy != adminName {
 		t.Fatalf("admin session deny: %+v", got)
 	}
+	if page := b.do(http.MethodGet, "/ui/approvals?decided="+r.ID+"&state=call+ops+at+555", nil).Body.String(); strings.Contains(page, "555") {
+		t.Error("a crafted link put its words on the page")
+	}
+	if page := b.do(http.MethodGet, "/ui/approvals?decided="+r.ID+"&state=approved", nil).Body.String(); !strings.Contains(page, r.ID+" approved") {
+		t.Error("the redirect's message is missing")
+	}
 	if page := b.do(http.MethodGet, "/ui/approvals", nil).Body.String(); !strings.Contains(page, "Recent decisions") || !strings.Contains(page, "checked") {
 		t.Fatal("recent decisions missing")
 	}
