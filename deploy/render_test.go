@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,7 +29,11 @@ func TestKubectlKustomizeShared(t *testing.T) {
 		t.Skip("kubectl not found")
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(kubectl, "kustomize", sharedDir)
+	// Some kubectl builds (the Cloud SDK's dispatcher) ask the cluster for
+	// its version first, and with no kubeconfig that is localhost:8080,
+	// where a toolgate may be running: point it at a port nothing holds.
+	cmd := exec.Command(kubectl, "--server=http://"+freeAddr(t), "kustomize", sharedDir)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none"))
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
