@@ -140,4 +140,3 @@ func scriptedModel(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}})
 }
-
