@@ -220,3 +220,27 @@ func TestHeldEscalationReplayedWhilePending(t *testing.T) {
 		t.Errorf("%d upstream requests, want 2", n)
 	}
 }
+
+// A stream whose escalation came before any byte is a plain 422 too, and
+// its retry is replayed the same way.
+func TestStreamEscalationReplayed(t *testing.T) {
+	m := newMockFunc(t, func(n int, r *mockRequest) mockReply {
+		if bytes.Contains(r.Body, []byte(`"stream":true`)) {
+			return mockReply{Body: csCall(badUnit.ID, badUnit.Name, badUnit.Args), Header: map[string]string{"Content-Type": "text/event-stream"}}
+		}
+		return callsAnswer("chatcmpl-bad", badUnit)
+	})
+	g := weatherGate(t, m, replayOn)
+	body := bytes.Replace(readTestdata(t, "request.json"), []byte(`"model":`), []byte(`"stream":true,"model":`), 1)
+	st, h, first := postChat(t, g.URL, body, nil)
+	id := escalationID(t, st, h, first)
+	expectCount(t, m, 2)
+	st, h, again := postChat(t, g.URL, body, nil)
+	if got := replayedID(t, st, h, again); got != id || !bytes.Equal(again, first) {
+		t.Errorf("the retry got %s %s, want %s", got, again, id)
+	}
+	expectCount(t, m, 2)
+	if n := len(g.Sink.records()); n != 1 {
+		t.Errorf("%d sink records, want 1", n)
+	}
+}
