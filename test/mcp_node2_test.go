@@ -23,9 +23,11 @@ import (
 // SDK (@modelcontextprotocol/server behind @modelcontextprotocol/node), in
 // both protocol eras the client speaks: the 2025-11-25 initialize
 // handshake (its default) and 2026-07-28, pinned. Through toolgate the
-// client lists both tools, a valid call is answered by the server, and a
+// client lists the tools, a valid call is answered by the server, and a
 // call with arguments the tool's schema refuses and one a catalog rule
-// refuses come back as error results without reaching the server.
+// refuses come back as error results without reaching the server; in
+// 2026-07-28 a call held for confirmation runs once the person says yes
+// and is refused when they say no.
 func TestMCPTypeScriptSDKv2(t *testing.T) {
 	node := needNodeIn(t, "node-mcp2", "@modelcontextprotocol/client", "@modelcontextprotocol/server", "@modelcontextprotocol/node")
 	for _, era := range []string{"legacy", "2026-07-28"} {
@@ -42,10 +44,12 @@ catalog:
       rules:
         - expr: "args.amount_cents <= 100000"
           message: refunds above 1000.00 need a person
+    - name: orders/cancel_order
+      policy: confirm
 `)
 			// Directly, the server refuses the bad arguments itself and
 			// runs the refund the catalog would refuse.
-			direct, err := runTSv2Client(node, srv.url, era)
+			direct, err := runTSv2Client(node, srv.url, era, false)
 			if err != nil {
 				t.Fatalf("directly: %v", err)
 			}
@@ -53,7 +57,11 @@ catalog:
 				(era != "legacy" && direct.Protocol != era) {
 				t.Fatalf("directly, the client saw %+v", direct)
 			}
-			got, err := runTSv2Client(node, g.URL+"/mcp/orders", era)
+			// In 2026-07-28 a call held for confirmation is asked about in
+			// an input_required result, which the client fulfils by
+			// itself from its elicitation handler.
+			confirm := era != "legacy"
+			got, err := runTSv2Client(node, g.URL+"/mcp/orders", era, confirm)
 			ran := srv.stop()
 			check := func(what string, ok bool) {
 				t.Helper()
@@ -64,18 +72,28 @@ catalog:
 			if err != nil {
 				t.Error(err)
 			} else {
-				check("both tools listed", strings.Join(got.Tools, ",") == "issue_refund,lookup_order")
+				check("every tool listed", strings.Join(got.Tools, ",") == "cancel_order,issue_refund,lookup_order")
 				check("the valid call answered by the server", !got.Valid.IsError && got.Valid.Text == "ord_7: shipped")
 				check("bad arguments refused by toolgate", got.Schema.IsError && strings.Contains(got.Schema.Text, "/order_id"))
 				check("a catalog rule's refusal", got.Rule.IsError && strings.Contains(got.Rule.Text, "refunds above 1000.00 need a person"))
 				if era != "legacy" {
 					check("the pinned revision negotiated", got.Protocol == era)
 				}
+				if confirm {
+					check("the person asked about the held call", strings.Contains(got.Question, "cancel_order"))
+					check("a confirmed call answered by the server", got.ConfirmYes != nil && !got.ConfirmYes.IsError && got.ConfirmYes.Text == "ord_9: cancelled")
+					check("a declined call refused", got.ConfirmNo != nil && got.ConfirmNo.IsError && strings.Contains(got.ConfirmNo.Text, "declined"))
+				}
 			}
-			// The direct run's lookup and refund, and the valid lookup
-			// through toolgate: nothing toolgate refused.
+			// The direct run's lookup and refund, and through toolgate the
+			// valid lookup and the confirmed cancellation: nothing toolgate
+			// refused.
+			want := "issue_refund,lookup_order,lookup_order"
+			if confirm {
+				want = "cancel_order," + want
+			}
 			slices.Sort(ran)
-			check("only the valid call reached the server through toolgate", strings.Join(ran, ",") == "issue_refund,lookup_order,lookup_order")
+			check("only the calls toolgate let through reached the server", strings.Join(ran, ",") == want)
 		})
 	}
 }
@@ -88,22 +106,29 @@ type tsv2Result struct {
 }
 
 type tsv2Outcome struct {
-	Server   string     `json:"server"`
-	Protocol string     `json:"protocol"`
-	Tools    []string   `json:"tools"`
-	Valid    tsv2Result `json:"valid"`
-	Schema   tsv2Result `json:"schema"`
-	Rule     tsv2Result `json:"rule"`
+	Server     string      `json:"server"`
+	Protocol   string      `json:"protocol"`
+	Tools      []string    `json:"tools"`
+	Valid      tsv2Result  `json:"valid"`
+	Schema     tsv2Result  `json:"schema"`
+	Rule       tsv2Result  `json:"rule"`
+	Question   string      `json:"question"`
+	ConfirmYes *tsv2Result `json:"confirmYes"`
+	ConfirmNo  *tsv2Result `json:"confirmNo"`
 }
 
-// runTSv2Client runs node-mcp2/client.mjs against url in era and reads
-// what it saw; a client that failed returns its stderr as the error.
-func runTSv2Client(node, url, era string) (tsv2Outcome, error) {
+// runTSv2Client runs node-mcp2/client.mjs against url in era (with the
+// confirmation calls when confirm) and reads what it saw; a client that
+// failed returns its stderr as the error.
+func runTSv2Client(node, url, era string, confirm bool) (tsv2Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "client.mjs")
 	cmd.Dir = "node-mcp2"
 	cmd.Env = append(os.Environ(), "TOOLGATE_MCP_URL="+url, "TOOLGATE_MCP_ERA="+era)
+	if confirm {
+		cmd.Env = append(cmd.Env, "TOOLGATE_MCP_CONFIRM=1")
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	proc.SetParentDeathSignal(cmd)

@@ -2,7 +2,9 @@
 // era TOOLGATE_MCP_ERA names ("legacy": the 2025-11-25 initialize
 // handshake; a date: that revision, pinned), and prints one JSON object of
 // what the client saw: the tools listed, a valid call, a call with bad
-// arguments and a call a catalog rule refuses.
+// arguments and a call a catalog rule refuses. With TOOLGATE_MCP_CONFIRM=1
+// it also calls a tool held for confirmation twice, as a client that can
+// be asked (elicitation), answering yes and then no.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 
 const url = new URL(process.env.TOOLGATE_MCP_URL);
@@ -29,4 +31,20 @@ out.valid = await outcome(c.callTool({ name: "lookup_order", arguments: { order_
 out.schema = await outcome(c.callTool({ name: "lookup_order", arguments: { order_id: 42 } }));
 out.rule = await outcome(c.callTool({ name: "issue_refund", arguments: { order_id: "ord_1", amount_cents: 200000 } }));
 await c.close();
+
+if (process.env.TOOLGATE_MCP_CONFIRM === "1") {
+  const answers = [true, false];
+  const asker = new Client(
+    { name: "ts-v2-client", version: "1" },
+    { versionNegotiation: { mode }, capabilities: { elicitation: {} } },
+  );
+  asker.setRequestHandler("elicitation/create", async (req) => {
+    out.question = req.params.message;
+    return answers.shift() ? { action: "accept", content: { confirm: true } } : { action: "decline" };
+  });
+  await asker.connect(new StreamableHTTPClientTransport(url));
+  out.confirmYes = await outcome(asker.callTool({ name: "cancel_order", arguments: { order_id: "ord_9" } }));
+  out.confirmNo = await outcome(asker.callTool({ name: "cancel_order", arguments: { order_id: "ord_8" } }));
+  await asker.close();
+}
 process.stdout.write(JSON.stringify(out) + "\n");

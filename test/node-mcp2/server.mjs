@@ -35,6 +35,17 @@ function newServer() {
       return { content: [{ type: "text", text: `refunded ${amount_cents} on ${order_id}` }] };
     },
   );
+  s.registerTool(
+    "cancel_order",
+    {
+      description: "Cancels an order.",
+      inputSchema: z.object({ order_id: z.string() }),
+    },
+    async ({ order_id }) => {
+      ran("cancel_order", { order_id });
+      return { content: [{ type: "text", text: `${order_id}: cancelled` }] };
+    },
+  );
   return s;
 }
 
