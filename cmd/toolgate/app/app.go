@@ -48,6 +48,9 @@ type App struct {
 	fixedSink          proxy.Sink
 	sinks              atomic.Pointer[sink.Set]
 	approvals          *approvals
+	// watchRead, when set, runs just before the watcher reads a replaced
+	// file: a test's way to land a write exactly there.
+	watchRead func()
 }
 
 // sinkSwitch hands each escalation to the sinks of the live config.
@@ -208,7 +211,12 @@ func (a *App) Reload() error {
 	if a.Path == "" {
 		return errors.New("no config file to reload")
 	}
-	snap, err := catalog.Load(a.Path)
+	return a.install(catalog.Load(a.Path))
+}
+
+// install makes a loaded config live, or reports why it was not loaded;
+// the caller holds reloadMu.
+func (a *App) install(snap *catalog.Snapshot, err error) error {
 	if err == nil {
 		err = a.apply(snap)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -223,5 +224,73 @@ func TestReloadNeverAppliesAFileWrittenInPlace(t *testing.T) {
 	waitFor(t, "the renamed file to go live", func() bool { return a.Store.Load().Version == "v3" })
 	if !held(t, a) {
 		t.Fatal("the confirm call is not held after the rename")
+	}
+}
+
+// A config removed and created again in place, its first part landing
+// just as the watcher reads the new file, does not go live: the write
+// shows in the window the watcher waits after reading, and the file is
+// left for SIGHUP like any written in place.
+func TestReloadNeverAppliesAFileCreatedInPlace(t *testing.T) {
+	up := refundUpstream(t)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	head, cat := refundParts(up.URL, "v1")
+	if err := os.WriteFile(path, []byte(head+cat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, logs := startLogged(t, path)
+	head2, cat2 := refundParts(up.URL, "v2")
+	var created atomic.Pointer[os.File]
+	var once sync.Once
+	wrote := make(chan struct{})
+	a.watchRead = func() {
+		if f := created.Load(); f != nil {
+			once.Do(func() {
+				if _, err := f.WriteString(head2); err != nil {
+					t.Error(err)
+				}
+				close(wrote)
+			})
+		}
+	}
+	stop, err := a.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Store(f)
+	select {
+	case <-wrote:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher never read the new file")
+	}
+	// The first part is on disk and was read; for 2 s the call stays held.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		if !held(t, a) || a.Store.Load().Version != "v1" {
+			t.Fatalf("the first part went live (version %s)", a.Store.Load().Version)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := f.WriteString(cat2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the in-place write's log lines", func() bool {
+		return logs.FilterMessageSnippet("written in place").Len() >= 2
+	})
+	if v := a.Store.Load().Version; v != "v1" || !held(t, a) {
+		t.Fatalf("after the write: version %s", v)
+	}
+	if err := a.Reload(); err != nil || a.Store.Load().Version != "v2" {
+		t.Fatalf("SIGHUP's reload: %v, version %s", err, a.Store.Load().Version)
 	}
 }

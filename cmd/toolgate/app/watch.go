@@ -6,6 +6,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/catalog"
 )
 
 // debounce gathers the burst of events one save or one ConfigMap update
@@ -28,7 +30,10 @@ func (a *App) Grace() time.Duration {
 // and the first part of a valid file (everything before catalog:) is
 // often valid on its own, so applying it would drop the catalog and every
 // confirm policy until the rest arrived. Such a write is logged with what
-// to do instead: rename a finished file over it, or send SIGHUP.
+// to do instead: rename a finished file over it, or send SIGHUP. A
+// replaced file goes live only once it stayed as read for one more
+// debounce window, so a file created in place whose first write lands
+// just before the read is caught too.
 func (a *App) Watch() (stop func(), err error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -50,12 +55,33 @@ type burst struct {
 	replaced bool
 	// written names a file written in place, "" when none was.
 	written string
+	// read is set once the replaced files were read, with what was read:
+	// it goes live only if nothing changes for one more window. A write
+	// that landed just before the read (a file created in place, written
+	// after a pause) shows in that window.
+	read   bool
+	loaded *catalog.Snapshot
+	err    error
+	// changed: an event came after the read.
+	changed bool
 }
 
 func (a *App) watch(w *fsnotify.Watcher, done chan struct{}) {
 	var timer *time.Timer
 	var b burst
 	fire := make(chan struct{}, 1)
+	arm := func() {
+		if timer == nil {
+			timer = time.AfterFunc(debounce, func() {
+				select {
+				case fire <- struct{}{}:
+				default:
+				}
+			})
+		} else {
+			timer.Reset(debounce)
+		}
+	}
 	for {
 		select {
 		case <-done:
@@ -70,19 +96,11 @@ func (a *App) watch(w *fsnotify.Watcher, done chan struct{}) {
 			if !a.relevant(ev.Name) || !b.add(ev) {
 				continue
 			}
-			if timer == nil {
-				timer = time.AfterFunc(debounce, func() {
-					select {
-					case fire <- struct{}{}:
-					default:
-					}
-				})
-			} else {
-				timer.Reset(debounce)
-			}
+			arm()
 		case <-fire:
-			a.settle(b)
-			b = burst{}
+			if a.settle(&b) {
+				arm()
+			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
@@ -103,21 +121,34 @@ func (b *burst) add(ev fsnotify.Event) bool {
 	default:
 		return false
 	}
+	b.changed = b.read
 	return true
 }
 
-// settle acts on a burst once it is quiet: a file replaced whole is
-// reloaded; one written in place is left for SIGHUP.
-func (a *App) settle(b burst) {
-	if b.written != "" {
+// settle acts on a burst once it is quiet: a file written in place is
+// left for SIGHUP; one replaced whole is read, then made live if nothing
+// changed for one more window. It reports whether to wait that window.
+func (a *App) settle(b *burst) (again bool) {
+	switch {
+	case b.written != "":
 		a.Log.Warn("config file written in place; not reloaded, since a write in progress cannot be told from a finished one. "+
 			"Write the new file beside it and rename it over, or send SIGHUP once the write is done",
 			zap.String("file", b.written))
-		return
+	case !b.replaced:
+	case !b.read || b.changed:
+		if a.watchRead != nil {
+			a.watchRead()
+		}
+		b.loaded, b.err = catalog.Load(a.Path)
+		b.read, b.changed = true, false
+		return true
+	default:
+		a.reloadMu.Lock()
+		_ = a.install(b.loaded, b.err)
+		a.reloadMu.Unlock()
 	}
-	if b.replaced {
-		_ = a.Reload()
-	}
+	*b = burst{}
+	return false
 }
 
 // relevant reports whether a changed path can change the config.
