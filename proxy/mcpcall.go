@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
@@ -141,21 +142,17 @@ func (p *mcpPipeline) Done(ctx context.Context, d *mcp.Done) {
 	overhead := time.Since(d.Start) - d.Upstream
 	observe(ctx, p.s.metrics.AddedLatency.WithLabelValues(apiMCP), max(overhead, 0).Seconds())
 	p.s.metrics.Requests.WithLabelValues(apiMCP, d.Outcome).Inc()
-	ce := p.s.log.Check(zap.InfoLevel, "request")
-	if ce == nil {
-		return
+	p.s.logRequest(&requestLine{rid: d.RequestID, api: apiMCP, route: d.Route, server: d.Server, status: d.Status, outcome: d.Outcome,
+		findings: d.Findings, calls: d.Calls, duration: time.Since(d.Start), overhead: max(overhead, 0), trace: traceIDs(ctx)})
+}
+
+// traceIDs are the log line's fields naming the request's span, or none.
+func traceIDs(ctx context.Context) []zap.Field {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return nil
 	}
-	ce.Write(
-		zap.String("request_id", d.RequestID),
-		zap.String("api", apiMCP),
-		zap.String("route", d.Route),
-		zap.String("mcp_server", d.Server),
-		zap.Int("status", d.Status),
-		zap.String("outcome", d.Outcome),
-		zap.Strings("findings", d.Findings),
-		zap.Duration("duration", time.Since(d.Start)),
-		zap.Duration("overhead", max(overhead, 0)),
-	)
+	return []zap.Field{zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String())}
 }
 
 const apiMCP = "mcp"

@@ -173,22 +173,46 @@ func (x *exchange) report() {
 	if x.req != nil {
 		model = x.req.Model
 	}
-	// Checked first: at log.level warn or above the fields and the slice
-	// holding them are not built at all.
-	ce := x.s.log.Check(zap.InfoLevel, "request")
+	x.s.logRequest(&requestLine{rid: x.rid, api: x.api.Name(), route: x.r.URL.Path, model: model, status: o.status,
+		outcome: o.label, findings: o.findings, calls: x.calls, duration: time.Since(x.start), overhead: x.overhead(), trace: traceFields})
+}
+
+// requestLine is the one `request` log line of a request, whatever its
+// route: a model API's or an MCP server's.
+type requestLine struct {
+	rid, api, route string
+	// model is the model a model route's request named; server the MCP
+	// server of an MCP route's. A line has one or the other.
+	model, server      string
+	status             int
+	outcome            string
+	findings           []string
+	calls              int
+	duration, overhead time.Duration
+	trace              []zap.Field
+}
+
+// logRequest writes l. Checked first: at log.level warn or above the
+// fields and the slice holding them are not built at all.
+func (s *Server) logRequest(l *requestLine) {
+	ce := s.log.Check(zap.InfoLevel, "request")
 	if ce == nil {
 		return
 	}
+	which := zap.String("model", l.model)
+	if l.server != "" {
+		which = zap.String("mcp_server", l.server)
+	}
 	ce.Write(append([]zap.Field{
-		zap.String("request_id", x.rid),
-		zap.String("api", x.api.Name()),
-		zap.String("route", x.r.URL.Path),
-		zap.String("model", model),
-		zap.Int("status", o.status),
-		zap.String("outcome", o.label),
-		zap.Strings("findings", o.findings),
-		zap.Int("upstream_calls", x.calls),
-		zap.Duration("duration", time.Since(x.start)),
-		zap.Duration("overhead", x.overhead()),
-	}, traceFields...)...)
+		zap.String("request_id", l.rid),
+		zap.String("api", l.api),
+		zap.String("route", l.route),
+		which,
+		zap.Int("status", l.status),
+		zap.String("outcome", l.outcome),
+		zap.Strings("findings", l.findings),
+		zap.Int("upstream_calls", l.calls),
+		zap.Duration("duration", l.duration),
+		zap.Duration("overhead", l.overhead),
+	}, l.trace...)...)
 }

@@ -140,7 +140,7 @@ func (x *exchange) traceOutcome() []zap.Field {
 		}
 		sp.SetAttributes(attrs...)
 	}
-	return []zap.Field{zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String())}
+	return traceIDs(x.r.Context())
 }
 
 // answerModel notes the model an answer names ("model", or Gemini's

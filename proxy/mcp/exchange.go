@@ -52,6 +52,8 @@ type exchange struct {
 	start    time.Time
 	upWait   time.Duration
 	findings []string
+	// calls counts the requests sent to the server.
+	calls int
 }
 
 func (rt *Route) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
@@ -371,6 +373,7 @@ func (x *exchange) send(method string, body []byte, idle bool, edit ...func(http
 		req.Header.Set("Authorization", "Bearer "+x.rt.key)
 	}
 	sent := time.Now()
+	x.calls++
 	resp, err := x.rt.client.Do(req)
 	// The server's time to answer is not toolgate's: the report's
 	// overhead leaves it out.

@@ -125,7 +125,7 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := rt.newExchange(sw, r)
 	defer func() {
 		rt.pipe.Done(r.Context(), &Done{RequestID: x.rid, Route: r.URL.Path, Server: rt.cfg.Name, Status: sw.status,
-			Outcome: x.outcome, Findings: x.findings, Start: x.start, Upstream: x.upWait})
+			Outcome: x.outcome, Findings: x.findings, Start: x.start, Upstream: x.upWait, Calls: x.calls})
 		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("toolgate.outcome", x.outcome))
 	}()
 	if rt.rebinding(sw, r) {

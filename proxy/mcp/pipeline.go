@@ -108,6 +108,8 @@ type Done struct {
 	Outcome   string
 	Findings  []string
 	Start     time.Time
-	// Upstream is the time spent waiting on the server.
+	// Upstream is the time spent waiting on the server, Calls the
+	// requests sent to it (toolgate's own tools/list reads included).
 	Upstream time.Duration
+	Calls    int
 }
