@@ -101,39 +101,66 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-// TestFunctionLength keeps every function of the pipeline, the codecs, the
-// ladder and the checks short enough to read at once.
+// TestFunctionLength keeps every production function of the module, commands
+// included, short enough to read at once.
 func TestFunctionLength(t *testing.T) {
 	const limit = 80
-	dirs := append([]string{"proxy", "neutral", "proxy/api", "proxy/api/apitest", "proxy/openaiwire", "proxy/sse", "proxy/mcp",
-		"recovery", "judge", "validate", "catalog"}, codecs...)
-	for _, dir := range dirs {
-		fset := token.NewFileSet()
-		paths, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
-		for _, p := range paths {
-			if strings.HasSuffix(p, "_test.go") {
+	fset := token.NewFileSet()
+	for _, p := range productionGoFiles(t) {
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
 				continue
 			}
-			src, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := parser.ParseFile(fset, p, src, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range f.Decls {
-				fn, ok := d.(*ast.FuncDecl)
-				if !ok || fn.Body == nil {
-					continue
-				}
-				n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
-				if n > limit {
-					t.Errorf("%s: %s is %d lines; keep functions under %d", filepath.Join(dir, filepath.Base(p)), fn.Name.Name, n, limit)
-				}
+			n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			if n > limit {
+				rel, _ := filepath.Rel("..", p)
+				t.Errorf("%s: %s is %d lines; keep functions under %d", rel, fn.Name.Name, n, limit)
 			}
 		}
 	}
+}
+
+// productionGoFiles lists the non-test Go files of the main module: it skips
+// the test harnesses under test/, testdata and node_modules folders, hidden
+// folders, and any folder that is a module of its own (deploy/).
+func productionGoFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir("..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if p == ".." {
+				return nil
+			}
+			if p == filepath.Join("..", "test") || name == "testdata" || name == "node_modules" ||
+				strings.HasPrefix(name, ".") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no production Go files found")
+	}
+	return files
 }
 
 // TestApprovalImports keeps approvals provider-neutral and beneath the

@@ -55,56 +55,15 @@ type flags struct {
 }
 
 func command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var f flags
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	// The flag package would print the usage to one writer for both
-	// --help (asked for: stdout) and a mistake (stderr).
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	printUsage := func(w io.Writer) {
-		fmt.Fprint(w, commandUsage)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	fs.StringVar(&f.config, "config", "config.yaml", "config whose first upstream, catalog and recovery settings are measured")
-	fs.StringVar(&f.cases, "cases", "", "cases file (JSONL)")
-	fs.StringVar(&f.model, "model", "", "model to ask (the re-query's \"model\")")
-	fs.StringVar(&f.out, "out", "", "write the report as JSON here; with --from-sink, the cases file to write")
-	fs.StringVar(&f.html, "html", "", "write the report as a self-contained HTML page here")
-	fs.StringVar(&f.results, "results", "", "per-case results (JSONL): appended as cases finish; cases already in it are not run again")
-	fs.IntVar(&f.concurrency, "concurrency", DefaultConcurrency, "cases in flight at once")
-	fs.IntVar(&f.retries, "retries", DefaultRetries, "retries per case after 429, 5xx or a timeout (0: none)")
-	fs.Float64Var(&f.minPrecision, "min-precision", DefaultMinPrecision, "precision the recommended threshold must reach")
-	fs.StringVar(&f.fromSink, "from-sink", "", "turn this escalation sink file into cases to label (written to --out)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(stdout)
-			return 0
-		}
-		fmt.Fprintf(stderr, "toolgate eval: %v\n\n", err)
-		printUsage(stderr)
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "toolgate eval: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
+	f, code, ok := parseFlags(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	if f.fromSink != "" {
 		return fromSinkCommand(f, stdout, stderr)
 	}
-	switch {
-	case f.cases == "":
-		fmt.Fprintln(stderr, "toolgate eval: --cases is required")
-		return ExitUsage
-	case f.model == "":
-		fmt.Fprintln(stderr, "toolgate eval: --model is required")
-		return ExitUsage
-	case f.concurrency < 1:
-		fmt.Fprintln(stderr, "toolgate eval: --concurrency must be at least 1")
-		return ExitUsage
-	case !(f.minPrecision >= 0 && f.minPrecision <= 1):
-		fmt.Fprintln(stderr, "toolgate eval: --min-precision must be within 0..1")
+	if msg := f.measureProblem(); msg != "" {
+		fmt.Fprintln(stderr, "toolgate eval: "+msg)
 		return ExitUsage
 	}
 	snap, err := LoadSnapshot(f.config)
@@ -131,13 +90,76 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Interactive:  tty,
 		Log:          stderr,
 	})
+	if err == nil {
+		err = writeReports(stdout, rep, f)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "toolgate eval:", err)
 		return ExitFailed
 	}
+	return runStatus(stderr, rep, f.results)
+}
+
+// parseFlags reads the command line. When ok is false the command ends with
+// code: --help was asked for (0) or the line is wrong (ExitUsage).
+func parseFlags(args []string, stdout, stderr io.Writer) (f flags, code int, ok bool) {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	// The flag package would print the usage to one writer for both
+	// --help (asked for: stdout) and a mistake (stderr).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	printUsage := func(w io.Writer) {
+		fmt.Fprint(w, commandUsage)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	fs.StringVar(&f.config, "config", "config.yaml", "config whose first upstream, catalog and recovery settings are measured")
+	fs.StringVar(&f.cases, "cases", "", "cases file (JSONL)")
+	fs.StringVar(&f.model, "model", "", "model to ask (the re-query's \"model\")")
+	fs.StringVar(&f.out, "out", "", "write the report as JSON here; with --from-sink, the cases file to write")
+	fs.StringVar(&f.html, "html", "", "write the report as a self-contained HTML page here")
+	fs.StringVar(&f.results, "results", "", "per-case results (JSONL): appended as cases finish; cases already in it are not run again")
+	fs.IntVar(&f.concurrency, "concurrency", DefaultConcurrency, "cases in flight at once")
+	fs.IntVar(&f.retries, "retries", DefaultRetries, "retries per case after 429, 5xx or a timeout (0: none)")
+	fs.Float64Var(&f.minPrecision, "min-precision", DefaultMinPrecision, "precision the recommended threshold must reach")
+	fs.StringVar(&f.fromSink, "from-sink", "", "turn this escalation sink file into cases to label (written to --out)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+			return f, 0, false
+		}
+		fmt.Fprintf(stderr, "toolgate eval: %v\n\n", err)
+		printUsage(stderr)
+		return f, ExitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "toolgate eval: unexpected argument %q\n", fs.Arg(0))
+		return f, ExitUsage, false
+	}
+	return f, 0, true
+}
+
+// measureProblem says what a measuring run's flags lack, or "".
+func (f flags) measureProblem() string {
+	switch {
+	case f.cases == "":
+		return "--cases is required"
+	case f.model == "":
+		return "--model is required"
+	case f.concurrency < 1:
+		return "--concurrency must be at least 1"
+	case !(f.minPrecision >= 0 && f.minPrecision <= 1):
+		return "--min-precision must be within 0..1"
+	}
+	return ""
+}
+
+// writeReports prints the table and writes the JSON and HTML reports asked
+// for.
+func writeReports(stdout io.Writer, rep *Report, f flags) error {
 	if err := WriteTable(stdout, rep); err != nil {
-		fmt.Fprintln(stderr, "toolgate eval:", err)
-		return ExitFailed
+		return err
 	}
 	if f.out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -145,8 +167,7 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = os.WriteFile(f.out, append(b, '\n'), 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(stderr, "toolgate eval: writing the JSON report:", err)
-			return ExitFailed
+			return fmt.Errorf("writing the JSON report: %w", err)
 		}
 	}
 	if f.html != "" {
@@ -156,22 +177,27 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = os.WriteFile(f.html, b.Bytes(), 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(stderr, "toolgate eval: writing the HTML report:", err)
-			return ExitFailed
+			return fmt.Errorf("writing the HTML report: %w", err)
 		}
 	}
+	return nil
+}
+
+// runStatus tells how a finished run ended and returns its exit code: an
+// interrupted run or failed cases say how to continue.
+func runStatus(stderr io.Writer, rep *Report, results string) int {
 	switch {
 	case rep.Interrupted:
-		if f.results != "" {
+		if results != "" {
 			fmt.Fprintf(stderr, "interrupted: %d of %d cases measured; run the same command again to continue from %s\n",
-				rep.Measured, rep.Cases, f.results)
+				rep.Measured, rep.Cases, results)
 		} else {
 			fmt.Fprintf(stderr, "interrupted: %d of %d cases measured; without --results a new run starts over\n", rep.Measured, rep.Cases)
 		}
 		return ExitInterrupted
 	case rep.Errors > 0:
 		fmt.Fprintf(stderr, "%d case(s) failed and are left out of the rates", rep.Errors)
-		if f.results != "" {
+		if results != "" {
 			fmt.Fprintf(stderr, "; run the same command again to retry them")
 		}
 		fmt.Fprintln(stderr)

@@ -36,6 +36,51 @@ func Run(ctx context.Context, snap *catalog.Snapshot, cases []Case, opt Options)
 	if err != nil {
 		return nil, err
 	}
+	preps, err := prepareCases(snap, rs, cases)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(opt.ResultsPath)
+	if err != nil {
+		return nil, fmt.Errorf("results file: %w", err)
+	}
+	if st.skipped > 0 {
+		fmt.Fprintf(log, "note: %d unreadable line(s) in %s were ignored\n", st.skipped, opt.ResultsPath)
+	}
+	todo := pendingCases(st, preps, opt.ResultsPath, log)
+	if len(todo) > 0 {
+		if rs.srv, err = rs.start(); err != nil {
+			_ = st.close()
+			return nil, err
+		}
+		defer rs.srv.stop()
+	}
+	if err := measure(ctx, rs, st, todo, opt); err != nil {
+		return nil, err
+	}
+
+	// Only results that still match their case count.
+	current := make(map[string]Result, len(preps))
+	for _, p := range preps {
+		if r, ok := st.get(p.c.ID); ok && r.Key == p.key {
+			current[p.c.ID] = r
+		}
+	}
+	rep := Summarize(cases, current, Meta{
+		Model:               opt.Model,
+		CatalogVersion:      snap.Version,
+		Endpoint:            redactURL(rs.endpoint),
+		ConfiguredThreshold: configuredThreshold(snap),
+		MinPrecision:        opt.MinPrecision,
+		// Stopped after the last case finished is not an interruption.
+		Interrupted: ctx.Err() != nil && len(current) < len(preps),
+	})
+	rep.Generated = time.Now().UTC()
+	return rep, nil
+}
+
+// prepareCases prepares every case, or lists every case that cannot run.
+func prepareCases(snap *catalog.Snapshot, rs *runSetup, cases []Case) ([]*prepared, error) {
 	preps := make([]*prepared, 0, len(cases))
 	var probs []string
 	for _, c := range cases {
@@ -49,14 +94,12 @@ func Run(ctx context.Context, snap *catalog.Snapshot, cases []Case, opt Options)
 	if len(probs) > 0 {
 		return nil, listError("cases", probs)
 	}
+	return preps, nil
+}
 
-	st, err := openStore(opt.ResultsPath)
-	if err != nil {
-		return nil, fmt.Errorf("results file: %w", err)
-	}
-	if st.skipped > 0 {
-		fmt.Fprintf(log, "note: %d unreadable line(s) in %s were ignored\n", st.skipped, opt.ResultsPath)
-	}
+// pendingCases picks the cases the results file has no usable result for:
+// new ones, changed ones and failed ones. It says what a resume reuses.
+func pendingCases(st *store, preps []*prepared, resultsPath string, log io.Writer) []*prepared {
 	var todo []*prepared
 	reused, stale, retry := 0, 0, 0
 	for _, p := range preps {
@@ -73,21 +116,18 @@ func Run(ctx context.Context, snap *catalog.Snapshot, cases []Case, opt Options)
 		}
 		todo = append(todo, p)
 	}
-	if opt.ResultsPath != "" && reused+stale+retry > 0 {
+	if resultsPath != "" && reused+stale+retry > 0 {
 		fmt.Fprintf(log, "resuming from %s: %d result(s) reused, %d failed case(s) retried, %d changed case(s) measured again\n",
-			opt.ResultsPath, reused, retry, stale)
+			resultsPath, reused, retry, stale)
 	}
+	return todo
+}
 
-	if len(todo) > 0 {
-		if rs.srv, err = rs.start(); err != nil {
-			_ = st.close()
-			return nil, err
-		}
-		defer rs.srv.stop()
-	}
-
-	// A failure to record stops the run: measuring on without saving would
-	// spend money on results a resume cannot use.
+// measure runs the cases opt.Concurrency at a time, records each result as
+// it finishes and closes the store. A failure to record stops the run:
+// measuring on without saving would spend money on results a resume cannot
+// use.
+func measure(ctx context.Context, rs *runSetup, st *store, todo []*prepared, opt Options) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var writeErr error
@@ -126,28 +166,7 @@ feed:
 	if err := st.close(); err != nil && writeErr == nil {
 		writeErr = fmt.Errorf("results file: %w", err)
 	}
-	if writeErr != nil {
-		return nil, writeErr
-	}
-
-	// Only results that still match their case count.
-	current := make(map[string]Result, len(preps))
-	for _, p := range preps {
-		if r, ok := st.get(p.c.ID); ok && r.Key == p.key {
-			current[p.c.ID] = r
-		}
-	}
-	rep := Summarize(cases, current, Meta{
-		Model:               opt.Model,
-		CatalogVersion:      snap.Version,
-		Endpoint:            redactURL(rs.endpoint),
-		ConfiguredThreshold: configuredThreshold(snap),
-		MinPrecision:        opt.MinPrecision,
-		// Stopped after the last case finished is not an interruption.
-		Interrupted: ctx.Err() != nil && len(current) < len(preps),
-	})
-	rep.Generated = time.Now().UTC()
-	return rep, nil
+	return writeErr
 }
 
 func configuredThreshold(snap *catalog.Snapshot) float64 {

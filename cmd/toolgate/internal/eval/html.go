@@ -27,7 +27,36 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	e := html.EscapeString
 	b.WriteString("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
 	fmt.Fprintf(&b, "<title>toolgate eval: %s</title>\n", e(rep.Model))
-	b.WriteString(`<style>
+	b.WriteString(htmlHead)
+	b.WriteString("<h1>Recovery calibration</h1>\n")
+	fmt.Fprintf(&b, "<p class=\"meta\">model %s · catalog %s · %s · generated %s</p>\n",
+		e(rep.Model), e(rep.CatalogVersion), e(rep.Endpoint), e(rep.Generated.UTC().Format(time.RFC3339)))
+	fmt.Fprintf(&b, "<p class=\"meta\">%d cases: %d measured, %d failed, %d not run; %d with a right tool. Decisions: %d substitute (%d rejected by the checks), %d escalate, %d invalid.</p>\n",
+		rep.Cases, rep.Measured, rep.Errors, rep.Pending, rep.WithRightTool,
+		rep.Decisions.Substitute, rep.Decisions.SubstituteRejected, rep.Decisions.Escalate, rep.Decisions.Invalid)
+	if rep.Interrupted {
+		b.WriteString("<p class=\"lead none\">The run was interrupted: this report covers the cases measured so far.</p>\n")
+	}
+	cls := "lead"
+	if rep.Recommended == nil {
+		cls = "lead none"
+	}
+	fmt.Fprintf(&b, "<p class=\"%s\">%s.</p>\n", cls, e(upperFirst(rep.Recommendation)))
+
+	b.WriteString("<h2>Precision and escalation rate by threshold</h2>\n")
+	writePlot(&b, rep)
+
+	writeSweep(&b, rep)
+	writeKinds(&b, rep)
+	writeCostAndFailures(&b, rep)
+	b.WriteString("</main>\n</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// htmlHead opens the page after its title: the style sheet and the main
+// element the sections go in.
+const htmlHead = `<style>
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2329;background:#fff;margin:0;padding:24px}
 main{max-width:940px;margin:0 auto}
 h1{font-size:24px;margin:0 0 6px}
@@ -56,25 +85,11 @@ svg{display:block;max-width:100%;height:auto}
 </head>
 <body>
 <main>
-`)
-	b.WriteString("<h1>Recovery calibration</h1>\n")
-	fmt.Fprintf(&b, "<p class=\"meta\">model %s · catalog %s · %s · generated %s</p>\n",
-		e(rep.Model), e(rep.CatalogVersion), e(rep.Endpoint), e(rep.Generated.UTC().Format(time.RFC3339)))
-	fmt.Fprintf(&b, "<p class=\"meta\">%d cases: %d measured, %d failed, %d not run; %d with a right tool. Decisions: %d substitute (%d rejected by the checks), %d escalate, %d invalid.</p>\n",
-		rep.Cases, rep.Measured, rep.Errors, rep.Pending, rep.WithRightTool,
-		rep.Decisions.Substitute, rep.Decisions.SubstituteRejected, rep.Decisions.Escalate, rep.Decisions.Invalid)
-	if rep.Interrupted {
-		b.WriteString("<p class=\"lead none\">The run was interrupted: this report covers the cases measured so far.</p>\n")
-	}
-	cls := "lead"
-	if rep.Recommended == nil {
-		cls = "lead none"
-	}
-	fmt.Fprintf(&b, "<p class=\"%s\">%s.</p>\n", cls, e(upperFirst(rep.Recommendation)))
+`
 
-	b.WriteString("<h2>Precision and escalation rate by threshold</h2>\n")
-	writePlot(&b, rep)
-
+// writeSweep writes the table of every threshold tried, marking the
+// recommended and the configured one.
+func writeSweep(b *strings.Builder, rep *Report) {
 	b.WriteString("<h2>Threshold sweep</h2>\n<table>\n<thead><tr><th>threshold</th><th>substituted</th><th>subst. rate</th><th>precision</th><th>wrong tool</th><th>should escalate</th><th>escal. rate</th><th>recall</th></tr></thead>\n<tbody>\n")
 	for _, r := range rep.Thresholds {
 		var classes []string
@@ -88,38 +103,43 @@ svg{display:block;max-width:100%;height:auto}
 		if len(classes) > 0 {
 			attr = ` class="` + strings.Join(classes, " ") + `"`
 		}
-		fmt.Fprintf(&b, "<tr%s><td>%.2f</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td></tr>\n",
+		fmt.Fprintf(b, "<tr%s><td>%.2f</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td></tr>\n",
 			attr, r.Threshold, r.Substituted, pct(r.SubstitutionRate), pctp(r.Precision), r.WrongTool, r.ShouldEscalate,
 			pct(r.EscalationRate), pctp(r.Recall))
 	}
 	b.WriteString("</tbody>\n</table>\n")
+}
 
-	fmt.Fprintf(&b, "<h2>By kind, at threshold %.2f</h2>\n<table>\n", rep.KindsAt)
+// writeKinds writes the table by kind of case at the threshold shown.
+func writeKinds(b *strings.Builder, rep *Report) {
+	e := html.EscapeString
+	fmt.Fprintf(b, "<h2>By kind, at threshold %.2f</h2>\n<table>\n", rep.KindsAt)
 	b.WriteString("<thead><tr><th>kind</th><th>cases</th><th>substituted</th><th>precision</th><th>wrong</th><th>escal. rate</th><th>recall</th><th>failed</th></tr></thead>\n<tbody>\n")
 	for _, k := range rep.Kinds {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
 			e(kindName(k.Kind)), k.Cases, k.Substituted, pctp(k.Precision), k.Wrong, pct(k.EscalationRate), pctp(k.Recall), k.Errors)
 	}
 	b.WriteString("</tbody>\n</table>\n")
+}
 
+// writeCostAndFailures writes what the run cost and the cases that failed.
+func writeCostAndFailures(b *strings.Builder, rep *Report) {
+	e := html.EscapeString
 	c := rep.Cost
 	b.WriteString("<h2>Cost</h2>\n<table>\n<tbody>\n")
-	fmt.Fprintf(&b, "<tr><td>re-queries answered</td><td>%d</td></tr>\n", c.Requeries)
-	fmt.Fprintf(&b, "<tr><td>tokens in / out / total</td><td>%d / %d / %d</td></tr>\n", c.InputTokens, c.OutputTokens, c.TotalTokens)
-	fmt.Fprintf(&b, "<tr><td>latency p50 / p95</td><td>%.0f ms / %.0f ms</td></tr>\n", c.LatencyP50MS, c.LatencyP95MS)
-	fmt.Fprintf(&b, "<tr><td>retries</td><td>%d</td></tr>\n", c.Retries)
+	fmt.Fprintf(b, "<tr><td>re-queries answered</td><td>%d</td></tr>\n", c.Requeries)
+	fmt.Fprintf(b, "<tr><td>tokens in / out / total</td><td>%d / %d / %d</td></tr>\n", c.InputTokens, c.OutputTokens, c.TotalTokens)
+	fmt.Fprintf(b, "<tr><td>latency p50 / p95</td><td>%.0f ms / %.0f ms</td></tr>\n", c.LatencyP50MS, c.LatencyP95MS)
+	fmt.Fprintf(b, "<tr><td>retries</td><td>%d</td></tr>\n", c.Retries)
 	b.WriteString("</tbody>\n</table>\n")
 
 	if len(rep.Failures) > 0 {
 		b.WriteString("<h2>Failed cases</h2>\n<table>\n<tbody>\n")
 		for _, f := range rep.Failures {
-			fmt.Fprintf(&b, "<tr><td>%s</td><td style=\"text-align:left\">%s</td></tr>\n", e(f.ID), e(f.Error))
+			fmt.Fprintf(b, "<tr><td>%s</td><td style=\"text-align:left\">%s</td></tr>\n", e(f.ID), e(f.Error))
 		}
 		b.WriteString("</tbody>\n</table>\n")
 	}
-	b.WriteString("</main>\n</body>\n</html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writePlot draws precision, escalation rate and recall against the

@@ -141,9 +141,37 @@ func Summarize(cases []Case, results map[string]Result, m Meta) *Report {
 		ConfiguredThreshold: m.ConfiguredThreshold,
 		Failures:            []Failure{},
 	}
-	var measured []measuredCase
-	var latencies []float64
-	kinds := map[string]*KindRow{}
+	measured, latencies, kinds := tally(rep, cases, results)
+	rep.Measured = len(measured)
+	rep.Cost.TotalTokens = rep.Cost.InputTokens + rep.Cost.OutputTokens
+	rep.Cost.LatencyP50MS = percentile(latencies, 50)
+	rep.Cost.LatencyP95MS = percentile(latencies, 95)
+
+	for i := 0; i <= Steps; i++ {
+		rep.Thresholds = append(rep.Thresholds, sweepRow(measured, Threshold(i)))
+	}
+	for _, row := range rep.Thresholds {
+		if row.Precision != nil && *row.Precision >= m.MinPrecision {
+			t := row.Threshold
+			rep.Recommended = &t
+			break
+		}
+	}
+	rep.KindsAt = m.ConfiguredThreshold
+	if rep.Recommended != nil {
+		rep.KindsAt = *rep.Recommended
+	}
+	rep.Recommendation = recommendation(rep)
+
+	rep.Kinds = kindRows(kinds, measured, rep.KindsAt)
+	return rep
+}
+
+// tally counts each case into rep (pending, failed, decisions, cost) and
+// into its kind's row, and returns the measured cases, their latencies and
+// the rows by kind.
+func tally(rep *Report, cases []Case, results map[string]Result) (measured []measuredCase, latencies []float64, kinds map[string]*KindRow) {
+	kinds = map[string]*KindRow{}
 	for _, c := range cases {
 		k := kinds[c.Kind]
 		if k == nil {
@@ -185,27 +213,13 @@ func Summarize(cases []Case, results map[string]Result, m Meta) *Report {
 			rep.WithRightTool++
 		}
 	}
-	rep.Measured = len(measured)
-	rep.Cost.TotalTokens = rep.Cost.InputTokens + rep.Cost.OutputTokens
-	rep.Cost.LatencyP50MS = percentile(latencies, 50)
-	rep.Cost.LatencyP95MS = percentile(latencies, 95)
+	return measured, latencies, kinds
+}
 
-	for i := 0; i <= Steps; i++ {
-		rep.Thresholds = append(rep.Thresholds, sweepRow(measured, Threshold(i)))
-	}
-	for _, row := range rep.Thresholds {
-		if row.Precision != nil && *row.Precision >= m.MinPrecision {
-			t := row.Threshold
-			rep.Recommended = &t
-			break
-		}
-	}
-	rep.KindsAt = m.ConfiguredThreshold
-	if rep.Recommended != nil {
-		rep.KindsAt = *rep.Recommended
-	}
-	rep.Recommendation = recommendation(rep)
-
+// kindRows gives one row per kind, in name order, over its measured cases at
+// threshold at.
+func kindRows(kinds map[string]*KindRow, measured []measuredCase, at float64) []KindRow {
+	var rows []KindRow
 	names := make([]string, 0, len(kinds))
 	for n := range kinds {
 		names = append(names, n)
@@ -219,10 +233,10 @@ func Summarize(cases []Case, results map[string]Result, m Meta) *Report {
 				of = append(of, mc)
 			}
 		}
-		k.Row = sweepRow(of, rep.KindsAt)
-		rep.Kinds = append(rep.Kinds, *k)
+		k.Row = sweepRow(of, at)
+		rows = append(rows, *k)
 	}
-	return rep
+	return rows
 }
 
 type measuredCase struct {
