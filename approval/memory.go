@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Memory is the default store: one replica's, lost on restart.
@@ -11,6 +12,8 @@ type Memory struct {
 	o  Options
 	mu sync.Mutex
 	m  map[string]*Record
+	// once holds UseOnce's keys and their expiries.
+	once map[string]time.Time
 }
 
 // NewMemory returns an empty memory store.

@@ -34,6 +34,10 @@ type Store interface {
 	Sweep(ctx context.Context) ([]*Record, error)
 	// Pending counts the pending, unexpired records.
 	Pending(ctx context.Context) (int, error)
+	// UseOnce marks key used for ttl and reports whether it was unused:
+	// of any number of calls with one key within ttl, across the replicas
+	// sharing the store, exactly one gets true (once.go).
+	UseOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)
 	Close() error
 }
 

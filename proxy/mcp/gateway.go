@@ -51,7 +51,8 @@ type Gateway struct {
 	mu     sync.Mutex
 	states map[string]*serverState
 	// processKey signs requestStates when no secret is configured; used
-	// are the confirmations already answered here.
+	// are the confirmations already answered here, when there is no
+	// approvals store to record them for every replica.
 	processKey []byte
 	used       usedStates
 }

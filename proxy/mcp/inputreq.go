@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -151,6 +154,21 @@ func (u *usedStates) take(nonce string, expires int64, now time.Time) bool {
 	return true
 }
 
+// useState marks an ask's state used, in the approvals store when there is
+// one, so that a replay to any replica sharing it is refused until the
+// state expires; without one, at this replica. The state's digest is its
+// nonce's and call's, which its signature covers: another encoding of the
+// same signed bytes is the same state.
+func (g *Gateway) useState(ctx context.Context, s *signedState, now time.Time) (bool, error) {
+	if g.deps.Approvals == nil {
+		return g.used.take(s.Nonce, s.Expires, now), nil
+	}
+	sum := sha256.Sum256([]byte(s.Nonce + "\x00" + s.Call))
+	ttl := time.UnixMilli(s.Expires).Sub(now) + time.Millisecond
+	// A client gone mid-call must not leave the mark half-made.
+	return g.deps.Approvals.UseOnce(context.WithoutCancel(ctx), "mcp-state:"+base64.RawURLEncoding.EncodeToString(sum[:]), ttl)
+}
+
 // callDigest binds a call to this server, its tool and its canonical
 // arguments.
 func (x *exchange) callDigest(name string, args []byte) (string, error) {
@@ -230,7 +248,14 @@ func (x *exchange) answerInput(h *held) {
 		x.forwardReleased(h, s.State, p.Get("inputResponses"))
 		return
 	}
-	if !x.rt.g.used.take(s.Nonce, s.Expires, time.Now()) {
+	fresh, err := x.rt.g.useState(x.ctx, s, time.Now())
+	if err != nil {
+		x.log().Warn("approval store failed; the confirmed call was not run", zap.Error(err))
+		x.outcome = outcomeUpstreamError
+		x.writeJSON(http.StatusOK, x.failure(h.m.id, storeFailure("the approval store cannot be reached to record the confirmation's use; the call was not run, retry it")))
+		return
+	}
+	if !fresh {
 		x.writeJSON(http.StatusOK, x.refuseState(h.m, errStateUsed))
 		return
 	}
