@@ -157,7 +157,7 @@ func (ks tokenSet) byName(named bool, name string) (keyed, bool) {
 
 type ctxKey struct{}
 
-// Handler is the admin API (SPEC §5a), mounted on the admin
+// Handler is the admin API (docs/approvals.md, "Admin API"), mounted on the admin
 // listener:
 //
 //	GET  /approvals?state=pending   list

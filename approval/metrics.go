@@ -2,7 +2,7 @@ package approval
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Results of toolgate_approvals_total (SPEC §8): one per state change,
+// Results of toolgate_approvals_total (docs/metrics.md): one per state change,
 // and refused for a resume that released nothing.
 const (
 	ResultRequested = "requested"

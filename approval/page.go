@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// The approvals page (SPEC §5a, "People"): plain HTML forms that work
+// The approvals page (docs/approvals.md, "The approvals page"): plain HTML forms that work
 // without JavaScript, served from the binary with nothing fetched from
 // another host. A login trades an admin token for a signed session
 // cookie; every change carries a CSRF token derived from the session.

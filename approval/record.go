@@ -1,5 +1,5 @@
-// Package approval holds a call a person must say yes to, and lets it
-// through once when they have (SPEC §5a): the record of a held answer, its
+// Package approval holds a call a person must say yes to, and lets it through
+// once when they have (docs/approvals.md): the record of a held answer, its
 // canonical digests, the stores that keep it (memory, a bbolt file, redis
 // shared by replicas), the admin API a person decides through, the
 // notification of each new pending approval and the approval metrics.
@@ -145,7 +145,7 @@ func (r *Record) at(now time.Time) *Record {
 	return r
 }
 
-// Ticket is the approval object of an escalation (SPEC §5a).
+// Ticket is the approval object of an escalation (docs/approvals.md).
 type Ticket struct {
 	ID         string    `json:"id"`
 	State      State     `json:"state"`
@@ -313,7 +313,7 @@ func (u *unavailable) Unwrap() []error {
 
 func unavailableErr(err error) error { return &unavailable{err: err} }
 
-// Code is a refusal's SPEC §5a code.
+// Code is a refusal's code (docs/approvals.md, "Resume refusals").
 type Code string
 
 // Refusal codes.
@@ -339,7 +339,8 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return "approval refused: " + string(r.Code) }
 
-// Status is the HTTP status SPEC §5a gives the code.
+// Status is the HTTP status docs/approvals.md ("Resume refusals") gives the
+// code.
 func (r *Refusal) Status() int {
 	switch r.Code {
 	case CodeDenied, CodeSecret:

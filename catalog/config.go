@@ -82,14 +82,14 @@ const (
 	APIKeyReplace = "replace"
 )
 
-// Catalog modes (SPEC §3).
+// Catalog modes (docs/config.md, catalog.mode).
 const (
 	CatalogIntersect = "intersect"
 	CatalogConfig    = "config"
 	CatalogRequest   = "request"
 )
 
-// What happens to an offered tool the catalog lacks (SPEC §3).
+// What happens to an offered tool the catalog lacks (docs/config.md, catalog.unlisted).
 const (
 	UnlistedAllow  = "allow"
 	UnlistedReject = "reject"
@@ -154,7 +154,7 @@ const (
 	TracingGRPC = "grpc"
 )
 
-// Tracing is the OTLP trace export (SPEC §8a); off while Endpoint is empty.
+// Tracing is the OTLP trace export (docs/tracing.md); off while Endpoint is empty.
 type Tracing struct {
 	Endpoint string `yaml:"endpoint"`
 	Protocol string `yaml:"protocol"`
@@ -178,7 +178,7 @@ const (
 	PolicyConfirm = "confirm"
 )
 
-// Who may say yes to a confirm call (SPEC §5a).
+// Who may say yes to a confirm call (docs/approvals.md, "Who says yes").
 const (
 	// ApproverOperator decides through the admin API.
 	ApproverOperator = "operator"
@@ -210,7 +210,7 @@ type RuleConfig struct {
 	Message string `yaml:"message"`
 }
 
-// Recovery strategies (SPEC §4).
+// Recovery strategies (docs/recovery.md, "The ladder").
 const (
 	StrategyDecision   = "decision"
 	StrategyCorrection = "correction"
@@ -243,7 +243,7 @@ const (
 	TruncatedPass     = "pass"
 )
 
-// Escalation modes (SPEC §5).
+// Escalation modes (docs/escalations.md).
 const (
 	EscalationError   = "error"
 	EscalationMessage = "message"
@@ -267,7 +267,7 @@ type Sinks struct {
 	WebhookSecretEnv string `yaml:"webhook_secret_env"`
 }
 
-// Approvals configures the hold and resume of confirm calls (SPEC §5a).
+// Approvals configures the hold and resume of confirm calls (docs/approvals.md, "Config").
 type Approvals struct {
 	// Store is memory, file:PATH or redis://HOST:PORT/DB.
 	Store string   `yaml:"store"`
@@ -313,7 +313,7 @@ type Shutdown struct {
 	Grace Duration `yaml:"grace"`
 }
 
-// MCPServer is one MCP server toolgate stands in front of (SPEC §3a). A
+// MCPServer is one MCP server toolgate stands in front of (docs/mcp.md). A
 // client points its Streamable HTTP URL at PathPrefix on the proxy listener.
 type MCPServer struct {
 	Name       string `yaml:"name"`
@@ -336,7 +336,7 @@ type MCPServer struct {
 	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
-// What MCP tools the catalog lacks are (SPEC §2 catalog.mcp.expose).
+// What MCP tools the catalog lacks are (docs/config.md, catalog.mcp.expose).
 const (
 	// ExposeAll lists and judges every tool a server lists.
 	ExposeAll = "all"

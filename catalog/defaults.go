@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Defaults from SPEC §2. They live here as named values so that tests and
+// Defaults from the table of docs/config.md. They live here as named values so that tests and
 // `toolgate check` can refer to them.
 const (
 	DefaultListen           = "127.0.0.1:8080"

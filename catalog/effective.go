@@ -6,10 +6,11 @@ import (
 	"strings"
 )
 
-// Effective works out which tools one request may call (SPEC §3). offered
-// are the request's function tools; requestParsed is false when the body
-// could not be read, and then the catalog alone applies whatever the mode,
-// since there is nothing else to judge by. The result is read-only.
+// Effective works out which tools one request may call (docs/config.md,
+// catalog.mode and catalog.unlisted). offered are the request's function
+// tools; requestParsed is false when the body could not be read, and then the
+// catalog alone applies whatever the mode, since there is nothing else to
+// judge by. The result is read-only.
 //
 // This runs on every request, so the common cases allocate little: mode
 // config without narrowing returns one Effective shared by all requests,

@@ -96,7 +96,7 @@ type Snapshot struct {
 	Validators []*ValidatorSpec
 
 	schemas *schemaCache
-	// strict is the strict mode's memory (SPEC §3b). A copy of the
+	// strict is the strict mode's memory (docs/strict.md). A copy of the
 	// snapshot shares it, as it shares the compiled schemas.
 	strict *strictState
 	// all is the Effective of the whole catalog, built once and shared by
@@ -202,7 +202,7 @@ const (
 	Unknown                    // nothing of that name exists
 )
 
-// Effective is the set of tools one request may call (SPEC §3). It is
+// Effective is the set of tools one request may call (docs/config.md, catalog.mode). It is
 // read-only once built; the one built for the whole catalog is shared by
 // requests.
 type Effective struct {

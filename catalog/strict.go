@@ -10,7 +10,7 @@ import (
 )
 
 // StrictProvider names one provider's strict subset of JSON Schema: the
-// schemas it can constrain decoding to (SPEC §3b). The subsets are the
+// schemas it can constrain decoding to (docs/strict.md, "What fits"). The subsets are the
 // providers' documented ones, read from their references:
 //
 //   - OpenAI (Chat Completions and Responses, `strict: true` on a function):

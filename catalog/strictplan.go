@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// catalog.strict values (SPEC §2, §3b).
+// catalog.strict values (docs/strict.md).
 const (
 	StrictOff  = "off"
 	StrictAuto = "auto"

@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/storespec"
 )
 
-// toolName is SPEC's tool name grammar. It is wider than OpenAI's (it admits
+// toolName is the grammar of a tool name. It is wider than OpenAI's (it admits
 // "." and ":") because MCP-style names use them and Anthropic accepts them.
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,128}$`)
 
@@ -396,8 +396,9 @@ func (c *Config) approvalsInUse() bool {
 	return false
 }
 
-// validateExposure refuses a proxy that would lend its upstream key to
-// anyone who can reach it: SPEC §2's one hard safety rule.
+// validateExposure refuses a proxy that would lend its upstream key to anyone
+// who can reach it: the config's one hard safety rule (docs/config.md, under
+// the table).
 func (c *Config) validateExposure(ps *problems) {
 	if c.InboundAuth.TokensEnv != "" {
 		return

@@ -41,7 +41,7 @@ func (a *Action) ChangedAt(j int) bool {
 // Touched reports whether the choice differs from what the upstream sent.
 func (a *Action) Touched() bool { return a.Kind != Keep }
 
-// Escalated is an escalation as a codec writes it (SPEC §5).
+// Escalated is an escalation as a codec writes it (docs/escalations.md).
 type Escalated struct {
 	// ID is the escalation's id (esc_…).
 	ID string
@@ -64,7 +64,7 @@ type Escalated struct {
 	// Advice is what the caller should do next, for an API whose refusal
 	// says it; empty leaves the API's own.
 	Advice string
-	// Approval is the approval ticket (SPEC §5a) as JSON, when the call
+	// Approval is the approval ticket (docs/approvals.md) as JSON, when the call
 	// is held for a person's yes.
 	Approval []byte
 }

@@ -11,7 +11,7 @@ import "encoding/json"
 // Kind is the type of a tool call as the API spells it.
 type Kind uint8
 
-// Call kinds. Only function calls are judged in full (SPEC §3).
+// Call kinds. Only function calls are judged in full (docs/checks.md).
 const (
 	// Function calls name a function tool and carry JSON arguments.
 	Function Kind = iota

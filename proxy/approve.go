@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/validate"
 )
 
-// Approvals (SPEC §5a) in the pipeline: an answer whose only finding is
+// Approvals (docs/approvals.md) in the pipeline: an answer whose only finding is
 // confirmation_required is held in the approval store instead of being
 // thrown away, and the same request repeated with X-Toolgate-Approval
 // releases it once a person said yes, without asking the model again.

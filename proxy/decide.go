@@ -17,7 +17,7 @@ type verdict struct {
 	outcome recovery.Outcome
 	// upstream is a retryable re-query failure to hand to the client.
 	upstream *recovery.UpstreamError
-	// errorMode: the first escalation replaces the whole answer (SPEC §5);
+	// errorMode: the first escalation replaces the whole answer (docs/escalations.md);
 	// else each escalated choice answers with its message.
 	errorMode bool
 	// escalating are the choices that escalate, in order. record gives
@@ -38,7 +38,7 @@ type verdict struct {
 type policy struct {
 	shadow bool
 	// errorMode: an escalation answers in place of the whole answer
-	// (SPEC §5) rather than as a choice's message.
+	// (docs/escalations.md) rather than as a choice's message.
 	errorMode bool
 	// hold: the answer may wait for a person's yes (holdable).
 	hold bool

@@ -20,7 +20,7 @@ type EscalationRecord struct {
 	Model      string               `json:"model"`
 	Escalation *recovery.Escalation `json:"escalation,omitempty"`
 	// Approval, instead of an escalation, is an approval's state change
-	// (SPEC §5a): who, when, for which escalation and call.
+	// (docs/approvals.md): who, when, for which escalation and call.
 	Approval *approval.Event `json:"approval,omitempty"`
 	// Server and Session say where an MCP call was refused; the session
 	// is a hash of its id.

@@ -99,7 +99,7 @@ var (
 		Code: neutral.CodeRequestRead, Message: "the request body could not be read"}}
 )
 
-// statusEscalated is the status of an error-mode escalation (SPEC §5).
+// statusEscalated is the status of an error-mode escalation (docs/escalations.md).
 const statusEscalated = http.StatusUnprocessableEntity
 
 // classify turns an error met while answering into toolgate's own error:

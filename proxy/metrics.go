@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/recovery"
 )
 
-// Metrics are toolgate's Prometheus collectors (SPEC §8). They are built on
+// Metrics are toolgate's Prometheus collectors (docs/metrics.md). They are built on
 // an injected Registerer so tests use a fresh registry and nothing is global.
 // Every label value is bounded: API names, outcomes, finding codes, catalog
 // versions and catalog tool names, never a value a client or model chose.
@@ -40,7 +40,7 @@ type Metrics struct {
 	ValidatorDuration *prometheus.HistogramVec
 	RouteRefusals     *prometheus.CounterVec
 	MCPOutput         *prometheus.CounterVec
-	// StrictTools and StrictCalls follow strict mode (SPEC §3b): what
+	// StrictTools and StrictCalls follow strict mode (docs/strict.md): what
 	// became of each offered function tool, and the verdicts on calls to
 	// the tools toolgate marked.
 	StrictTools       *prometheus.CounterVec
@@ -139,7 +139,7 @@ func replayMetric() *prometheus.CounterVec {
 		Help: "Retries answered with the escalation the same request got before, from memory."}, []string{"api"})
 }
 
-// strictMetrics are strict mode's counters (SPEC §3b, §8).
+// strictMetrics are strict mode's counters (docs/strict.md, "Metrics").
 func strictMetrics() (tools, calls *prometheus.CounterVec) {
 	tools = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_strict_tools_total", Help: "Offered function tools under catalog.strict auto: marked, unfit, client or refused.",

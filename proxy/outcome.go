@@ -29,8 +29,8 @@ const (
 
 // outcome is what one request came to. It is filled in as the request is
 // decided and concluded by write, and everything that reports the request
-// reads it, here: the SPEC §6 response headers, the request metrics and
-// the one log line. Escalations reach the sinks when record reads the
+// reads it, here: the X-Toolgate response headers (docs/routes.md,
+// "Headers"), the request metrics and the one log line. Escalations reach the sinks when record reads the
 // verdict (decide.go, escalation.go).
 type outcome struct {
 	// label is the X-Toolgate-Outcome value once the answer is decided,
@@ -85,7 +85,8 @@ func (x *exchange) conclude(status int, label string) {
 	x.out.status, x.out.label = status, label
 }
 
-// headers sets the SPEC §6 headers from the outcome. Outcome headers only
+// headers sets the X-Toolgate headers (docs/routes.md, "Headers") from the
+// outcome. Outcome headers only
 // exist once the whole answer is known (decided): a stream's headers go
 // out before it is.
 func (x *exchange) headers(h http.Header, decided bool) {

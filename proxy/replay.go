@@ -33,7 +33,7 @@ const (
 )
 
 // statusReplayed is a replay's status: the request conflicts with the
-// escalation it already got. The first answer is SPEC §5's 422, which
+// escalation it already got. The first answer is error mode's 422 (docs/escalations.md), which
 // LangChain.js retries whatever x-should-retry says; it retries no 409,
 // and neither do the SDKs that read x-should-retry.
 const statusReplayed = http.StatusConflict

@@ -70,8 +70,8 @@ func (x *exchange) write(rp reply) {
 }
 
 // send writes a whole reply to w: the upstream's headers to pass on, the
-// reply's own, those stamp adds (the request's SPEC §6 headers), then the
-// status and the body. A model route's write and an MCP route's own
+// reply's own, those stamp adds (the request's X-Toolgate headers:
+// docs/routes.md, "Headers"), then the status and the body. A model route's write and an MCP route's own
 // answers (mcpPipeline.Write) both go out through it.
 func (rp *reply) send(w http.ResponseWriter, stamp func(http.Header)) {
 	h := w.Header()
@@ -146,7 +146,7 @@ func (x *exchange) failureReply(f neutral.Failure) reply {
 		retryAfter: retryAfterOf(f), body: x.cd.EncodeError(f)}
 }
 
-// escalationReply answers in error mode (SPEC §5).
+// escalationReply answers in error mode (docs/escalations.md).
 func (x *exchange) escalationReply(e *neutral.Escalated, o recovery.Outcome) reply {
 	return reply{status: statusEscalated, label: string(o), decided: true, contentType: "application/json",
 		noRetry: true, body: x.cd.EncodeEscalation(e), escalation: true}

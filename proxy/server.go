@@ -36,7 +36,7 @@ import (
 	"github.com/toolgate/toolgate/recovery"
 )
 
-// Sink receives every escalation (SPEC §5). Implementations must not block.
+// Sink receives every escalation (docs/escalations.md). Implementations must not block.
 type Sink interface {
 	Record(rec *EscalationRecord)
 }
@@ -53,7 +53,7 @@ type Options struct {
 	// Observer, when set, receives every judged answer's recovery steps.
 	Observer RecoveryObserver
 	// Approvals, when set, holds confirm calls for a person and resumes
-	// them (SPEC §5a); nil escalates them with nothing to approve.
+	// them (docs/approvals.md); nil escalates them with nothing to approve.
 	Approvals *approval.Service
 	// TraceTuning bounds the trace export queue (tests shorten it).
 	TraceTuning telemetry.Tuning

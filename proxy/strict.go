@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/recovery"
 )
 
-// strictRun is what strict mode (SPEC §3b) did to one request: the tools it
+// strictRun is what strict mode (docs/strict.md) did to one request: the tools it
 // marked, so that a refusal can be undone and their calls counted apart.
 type strictRun struct {
 	marker   api.Codec

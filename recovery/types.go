@@ -1,4 +1,4 @@
-// Package recovery runs the bounded ladder of SPEC §4: pass a valid answer,
+// Package recovery runs the bounded ladder of docs/recovery.md: pass a valid answer,
 // repair a bad one by asking the model again, or escalate. It is provider
 // neutral: it sees neutral Turns and asks the upstream through the Asker that
 // each API codec implements, so it is tested without HTTP.
@@ -77,7 +77,7 @@ var ErrBadAnswer = errors.New("the upstream answer could not be read")
 // Outcome is what happened to one answer; it is the X-Toolgate-Outcome value.
 type Outcome string
 
-// Outcomes (SPEC §6).
+// Outcomes, as X-Toolgate-Outcome names them (docs/routes.md, "Headers").
 const (
 	Pass        Outcome = "pass"
 	Substituted Outcome = "substituted"
@@ -138,7 +138,7 @@ const (
 	ReasonNoTools = "no_tools_offered"
 )
 
-// Escalation is the structured record a caller acts on (SPEC §5).
+// Escalation is the structured record a caller acts on (docs/escalations.md).
 type Escalation struct {
 	ID                 string          `json:"id"`
 	Codes              []string        `json:"codes"`

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -120,6 +121,25 @@ func TestFunctionLength(t *testing.T) {
 			if n > limit {
 				rel, _ := filepath.Rel("..", p)
 				t.Errorf("%s: %s is %d lines; keep functions under %d", rel, fn.Name.Name, n, limit)
+			}
+		}
+	}
+}
+
+// TestNoSpecReferences keeps production comments pointing at pages a reader
+// of the repository can open: the contract document they once cited
+// ("SPEC §4") is not in it, and each rule it states is told in docs/.
+func TestNoSpecReferences(t *testing.T) {
+	spec := regexp.MustCompile(`\bSPEC\b`)
+	for _, p := range productionGoFiles(t) {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if spec.MatchString(line) {
+				rel, _ := filepath.Rel("..", p)
+				t.Errorf("%s:%d cites SPEC; point to the docs/ page that says it: %s", rel, i+1, strings.TrimSpace(line))
 			}
 		}
 	}

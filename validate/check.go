@@ -24,7 +24,7 @@ import (
 // Kind is the type of a tool call as the API spells it.
 type Kind = neutral.Kind
 
-// Call kinds. Only function calls are judged in full (SPEC §3).
+// Call kinds. Only function calls are judged in full (docs/checks.md).
 const (
 	Function = neutral.Function
 	Custom   = neutral.Custom

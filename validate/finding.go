@@ -3,7 +3,7 @@
 // Finding with a closed Code, so callers branch on codes, never on messages.
 package validate
 
-// Code is the closed set of reasons a tool call is not acceptable (SPEC §4).
+// Code is the closed set of reasons a tool call is not acceptable (docs/checks.md).
 type Code string
 
 // Finding codes. The spelling is part of the wire contract: escalations,

@@ -1,4 +1,4 @@
-// Package telemetry exports toolgate's traces over OTLP (SPEC §8a): the
+// Package telemetry exports toolgate's traces over OTLP (docs/tracing.md): the
 // tracer provider built from the tracing config, a bounded export queue
 // that drops and counts rather than wait, and the W3C trace context read
 // from clients and written to everything toolgate calls.

@@ -113,7 +113,7 @@ func (c *codec) CallJSON(call neutral.ToolCall) []byte {
 }
 
 // EncodeEscalation implements api.Codec: the Anthropic error envelope
-// carrying the escalation (SPEC §5).
+// carrying the escalation (docs/escalations.md).
 func (c *codec) EncodeEscalation(e *neutral.Escalated) []byte {
 	return escalationEnvelope(e)
 }

@@ -28,7 +28,7 @@ type wireTool struct {
 // isFunction reports a tool the client defines and runs itself: it has an
 // input_schema and no Anthropic-defined type. Typed tools (bash_20250124,
 // text_editor_…, web_search_…, code_execution_…, mcp_toolset…) have
-// schemas toolgate does not know and are not judged (SPEC §3).
+// schemas toolgate does not know and are not judged (docs/checks.md).
 func (t *wireTool) isFunction() bool {
 	return !jsonx.IsNull(t.InputSchema) && (t.Type == "" || t.Type == "custom")
 }

@@ -44,7 +44,7 @@ type Codec interface {
 	// EncodeAnswer writes the answer the client gets: a's body with each
 	// choice changed as its action says. Kept choices stay byte for byte.
 	EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte, error)
-	// EncodeEscalation is the error-mode escalation body (SPEC §5).
+	// EncodeEscalation is the error-mode escalation body (docs/escalations.md).
 	EncodeEscalation(e *neutral.Escalated) []byte
 	// EncodeError is one of toolgate's own errors in the API's envelope.
 	EncodeError(f neutral.Failure) []byte
@@ -78,7 +78,7 @@ type Codec interface {
 	// document against ProtocolKeys. DecodeAnswer and Feed refuse what it
 	// reports, in the pass that reads the document where they can.
 	FoldedKey(data []byte) bool
-	// Strict mode (SPEC §3b): the codec only reads and writes the flag;
+	// Strict mode (docs/strict.md): the codec only reads and writes the flag;
 	// which tools get it is the pipeline's decision.
 	StrictMarker
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // StrictTool is one function tool of a request as strict mode sees it
-// (SPEC §3b): its name, its parameter schema as JSON Schema (Gemini's
+// (docs/strict.md): its name, its parameter schema as JSON Schema (Gemini's
 // OpenAPI form translated), and whether the client decided the flag
 // itself (a strict key with a boolean; for Gemini, a function calling
 // mode of its own).

@@ -12,11 +12,11 @@ import (
 	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
-// Approvals for MCP (SPEC §5a): a client without elicitation gets its
-// confirm call held in the approval store, the approval in the error
-// result's _meta; after a person's yes it calls the same tool with the
-// same arguments and params._meta["toolgate/approval"], and toolgate
-// forwards exactly that call, once.
+// Approvals for MCP (docs/approvals.md, "MCP"): a client without elicitation
+// gets its confirm call held in the approval store, the approval in the error
+// result's _meta; after a person's yes it calls the same tool with the same
+// arguments and params._meta["toolgate/approval"], and toolgate forwards
+// exactly that call, once.
 
 // Keys of params._meta a resume sets. Both are toolgate's and are removed
 // before the call goes to the server.
@@ -130,7 +130,8 @@ func (x *exchange) resume(h *held) bool {
 }
 
 // refuseResume answers a resume that releases nothing: a JSON-RPC error
-// whose data.code is the SPEC §5a code.
+// whose data.code is the refusal's code (docs/approvals.md, "Resume
+// refusals").
 func (x *exchange) refuseResume(h *held, code approval.Code) {
 	x.outcome = outcomeEscalated
 	x.writeJSON(http.StatusOK, jsonrpc.ErrorResponse(h.m.id, jsonrpc.CodeInvalidRequest, "the approval does not release this call: "+string(code),

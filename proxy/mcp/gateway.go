@@ -1,4 +1,4 @@
-// Package mcp stands toolgate in front of MCP servers (SPEC §3a): it
+// Package mcp stands toolgate in front of MCP servers (docs/mcp.md): it
 // forwards Streamable HTTP between a client and one configured server,
 // learns the server's tools from its tools/list answers, and judges every
 // tools/call with the same validator as the model side before the server

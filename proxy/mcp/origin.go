@@ -13,7 +13,7 @@ import (
 )
 
 // rebinding refuses a request a web page may have sent through DNS
-// rebinding (SPEC §3a): an Origin that is neither loopback nor allowed, or
+// rebinding (docs/mcp.md): an Origin that is neither loopback nor allowed, or
 // a Host that is not toolgate's own address, a loopback name or allowed.
 // The server behind toolgate cannot check these itself: it sees toolgate's
 // connection and its own Host. It reports whether the request was refused.

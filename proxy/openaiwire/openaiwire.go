@@ -65,7 +65,7 @@ func SimpleToolChoice(raw []byte) (c neutral.ToolChoice, ok bool) {
 }
 
 // EscalationError is the error-mode escalation in OpenAI's error envelope
-// (SPEC §5): every official SDK surfaces it as an API error whose body
+// (docs/escalations.md): every official SDK surfaces it as an API error whose body
 // holds the escalation.
 func EscalationError(e *neutral.Escalated) []byte {
 	inner := jsonx.Object{

@@ -23,17 +23,18 @@ type callIDs struct {
 // mode, an abstention) becomes one message item.
 //
 // When the upstream stores the answers (store not false), the re-queries'
-// answers are stored too, and the valid call lives in the last one. When
-// the request chains on previous_response_id, the re-queries were chained
-// on the bad response, so the stored conversation ends with that answer
-// (SPEC §4 item 7); a request that is not chained was replayed whole, and
-// that answer's stored input holds the bad call, its rejection and then
-// the valid call. Either way the client must continue from there, so it
-// gets that response's id, and each repaired call carries the item id and
-// call_id the upstream stored for it: with the original ids, a client
-// continuing by previous_response_id or an item_reference would point the
-// model at the stored bad call, and answer a call the upstream considers
-// answered while the stored one waits for its output.
+// answers are stored too, and the valid call lives in the last one. When the
+// request chains on previous_response_id, the re-queries were chained on the
+// bad response, so the stored conversation ends with that answer
+// (docs/apis.md, "Responses: ids after a repair"); a request that is not
+// chained was replayed whole, and that answer's stored input holds the bad
+// call, its rejection and then the valid call. Either way the client must
+// continue from there, so it gets that response's id, and each repaired call
+// carries the item id and call_id the upstream stored for it: with the
+// original ids, a client continuing by previous_response_id or an
+// item_reference would point the model at the stored bad call, and answer a
+// call the upstream considers answered while the stored one waits for its
+// output.
 func (c *codec) EncodeAnswer(a *neutral.Answer, actions []neutral.Action) ([]byte, error) {
 	if len(actions) == 0 || len(a.Choices) == 0 {
 		return a.Body, nil

@@ -37,7 +37,7 @@ type App struct {
 	Server   *proxy.Server
 	Admin    *proxy.Admin
 	Store    *catalog.Store
-	// Approvals holds confirm calls for a person (SPEC §5a).
+	// Approvals holds confirm calls for a person (docs/approvals.md).
 	Approvals *approval.Service
 
 	proxySrv, adminSrv *http.Server

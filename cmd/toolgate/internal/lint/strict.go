@@ -15,7 +15,7 @@ var strictAPIs = map[catalog.StrictProvider]string{
 }
 
 // Strict reports, per provider, which catalog tools fit its strict subset
-// (SPEC §3b) and, for each of the others, the first keyword or shape that
+// (docs/strict.md, "What fits") and, for each of the others, the first keyword or shape that
 // keeps it out. The lines are in a stable order, ready to print.
 func Strict(s *catalog.Snapshot) []string {
 	mode := catalog.StrictOff
