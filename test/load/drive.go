@@ -192,6 +192,9 @@ type scenario struct {
 	Span int `json:"span,omitempty"`
 	// Workload names the exchange (workloads); empty is the small one.
 	Workload string `json:"workload,omitempty"`
+	// MCP, when set, makes the scenario MCP tools/call requests on
+	// sessions (mcpSession) or stateless (mcpStateless) instead (mcp.go).
+	MCP string `json:"mcp,omitempty"`
 }
 
 // runLength is how long one run of the scenario lasts.
@@ -224,7 +227,12 @@ func (d *driver) closedLoop(ctx context.Context, base string, sc scenario, dur t
 		go func() {
 			defer wg.Done()
 			var mine []sample
+			var mw mcpWorker
 			for ctx.Err() == nil && time.Now().Before(deadline) {
+				if sc.MCP != "" {
+					mine = append(mine, mw.one(ctx, d, base, sc))
+					continue
+				}
 				t := time.Now()
 				mine = append(mine, d.one(ctx, base, sc, t))
 			}

@@ -38,6 +38,13 @@
 //	fixture-stream-c1   fixture streams paced 1 ms per event, 1 in flight:
 //	                    time to the first text byte
 //
+// Two MCP scenarios run only when -scenarios names them: valid tools/call
+// requests of one tool to an MCP server of the Go SDK beside the mock
+// (mcp.go), 32 in flight, judged by toolgate against the server's list.
+//
+//	mcp-call-c32            2025-11-25 sessions: each worker initializes once
+//	mcp-call-stateless-c32  2026-07-28 stateless calls, no initialize
+//
 // The small scenarios run 3 repetitions and the fixture ones 5 unless -reps
 // sets one count for all. The mock also counts the connections it accepts,
 // which shows whether a proxy reuses its upstream connections.
@@ -138,7 +145,7 @@ func run() int {
 		return serveProfiled(*profiled, o.profile)
 	case *mock:
 		stats := &mockStats{}
-		return serveChild(mockHandler(stats), *lifetime, stats.connState)
+		return serveChild(withMCP(mockHandler(stats)), *lifetime, stats.connState)
 	case *bare != "":
 		u, err := url.Parse(*bare)
 		if err != nil || u.Host == "" {
@@ -187,7 +194,16 @@ var allScenarios = map[string]scenario{
 	// Paced like stream-c1-paced, for the same reason; twice the run length
 	// for some 400 samples per target and repetition.
 	"fixture-stream-c1": {Name: "fixture-stream-c1", Stream: true, Conc: 1, Gap: pacedGap, Span: 2, Workload: fixtureWorkload},
+
+	// MCP tools/call, 32 in flight: in 2025-11-25 sessions (each worker
+	// initializes once) and stateless 2026-07-28. Not in the default run;
+	// name them with -scenarios.
+	"mcp-call-c32":           {Name: "mcp-call-c32", Conc: 32, MCP: mcpSession},
+	"mcp-call-stateless-c32": {Name: "mcp-call-stateless-c32", Conc: 32, MCP: mcpStateless},
 }
+
+// extraScenarios run only when -scenarios names them.
+var extraScenarios = []string{"mcp-call-c32", "mcp-call-stateless-c32"}
 
 // scenarioOrder is the default run, and the order errors list them in.
 var scenarioOrder = []string{"plain-c1", "plain-c32", "open-500", "stream-c1", "stream-c1-paced", "stream-c32",
@@ -216,7 +232,7 @@ func parseScenarios(s string) ([]scenario, error) {
 		n = strings.TrimSpace(n)
 		sc, ok := allScenarios[n]
 		if !ok {
-			return nil, fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(scenarioOrder, ", "))
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(append(scenarioOrder[:len(scenarioOrder):len(scenarioOrder)], extraScenarios...), ", "))
 		}
 		out = append(out, sc)
 	}
@@ -410,6 +426,15 @@ func checkAndWarm(ctx context.Context, d *driver, targets []target, scs []scenar
 		}
 	}
 	for _, t := range targets {
+		for _, sc := range scs {
+			if sc.MCP == "" {
+				continue
+			}
+			var w mcpWorker
+			if s := w.one(ctx, d, t.URL, sc); s.out != okExact {
+				return fmt.Errorf("%s: a single %s tools/call failed its check (outcome %d); logs in %s", t.Name, sc.Name, s.out, tmp)
+			}
+		}
 		for _, wl := range wls {
 			for _, stream := range []bool{false, true} {
 				if s := d.one(ctx, t.URL, scenario{Stream: stream, Workload: wl}, time.Now()); s.out != okExact {
@@ -427,6 +452,11 @@ func checkAndWarm(ctx context.Context, d *driver, targets []target, scs []scenar
 		for _, wl := range wls {
 			d.closedLoop(ctx, t.URL, scenario{Conc: 32, Workload: wl}, warmup)
 			d.closedLoop(ctx, t.URL, scenario{Conc: 32, Stream: true, Workload: wl}, warmup)
+		}
+		for _, sc := range scs {
+			if sc.MCP != "" {
+				d.closedLoop(ctx, t.URL, sc, warmup)
+			}
 		}
 		fmt.Print(".")
 	}
@@ -518,6 +548,6 @@ func toolgateConfig(listen, admin, mockURL, logLevel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("listen: %s\nadmin_listen: %s\nupstreams:\n  - name: mock\n    url: %s\n%s%slog:\n  level: %s\n  format: json\n",
-		listen, admin, mockURL, catalogYAML, fixtureTools, logLevel), nil
+	return fmt.Sprintf("listen: %s\nadmin_listen: %s\nupstreams:\n  - name: mock\n    url: %s\n%s%s%slog:\n  level: %s\n  format: json\n",
+		listen, admin, mockURL, mcpServersYAML(mockURL), catalogYAML, fixtureTools, logLevel), nil
 }
