@@ -72,20 +72,6 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, rt *runtime) (
 	return nil, nil
 }
 
-// atPath is r with its URL's path set to path. It is out of line, as
-// withContext, so that the copies it makes take no place in route's frame,
-// under which a held stream waits.
-//
-//go:noinline
-func atPath(r *http.Request, path string) *http.Request {
-	u := *r.URL
-	u.RawPath = path
-	u.Path, _ = url.PathUnescape(path)
-	r2 := *r
-	r2.URL = &u
-	return &r2
-}
-
 // overrideHeaders make some frameworks serve another method or path than
 // the request line's: the judge would see one route, the upstream another.
 var (

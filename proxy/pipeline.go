@@ -114,16 +114,6 @@ type apiRoute struct {
 // HandlerFunc: each wrapper would be a frame more under a held stream.
 func (j *apiRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) { j.exchange(w, r).serve() }
 
-// exchange begins one request's exchange. It is out of line so that what
-// it takes to build one is no part of the frame a held stream waits under
-// (see serveStream).
-//
-//go:noinline
-func (j *apiRoute) exchange(w http.ResponseWriter, r *http.Request) *exchange {
-	return &exchange{s: j.s, rt: j.rt, up: j.up, api: j.api, cd: j.api.NewCodec(), series: j.series, w: w, r: r,
-		spent: spent{start: time.Now()}, rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), j.prefix)}
-}
-
 func (x *exchange) serve() {
 	c, ok := x.open()
 	if !ok {

@@ -290,15 +290,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serve(bw, r, bw.rid, bw)
 }
 
-// begin names the request and wraps its writer.
-//
-//go:noinline
-func begin(w http.ResponseWriter) *beganWriter {
-	rid := newRequestID()
-	w.Header().Set("X-Toolgate-Request-Id", rid)
-	return &beganWriter{ResponseWriter: w, rid: rid}
-}
-
 // recovered answers a request whose handler panicked, when one did. It is
 // deferred by ServeHTTP and calls recover itself, as recover requires.
 func (s *Server) recovered(bw *beganWriter, r *http.Request) {
@@ -324,11 +315,8 @@ func (s *Server) recovered(bw *beganWriter, r *http.Request) {
 }
 
 // The functions from ServeHTTP down to the stream reader keep their frames
-// small: a held stream waits under all of them, and its stack shrinks back
-// to 8 KiB only if they come to less than a quarter of 16 KiB, less 800
-// bytes, with the upstream connection's own reader below them
-// (TestHeldStreamStackShrinks, serveStream). What is not needed while a
-// stream waits is out of line.
+// small, and what a waiting stream does not need is out of line: why, and
+// where each such helper is, is in stackdepth.go.
 
 // serve is ServeHTTP within its recovery, apart from it so that the frame
 // a held stream waits under stays small (see serveStream).
@@ -346,33 +334,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *b
 	}
 	s.route(w, requestContext(r, rid, rt), rt)
 }
-
-// serveTraced is serve's end with a server span around the request.
-//
-//go:noinline
-func (s *Server) serveTraced(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter, rt *runtime) {
-	ctx, sp := startServer(requestContext(r, rid, rt).Context(), rt.tracer, r, rt.snap.Config.Limits.MaxRequestBytes)
-	defer func() { endServer(sp, int(bw.status.Load())) }()
-	s.route(w, withContext(r, ctx), rt)
-}
-
-// requestContext is r with its request id and catalog.context values in
-// its context.
-//
-//go:noinline
-func requestContext(r *http.Request, rid string, rt *runtime) *http.Request {
-	ctx := withRequestID(r.Context(), rid)
-	if rt.contextHeaders != nil {
-		ctx = withContextValues(ctx, takeContext(r.Header, rt.contextHeaders))
-	}
-	return r.WithContext(ctx)
-}
-
-// withContext is r.WithContext kept out of line: inlined, its copy of the
-// request took a place in the frame of every handler (see serveStream).
-//
-//go:noinline
-func withContext(r *http.Request, ctx context.Context) *http.Request { return r.WithContext(ctx) }
 
 // takeContext reads the catalog.context values from the request's headers
 // and removes those headers, so they reach no upstream on any route. A
