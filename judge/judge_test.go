@@ -76,7 +76,7 @@ func newJudge(t *testing.T, url string, timeout time.Duration, failOpen bool, se
 	t.Cleanup(vs.Close)
 	h := &validate.History{}
 	h.AddCall("c0", "get_order", []byte(`{"order_id":"ord_1"}`))
-	h.AddResult("c0", `{"order_id":"ord_1","total_cents":4000}`, false)
+	h.AddResult("c0", `{"order_id":"ord_1","total_cents":4000}`, false, nil)
 	eff := snap.Effective([]catalog.Offered{{Name: "issue_refund"}, {Name: "get_order"}, {Name: "note"}}, catalog.ToolChoice{}, true)
 	return &judge.Judge{
 		Local: &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil), History: h,

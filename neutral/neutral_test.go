@@ -7,8 +7,8 @@ import "testing"
 func TestHistoryFirstResultCounts(t *testing.T) {
 	var h History
 	h.AddCall("c1", "get_order", []byte(`{}`))
-	h.AddResult("c1", "first", false)
-	h.AddResult("c1", "second", true)
+	h.AddResult("c1", "first", false, nil)
+	h.AddResult("c1", "second", true, nil)
 	if r, ok := h.Result("c1"); !ok || r.Text != "first" || r.IsError {
 		t.Fatalf("Result = %+v %v", r, ok)
 	}

@@ -78,10 +78,10 @@ func TestRulesReadHistory(t *testing.T) {
 		h := &validate.History{}
 		h.AddCall("c1", "get_order", []byte(`{"order_id":"ord_1"}`))
 		h.AddCall("c2", "get_order", []byte(`{"order_id":"ord_2"}`))
-		h.AddResult("c2", "order not found", false)
-		h.AddResult("c1", order1, false)
+		h.AddResult("c2", "order not found", false, nil)
+		h.AddResult("c1", order1, false, nil)
 		// A result for an id no call carries vouches for nothing.
-		h.AddResult("ghost", `{"order_id":"ord_3","customer_id":"c_1","total_cents":1,"refunded_cents":0}`, false)
+		h.AddResult("ghost", `{"order_id":"ord_3","customer_id":"c_1","total_cents":1,"refunded_cents":0}`, false, nil)
 		return h
 	}
 	for _, tc := range []struct {
@@ -162,7 +162,7 @@ func longHistory(n int) *validate.History {
 	for i := n - 1; i >= 0; i-- {
 		id := fmt.Sprintf("c%d", i)
 		h.AddCall(id, "get_order", fmt.Appendf(nil, `{"order_id":"ord_%d"}`, i))
-		h.AddResult(id, fmt.Sprintf(`{"order_id":"ord_%d","customer_id":"c_1","total_cents":4000,"refunded_cents":1500}`, i), false)
+		h.AddResult(id, fmt.Sprintf(`{"order_id":"ord_%d","customer_id":"c_1","total_cents":4000,"refunded_cents":1500}`, i), false, nil)
 	}
 	return h
 }

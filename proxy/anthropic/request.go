@@ -69,7 +69,7 @@ func recordHistory(h *neutral.History, role string, content json.RawMessage) {
 				// Blocks are joined by newlines; the last one ends none.
 				text = strings.TrimSuffix(text, "\n")
 			}
-			h.AddResult(p.ToolUseID, text, p.IsError)
+			h.AddResult(p.ToolUseID, text, p.IsError, p.Content)
 		}
 	}
 }

@@ -71,7 +71,7 @@ func history(contents []wireContent) *neutral.History {
 			case c.Role != "model" && p.FunctionResponse != nil && turn >= 0:
 				f := p.FunctionResponse
 				seen[f.Name]++
-				h.AddResult(callKey(f.ID, f.Name, turn, seen[f.Name]), string(f.Response), isErrorResponse(f.Response))
+				h.AddResult(callKey(f.ID, f.Name, turn, seen[f.Name]), string(f.Response), isErrorResponse(f.Response), f.Response)
 			}
 		}
 	}

@@ -179,7 +179,7 @@ func recordHistory(h *neutral.History, role string, msg jsonx.Object) error {
 		if err != nil {
 			return err
 		}
-		h.AddResult(id, openaiwire.ResultText(msg.Get("content")), false)
+		h.AddResult(id, openaiwire.ResultText(msg.Get("content")), false, msg.Get("content"))
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func recordLegacy(h *neutral.History, role string, msg jsonx.Object, n *int) err
 		}
 	case "function":
 		if *n > 0 {
-			h.AddResult(pastLegacyID(*n), openaiwire.ResultText(msg.Get("content")), false)
+			h.AddResult(pastLegacyID(*n), openaiwire.ResultText(msg.Get("content")), false, msg.Get("content"))
 		}
 	}
 	return nil

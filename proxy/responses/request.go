@@ -106,7 +106,7 @@ func readInput(input json.RawMessage, req *neutral.Request) error {
 			req.UserText = t
 		case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
 			req.Vouching = append(req.Vouching, openaiwire.ContentText(it.Output))
-			h.AddResult(it.CallID, openaiwire.ResultText(it.Output), false)
+			h.AddResult(it.CallID, openaiwire.ResultText(it.Output), false, it.Output)
 		case it.Type == "function_call":
 			// arguments is a JSON string holding the argument JSON.
 			args, _ := jsonx.Unquote(it.Arguments)
