@@ -1,0 +1,250 @@
+// Package secrets finds credentials of well-known shapes in text: cloud
+// access keys, API keys with published prefixes, private-key blocks and
+// bearer JWTs. It reads each string once, byte by byte, and looks closer
+// only where a byte can begin one of the shapes, so a string that holds
+// none costs one pass and no allocation.
+package secrets
+
+import (
+	"slices"
+	"strings"
+)
+
+// Match is one credential found in a string: s[Start:End] is of Kind.
+type Match struct {
+	Start, End int
+	Kind       string
+}
+
+// Kinds, as they appear in "[redacted:<kind>]".
+const (
+	KindAWS        = "aws_access_key"
+	KindGitHub     = "github_token"
+	KindSlack      = "slack_token"
+	KindOpenAI     = "openai_key"
+	KindAnthropic  = "anthropic_key"
+	KindGoogle     = "google_api_key"
+	KindStripe     = "stripe_key"
+	KindPrivateKey = "private_key"
+	KindJWT        = "jwt"
+)
+
+// starts marks the bytes a credential can begin with.
+var starts = [256]bool{'A': true, 'g': true, 'x': true, 's': true, 'r': true, '-': true, 'e': true}
+
+// Contains reports whether s holds a credential.
+func Contains(s string) bool {
+	found := false
+	scan(s, func(Match) bool { found = true; return false })
+	return found
+}
+
+// Find lists the credentials in s, in order, none overlapping. A
+// credential found once is found wherever else its text occurs in s, even
+// where its surroundings alone would not have marked it (inside a longer
+// word), so redacting never leaves a copy behind.
+func Find(s string) []Match {
+	var out []Match
+	scan(s, func(m Match) bool { out = append(out, m); return true })
+	if len(out) == 0 {
+		return nil
+	}
+	return everyCopy(s, out)
+}
+
+// everyCopy adds the other occurrences of each match's text and merges
+// what overlaps, in order.
+func everyCopy(s string, found []Match) []Match {
+	all := slices.Clone(found)
+	for _, m := range found {
+		secret := s[m.Start:m.End]
+		for from := 0; ; {
+			k := strings.Index(s[from:], secret)
+			if k < 0 {
+				break
+			}
+			at := from + k
+			if at != m.Start {
+				all = append(all, Match{Start: at, End: at + len(secret), Kind: m.Kind})
+			}
+			from = at + 1
+		}
+	}
+	slices.SortFunc(all, func(a, b Match) int { return a.Start - b.Start })
+	out := all[:1]
+	for _, m := range all[1:] {
+		last := &out[len(out)-1]
+		if m.Start < last.End {
+			last.End = max(last.End, m.End)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Redact returns s with each credential replaced by "[redacted:<kind>]"
+// and the matches it replaced; s itself when there were none.
+func Redact(s string) (string, []Match) {
+	ms := Find(s)
+	if len(ms) == 0 {
+		return s, nil
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, m := range ms {
+		b.WriteString(s[last:m.Start])
+		b.WriteString("[redacted:")
+		b.WriteString(m.Kind)
+		b.WriteByte(']')
+		last = m.End
+	}
+	b.WriteString(s[last:])
+	return b.String(), ms
+}
+
+// scan calls fn for each credential until fn returns false.
+func scan(s string, fn func(Match) bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !starts[c] || (i > 0 && wordByte(s[i-1]) && c != '-') {
+			continue
+		}
+		end, kind := at(s, i)
+		if end <= i {
+			continue
+		}
+		if !fn(Match{Start: i, End: end, Kind: kind}) {
+			return
+		}
+		i = end - 1
+	}
+}
+
+// at reads the credential that begins at s[i], if any: its end and kind.
+func at(s string, i int) (int, string) {
+	rest := s[i:]
+	switch s[i] {
+	case 'A':
+		if strings.HasPrefix(rest, "AKIA") || strings.HasPrefix(rest, "ASIA") {
+			return exact(s, i+4, 16, upperDigit), KindAWS
+		}
+		if strings.HasPrefix(rest, "AIza") {
+			return exact(s, i+4, 35, urlSafe), KindGoogle
+		}
+	case 'g':
+		if strings.HasPrefix(rest, "github_pat_") {
+			return atLeast(s, i+11, 22, word), KindGitHub
+		}
+		if len(rest) > 4 && rest[0] == 'g' && rest[1] == 'h' && strings.IndexByte("pousr", rest[2]) >= 0 && rest[3] == '_' {
+			return atLeast(s, i+4, 36, alnum), KindGitHub
+		}
+	case 'x':
+		if len(rest) > 5 && strings.HasPrefix(rest, "xox") && strings.IndexByte("baprs", rest[3]) >= 0 && rest[4] == '-' {
+			return atLeast(s, i+5, 10, slackByte), KindSlack
+		}
+	case 's', 'r':
+		if strings.HasPrefix(rest[1:], "k_live_") {
+			return atLeast(s, i+8, 16, alnum), KindStripe
+		}
+		if strings.HasPrefix(rest, "sk-ant-") {
+			return atLeast(s, i+7, 20, urlSafe), KindAnthropic
+		}
+		if strings.HasPrefix(rest, "sk-") {
+			return atLeast(s, i+3, 20, urlSafe), KindOpenAI
+		}
+	case '-':
+		return privateKey(s, i), KindPrivateKey
+	case 'e':
+		return jwt(s, i), KindJWT
+	}
+	return 0, ""
+}
+
+// exact is the end of exactly n bytes of class from j, not followed by
+// another of the class; 0 when there are not.
+func exact(s string, j, n int, class func(byte) bool) int {
+	end := run(s, j, class)
+	if end-j != n {
+		return 0
+	}
+	return end
+}
+
+// atLeast is the end of the run of class from j when it is n bytes or
+// more; 0 when it is shorter.
+func atLeast(s string, j, n int, class func(byte) bool) int {
+	end := run(s, j, class)
+	if end-j < n {
+		return 0
+	}
+	return end
+}
+
+func run(s string, j int, class func(byte) bool) int {
+	for j < len(s) && class(s[j]) {
+		j++
+	}
+	return j
+}
+
+const (
+	pemBegin = "-----BEGIN "
+	pemEnd   = "-----END "
+	pemKey   = "PRIVATE KEY-----"
+)
+
+// privateKey is the end of a PEM private-key block that begins at s[i]: its
+// END line, or the end of s when the block is cut off (a key's first lines
+// are as secret as all of it).
+func privateKey(s string, i int) int {
+	rest := s[i:]
+	if !strings.HasPrefix(rest, pemBegin) {
+		return 0
+	}
+	line := rest[len(pemBegin):]
+	if nl := strings.IndexAny(line, "\r\n"); nl >= 0 {
+		line = line[:nl]
+	}
+	if !strings.HasSuffix(line, pemKey) || len(line) > 64 {
+		return 0
+	}
+	body := i + len(pemBegin) + len(line)
+	e := strings.Index(s[body:], pemEnd)
+	if e < 0 {
+		return len(s)
+	}
+	end := body + e + len(pemEnd)
+	if k := strings.Index(s[end:], pemKey); k >= 0 && k <= 48 {
+		return end + k + len(pemKey)
+	}
+	return end
+}
+
+// jwt is the end of a JWT (header.payload.signature, both JSON parts
+// beginning "eyJ") that begins at s[i]; the signature may be empty.
+func jwt(s string, i int) int {
+	if !strings.HasPrefix(s[i:], "eyJ") {
+		return 0
+	}
+	h := run(s, i+3, urlSafe)
+	if h >= len(s) || s[h] != '.' || !strings.HasPrefix(s[h+1:], "eyJ") {
+		return 0
+	}
+	p := run(s, h+4, urlSafe)
+	if p >= len(s) || s[p] != '.' {
+		return 0
+	}
+	return run(s, p+1, urlSafe)
+}
+
+func upperDigit(c byte) bool { return c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func alnum(c byte) bool      { return upperDigit(c) || c >= 'a' && c <= 'z' }
+func word(c byte) bool       { return alnum(c) || c == '_' }
+func urlSafe(c byte) bool    { return word(c) || c == '-' }
+func slackByte(c byte) bool  { return alnum(c) || c == '-' }
+
+// wordByte says a byte continues a word: a credential's prefix inside a
+// longer word ("task-…", "risk_live_…") is not one.
+func wordByte(c byte) bool { return word(c) }
