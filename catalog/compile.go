@@ -73,6 +73,7 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		if t != nil {
 			s.Tools[t.Name] = t
 		}
+		s.AnyResultRules = s.AnyResultRules || len(e.cfg.ResultRules) > 0
 		s.Names = append(s.Names, e.cfg.Name)
 	}
 	sort.Strings(s.Names)
@@ -195,6 +196,7 @@ func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource
 		}
 		t.Rules = append(t.Rules, r)
 	}
+	ok = compileResultRules(ps, where, tc, t) && ok
 	if !ok {
 		return nil
 	}
@@ -379,7 +381,8 @@ func (c *Config) compileValidators(ps *problems, entries []catalogEntry, lookupE
 	var out []*ValidatorSpec
 	for i, v := range c.Validators {
 		at := indexPath("validators", i)
-		spec := &ValidatorSpec{Name: v.Name, URL: v.URL, Timeout: v.Timeout.D(), FailOpen: v.FailurePolicy == FailurePolicyIgnore}
+		spec := &ValidatorSpec{Name: v.Name, URL: v.URL, Timeout: v.Timeout.D(), FailOpen: v.FailurePolicy == FailurePolicyIgnore,
+			Calls: v.onCalls(), Results: v.onResults()}
 		for j, t := range v.Tools {
 			switch {
 			case t == "*":

@@ -111,6 +111,8 @@ type Catalog struct {
 	// the schema of each tool whose schema fits its strict subset.
 	Strict string    `yaml:"strict"`
 	MCP    MCPPolicy `yaml:"mcp"`
+	// Results judges the tool results that flow back to the model.
+	Results ResultsPolicy `yaml:"results"`
 	// Context declares the per-request values rules and validators may
 	// read, by name.
 	Context map[string]ContextSource `yaml:"context"`
@@ -146,6 +148,8 @@ type Validator struct {
 	SecretEnv string `yaml:"secret_env"`
 	// AllowInsecure permits plain http to a host that is not loopback.
 	AllowInsecure bool `yaml:"allow_insecure"`
+	// On says what it is asked about: calls, results or both (default calls).
+	On []string `yaml:"on"`
 }
 
 // tracing.protocol values.
@@ -197,6 +201,8 @@ type ToolConfig struct {
 	Substitutable *bool        `yaml:"substitutable"`
 	Provenance    []string     `yaml:"provenance"`
 	Rules         []RuleConfig `yaml:"rules"`
+	// ResultRules are CEL over the tool's results (docs/results.md).
+	ResultRules []RuleConfig `yaml:"result_rules"`
 
 	// Origin names where the tool came from ("config.yaml:42", "tools.json"),
 	// for error messages. Not read from YAML.

@@ -73,6 +73,7 @@ func (c *Config) SetDefaults() {
 	setString(&c.Catalog.Unlisted, UnlistedAllow)
 	setString(&c.Catalog.Formats, FormatsAssert)
 	setString(&c.Catalog.Strict, StrictOff)
+	c.Catalog.Results.setDefaults()
 	for i := range c.Catalog.Tools {
 		c.Catalog.Tools[i].setDefaults()
 	}

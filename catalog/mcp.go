@@ -79,7 +79,7 @@ func (s *Snapshot) MCPSet(server string, listed []MCPTool) *MCPSet {
 		t.Schema, t.SchemaError, t.fast = own.Schema, own.Err, fast
 		if cfg != nil {
 			t.Description = firstNonEmpty(cfg.Description, lt.Description)
-			t.Policy, t.Provenance, t.Rules = cfg.Policy, cfg.Provenance, cfg.Rules
+			t.Policy, t.Provenance, t.Rules, t.ResultRules = cfg.Policy, cfg.Provenance, cfg.Rules, cfg.ResultRules
 			if cfg.Schema != nil {
 				t.Schema, t.SchemaError, t.Parameters, t.fast = cfg.Schema, nil, cfg.Parameters, cfg.fast
 				if own.Schema != nil || own.Err != nil {

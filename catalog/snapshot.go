@@ -30,6 +30,8 @@ type Tool struct {
 	Substitutable bool
 	Provenance    []string
 	Rules         []*Rule
+	// ResultRules judge the tool's results (docs/results.md).
+	ResultRules []*ResultRule
 	// FromRequest marks a tool judged by the request's own schema.
 	FromRequest bool
 	// SchemaError is set when a request tool's schema did not compile.
@@ -87,6 +89,9 @@ type Snapshot struct {
 	// MCPTools are the catalog's server/tool entries by that name: rules,
 	// provenance, policy and a stricter schema for an MCP server's tools.
 	MCPTools map[string]*Tool
+	// AnyResultRules is set when a model API's tool has result_rules, so
+	// judging results need not pair each with its call otherwise.
+	AnyResultRules bool
 	// Prompt is the recovery prompt template (default or prompt_file).
 	Prompt string
 	// Secrets resolved from the environment at load time.
@@ -148,8 +153,10 @@ type ValidatorSpec struct {
 	// Secret is the HMAC key for X-Toolgate-Signature; nil signs nothing.
 	// It is kept out of the Config so a logged Config never shows it.
 	Secret []byte
-	tools  map[string]bool
-	all    bool
+	// Calls and Results say what it is asked about (validators[].on).
+	Calls, Results bool
+	tools          map[string]bool
+	all            bool
 }
 
 // Judges reports whether the validator is called for the tool.

@@ -158,6 +158,7 @@ func (c *Config) validateCatalog(ps *problems) {
 	oneOf(ps, "catalog.unlisted", cat.Unlisted, UnlistedAllow, UnlistedReject)
 	oneOf(ps, "catalog.formats", cat.Formats, FormatsAssert, FormatsAnnotate)
 	oneOf(ps, "catalog.strict", cat.Strict, StrictOff, StrictAuto)
+	cat.Results.validate(ps)
 	if cat.Mode == CatalogConfig && len(cat.Tools) == 0 && len(cat.Files) == 0 {
 		ps.add("catalog.mode", "mode config needs a catalog: add catalog.tools or catalog.files")
 	}
@@ -239,6 +240,7 @@ func (c *Config) validateValidators(ps *problems) {
 		default:
 			names[v.Name] = i
 		}
+		v.validateOn(ps, at)
 		if msg := validatorURLProblem(v.URL, v.AllowInsecure); msg != "" {
 			ps.add(at+".url", "%s", msg)
 		}

@@ -78,7 +78,7 @@ func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) 
 			continue
 		}
 		for s, spec := range j.Validators.specs {
-			if spec.Judges(j.toolName(v.Tool.Name)) {
+			if spec.Calls && spec.Judges(j.toolName(v.Tool.Name)) {
 				jobs = append(jobs, job{k: k, spec: s})
 			}
 		}

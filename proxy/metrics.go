@@ -49,6 +49,9 @@ type Metrics struct {
 	// EscalationReplays counts retries answered with an escalation kept
 	// from the same request (replay.go).
 	EscalationReplays *prometheus.CounterVec
+	// ToolResults counts the tool results judged before the model reads
+	// them (docs/results.md), by what became of each.
+	ToolResults *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -127,7 +130,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_trace_spans_dropped_total", Help: "Spans dropped because the export queue was full (a slow or absent collector).",
 		}),
 	}
-	m.StrictTools, m.StrictCalls = strictMetrics()
+	m.StrictTools, m.StrictCalls, m.ToolResults = strictMetrics()
 	m.EscalationReplays = replayMetric()
 	m.register(reg)
 	return m
@@ -139,15 +142,22 @@ func replayMetric() *prometheus.CounterVec {
 		Help: "Retries answered with the escalation the same request got before, from memory."}, []string{"api"})
 }
 
-// strictMetrics are strict mode's counters (docs/strict.md, "Metrics").
-func strictMetrics() (tools, calls *prometheus.CounterVec) {
+// resultsMetric counts judged tool results (docs/results.md, "Metrics").
+func resultsMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_tool_results_total",
+		Help: "Tool results judged before the model reads them: clean, redacted or a finding code."}, []string{"api", "result"})
+}
+
+// strictMetrics are strict mode's counters (docs/strict.md, "Metrics"),
+// and with them the count of judged tool results.
+func strictMetrics() (tools, calls, results *prometheus.CounterVec) {
 	tools = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_strict_tools_total", Help: "Offered function tools under catalog.strict auto: marked, unfit, client or refused.",
 	}, []string{"api", "result"})
 	calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_strict_calls_total", Help: "Calls to tools toolgate marked strict, by verdict.",
 	}, []string{"api", "result"})
-	return tools, calls
+	return tools, calls, resultsMetric()
 }
 
 // register registers every collector and creates the refusal series at
@@ -157,7 +167,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
 		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput,
-		m.StrictTools, m.StrictCalls, m.TraceSpansDropped, m.EscalationReplays)
+		m.StrictTools, m.StrictCalls, m.TraceSpansDropped, m.EscalationReplays, m.ToolResults)
 	for _, r := range refusalReasons {
 		m.RouteRefusals.WithLabelValues(string(r))
 	}

@@ -179,10 +179,13 @@ func (x *exchange) open() (*call, bool) {
 	x.query = x.up.applyKey(x.header, x.r.URL.RawQuery, x.api.Name())
 
 	var c *call
-	if x.abstainOn() || x.strictOn() {
+	if x.abstainOn() || x.strictOn() || x.resultsOn() {
 		c, err = x.sendRead(body)
 	} else {
 		c, err = x.sendParsing(body)
+	}
+	if err == errResultRefused {
+		return nil, false
 	}
 	if err != nil {
 		x.fail(err)
@@ -230,6 +233,12 @@ func (x *exchange) sendParsing(body []byte) (*call, error) {
 // abstain exit, which go into its tools, and handles a refused marking.
 func (x *exchange) sendRead(body []byte) (*call, error) {
 	x.take(x.parseRequest(body))
+	if x.resultsOn() {
+		var ok bool
+		if body, ok = x.judgeParsedResults(body); !ok {
+			return nil, errResultRefused
+		}
+	}
 	client := body
 	if x.strictOn() {
 		body = x.markStrict(body)

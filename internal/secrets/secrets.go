@@ -6,8 +6,8 @@
 package secrets
 
 import (
+	"bytes"
 	"slices"
-	"strings"
 )
 
 // Match is one credential found in a string: s[Start:End] is of Kind.
@@ -33,7 +33,7 @@ const (
 var starts = [256]bool{'A': true, 'g': true, 'x': true, 's': true, 'r': true, '-': true, 'e': true}
 
 // Contains reports whether s holds a credential.
-func Contains(s string) bool {
+func Contains(s []byte) bool {
 	found := false
 	scan(s, func(Match) bool { found = true; return false })
 	return found
@@ -43,7 +43,7 @@ func Contains(s string) bool {
 // credential found once is found wherever else its text occurs in s, even
 // where its surroundings alone would not have marked it (inside a longer
 // word), so redacting never leaves a copy behind.
-func Find(s string) []Match {
+func Find(s []byte) []Match {
 	var out []Match
 	scan(s, func(m Match) bool { out = append(out, m); return true })
 	if len(out) == 0 {
@@ -54,12 +54,12 @@ func Find(s string) []Match {
 
 // everyCopy adds the other occurrences of each match's text and merges
 // what overlaps, in order.
-func everyCopy(s string, found []Match) []Match {
+func everyCopy(s []byte, found []Match) []Match {
 	all := slices.Clone(found)
 	for _, m := range found {
 		secret := s[m.Start:m.End]
 		for from := 0; ; {
-			k := strings.Index(s[from:], secret)
+			k := bytes.Index(s[from:], secret)
 			if k < 0 {
 				break
 			}
@@ -84,28 +84,27 @@ func everyCopy(s string, found []Match) []Match {
 }
 
 // Redact returns s with each credential replaced by "[redacted:<kind>]"
-// and the matches it replaced; s itself when there were none.
-func Redact(s string) (string, []Match) {
+// in a new slice, and the matches it replaced; s itself when there were
+// none.
+func Redact(s []byte) ([]byte, []Match) {
 	ms := Find(s)
 	if len(ms) == 0 {
 		return s, nil
 	}
-	var b strings.Builder
-	b.Grow(len(s))
+	b := make([]byte, 0, len(s))
 	last := 0
 	for _, m := range ms {
-		b.WriteString(s[last:m.Start])
-		b.WriteString("[redacted:")
-		b.WriteString(m.Kind)
-		b.WriteByte(']')
+		b = append(b, s[last:m.Start]...)
+		b = append(b, "[redacted:"...)
+		b = append(b, m.Kind...)
+		b = append(b, ']')
 		last = m.End
 	}
-	b.WriteString(s[last:])
-	return b.String(), ms
+	return append(b, s[last:]...), ms
 }
 
 // scan calls fn for each credential until fn returns false.
-func scan(s string, fn func(Match) bool) {
+func scan(s []byte, fn func(Match) bool) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !starts[c] || (i > 0 && wordByte(s[i-1]) && c != '-') {
@@ -123,35 +122,35 @@ func scan(s string, fn func(Match) bool) {
 }
 
 // at reads the credential that begins at s[i], if any: its end and kind.
-func at(s string, i int) (int, string) {
+func at(s []byte, i int) (int, string) {
 	rest := s[i:]
 	switch s[i] {
 	case 'A':
-		if strings.HasPrefix(rest, "AKIA") || strings.HasPrefix(rest, "ASIA") {
+		if has(rest, "AKIA") || has(rest, "ASIA") {
 			return exact(s, i+4, 16, upperDigit), KindAWS
 		}
-		if strings.HasPrefix(rest, "AIza") {
+		if has(rest, "AIza") {
 			return exact(s, i+4, 35, urlSafe), KindGoogle
 		}
 	case 'g':
-		if strings.HasPrefix(rest, "github_pat_") {
+		if has(rest, "github_pat_") {
 			return atLeast(s, i+11, 22, word), KindGitHub
 		}
-		if len(rest) > 4 && rest[0] == 'g' && rest[1] == 'h' && strings.IndexByte("pousr", rest[2]) >= 0 && rest[3] == '_' {
+		if len(rest) > 4 && rest[0] == 'g' && rest[1] == 'h' && bytes.IndexByte([]byte("pousr"), rest[2]) >= 0 && rest[3] == '_' {
 			return atLeast(s, i+4, 36, alnum), KindGitHub
 		}
 	case 'x':
-		if len(rest) > 5 && strings.HasPrefix(rest, "xox") && strings.IndexByte("baprs", rest[3]) >= 0 && rest[4] == '-' {
+		if len(rest) > 5 && has(rest, "xox") && bytes.IndexByte([]byte("baprs"), rest[3]) >= 0 && rest[4] == '-' {
 			return atLeast(s, i+5, 10, slackByte), KindSlack
 		}
 	case 's', 'r':
-		if strings.HasPrefix(rest[1:], "k_live_") {
+		if has(rest[1:], "k_live_") {
 			return atLeast(s, i+8, 16, alnum), KindStripe
 		}
-		if strings.HasPrefix(rest, "sk-ant-") {
+		if has(rest, "sk-ant-") {
 			return atLeast(s, i+7, 20, urlSafe), KindAnthropic
 		}
-		if strings.HasPrefix(rest, "sk-") {
+		if has(rest, "sk-") {
 			return atLeast(s, i+3, 20, urlSafe), KindOpenAI
 		}
 	case '-':
@@ -164,7 +163,7 @@ func at(s string, i int) (int, string) {
 
 // exact is the end of exactly n bytes of class from j, not followed by
 // another of the class; 0 when there are not.
-func exact(s string, j, n int, class func(byte) bool) int {
+func exact(s []byte, j, n int, class func(byte) bool) int {
 	end := run(s, j, class)
 	if end-j != n {
 		return 0
@@ -174,7 +173,7 @@ func exact(s string, j, n int, class func(byte) bool) int {
 
 // atLeast is the end of the run of class from j when it is n bytes or
 // more; 0 when it is shorter.
-func atLeast(s string, j, n int, class func(byte) bool) int {
+func atLeast(s []byte, j, n int, class func(byte) bool) int {
 	end := run(s, j, class)
 	if end-j < n {
 		return 0
@@ -182,7 +181,7 @@ func atLeast(s string, j, n int, class func(byte) bool) int {
 	return end
 }
 
-func run(s string, j int, class func(byte) bool) int {
+func run(s []byte, j int, class func(byte) bool) int {
 	for j < len(s) && class(s[j]) {
 		j++
 	}
@@ -198,25 +197,25 @@ const (
 // privateKey is the end of a PEM private-key block that begins at s[i]: its
 // END line, or the end of s when the block is cut off (a key's first lines
 // are as secret as all of it).
-func privateKey(s string, i int) int {
+func privateKey(s []byte, i int) int {
 	rest := s[i:]
-	if !strings.HasPrefix(rest, pemBegin) {
+	if !has(rest, pemBegin) {
 		return 0
 	}
 	line := rest[len(pemBegin):]
-	if nl := strings.IndexAny(line, "\r\n"); nl >= 0 {
+	if nl := bytes.IndexAny(line, "\r\n"); nl >= 0 {
 		line = line[:nl]
 	}
-	if !strings.HasSuffix(line, pemKey) || len(line) > 64 {
+	if !bytes.HasSuffix(line, []byte(pemKey)) || len(line) > 64 {
 		return 0
 	}
 	body := i + len(pemBegin) + len(line)
-	e := strings.Index(s[body:], pemEnd)
+	e := bytes.Index(s[body:], []byte(pemEnd))
 	if e < 0 {
 		return len(s)
 	}
 	end := body + e + len(pemEnd)
-	if k := strings.Index(s[end:], pemKey); k >= 0 && k <= 48 {
+	if k := bytes.Index(s[end:], []byte(pemKey)); k >= 0 && k <= 48 {
 		return end + k + len(pemKey)
 	}
 	return end
@@ -224,12 +223,12 @@ func privateKey(s string, i int) int {
 
 // jwt is the end of a JWT (header.payload.signature, both JSON parts
 // beginning "eyJ") that begins at s[i]; the signature may be empty.
-func jwt(s string, i int) int {
-	if !strings.HasPrefix(s[i:], "eyJ") {
+func jwt(s []byte, i int) int {
+	if !has(s[i:], "eyJ") {
 		return 0
 	}
 	h := run(s, i+3, urlSafe)
-	if h >= len(s) || s[h] != '.' || !strings.HasPrefix(s[h+1:], "eyJ") {
+	if h >= len(s) || s[h] != '.' || !has(s[h+1:], "eyJ") {
 		return 0
 	}
 	p := run(s, h+4, urlSafe)
@@ -248,3 +247,8 @@ func slackByte(c byte) bool  { return alnum(c) || c == '-' }
 // wordByte says a byte continues a word: a credential's prefix inside a
 // longer word ("task-…", "risk_live_…") is not one.
 func wordByte(c byte) bool { return word(c) }
+
+// has is bytes.HasPrefix for a constant prefix, without converting it.
+func has(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix
+}
