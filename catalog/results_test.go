@@ -71,9 +71,9 @@ func TestResultsDefaults(t *testing.T) {
 
 func TestResultsConfigErrors(t *testing.T) {
 	for y, want := range map[string]string{
-		"catalog:\n  results: {secrets: hide}\n":                                                     "catalog.results.secrets",
-		"catalog:\n  results: {max_bytes: -1}\n":                                                     "catalog.results.max_bytes",
-		"validators:\n  - name: v\n    url: http://127.0.0.1:1/v\n    on: [answers]\n":               "validators[0].on[0]",
+		"catalog:\n  results: {secrets: hide}\n":                                                    "catalog.results.secrets",
+		"catalog:\n  results: {max_bytes: -1}\n":                                                    "catalog.results.max_bytes",
+		"validators:\n  - name: v\n    url: http://127.0.0.1:1/v\n    on: [answers]\n":              "validators[0].on[0]",
 		"catalog:\n  tools:\n    - name: t\n      result_rules:\n        - expr: \"result.text\"\n": "result_rules[0]",
 		"catalog:\n  tools:\n    - name: t\n      result_rules:\n        - expr: \"nope(\"\n":       "result_rules[0]",
 	} {
