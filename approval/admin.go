@@ -173,6 +173,8 @@ func (s *Service) Handler(t Tokens) http.Handler {
 	api.HandleFunc("GET /approvals", s.list)
 	api.HandleFunc("GET /approvals/{id}", s.show)
 	api.HandleFunc("POST /approvals/{id}", s.decide)
+	api.HandleFunc("GET /pins", s.pinList)
+	api.HandleFunc("POST /pins/{server}/{tool}", s.pinDecide)
 	guarded := http.Handler(api)
 	if len(ks) > 0 {
 		guarded = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -193,6 +195,8 @@ func (s *Service) Handler(t Tokens) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/approvals", guarded)
 	mux.Handle("/approvals/", guarded)
+	mux.Handle("/pins", guarded)
+	mux.Handle("/pins/", guarded)
 	s.page(mux, ks)
 	return mux
 }

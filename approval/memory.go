@@ -14,6 +14,8 @@ type Memory struct {
 	m  map[string]*Record
 	// once holds UseOnce's keys and their expiries.
 	once map[string]time.Time
+	// pins are the pinned tool definitions and drifts (pins.go).
+	pins memHashes
 }
 
 // NewMemory returns an empty memory store.

@@ -50,6 +50,9 @@ type Config struct {
 	// "slack"; PageURL is the approvals page a slack message links to.
 	NotifyFormat string
 	PageURL      string
+	// PinDecided, when set, hears of each drifted tool definition a
+	// person accepted or rejected (SPEC §3c).
+	PinDecided func(Drift)
 }
 
 // Service is approvals as the rest of toolgate uses them: the store's
@@ -73,6 +76,9 @@ func New(c Config) *Service {
 	s.ttl.Store(int64(c.TTL))
 	return s
 }
+
+// Pins is the store's pinned tool definitions, nil when it keeps none.
+func (s *Service) Pins() *PinStore { return PinsOf(s.c.Store) }
 
 // SetTTL changes how long calls held from now on may wait (a reload of
 // approvals.ttl); records already held keep their expiry.

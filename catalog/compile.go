@@ -83,6 +83,7 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 
 	s.Secrets = c.resolveSecrets(ps, lookupEnv)
 	s.Validators = c.compileValidators(ps, entries, lookupEnv)
+	s.loadPins(ps, baseDir)
 	if f := c.Recovery.PromptFile; f != "" {
 		data, err := readFile(resolvePath(baseDir, f))
 		switch {

@@ -113,6 +113,8 @@ type Catalog struct {
 	MCP    MCPPolicy `yaml:"mcp"`
 	// Results judges the tool results that flow back to the model.
 	Results ResultsPolicy `yaml:"results"`
+	// Pins pins MCP servers' tool definitions (SPEC §3c).
+	Pins Pins `yaml:"pins"`
 	// Context declares the per-request values rules and validators may
 	// read, by name.
 	Context map[string]ContextSource `yaml:"context"`

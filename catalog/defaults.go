@@ -67,6 +67,7 @@ func (c *Config) SetDefaults() {
 		}
 	}
 	setString(&c.Catalog.MCP.Expose, ExposeAll)
+	setString(&c.Catalog.Pins.OnDrift, DriftBlock)
 	setDuration(&c.Catalog.MCP.ConfirmTimeout, DefaultMCPConfirmTimeout)
 
 	setString(&c.Catalog.Mode, CatalogIntersect)

@@ -32,7 +32,7 @@ func TestParseMinimalGetsEveryDefault(t *testing.T) {
 			FirstByteTimeout: Duration(120 * time.Second),
 			IdleTimeout:      Duration(60 * time.Second),
 		}},
-		Catalog: Catalog{Mode: "intersect", Unlisted: "allow", Formats: "assert", Strict: "off", MCP: MCPPolicy{Expose: "all", ConfirmTimeout: Duration(2 * time.Minute)}, Results: ResultsPolicy{Secrets: "redact"}},
+		Catalog: Catalog{Mode: "intersect", Unlisted: "allow", Formats: "assert", Strict: "off", MCP: MCPPolicy{Expose: "all", ConfirmTimeout: Duration(2 * time.Minute)}, Results: ResultsPolicy{Secrets: "redact"}, Pins: Pins{OnDrift: "block"}},
 		Recovery: Recovery{
 			Strategy:            "decision",
 			MaxAttempts:         intp(1),

@@ -99,6 +99,8 @@ type Snapshot struct {
 	// Validators are the operator's webhooks in config order. They belong
 	// to the snapshot, so a reload swaps them with everything else.
 	Validators []*ValidatorSpec
+	// Pins is catalog.pins.file as read, nil without one.
+	Pins *PinFile
 
 	schemas *schemaCache
 	// strict is the strict mode's memory (docs/strict.md). A copy of the

@@ -46,6 +46,7 @@ func (c *Config) Validate() error {
 	c.validateContext(ps)
 	c.validateValidators(ps)
 	c.validateMCP(ps)
+	c.validatePins(ps)
 	c.validateApprovals(ps)
 	c.validateTracing(ps)
 
@@ -388,6 +389,9 @@ func (c *Config) validateApprovalsPeople(ps *problems) {
 // destructiveHint.
 func (c *Config) approvalsInUse() bool {
 	if c.Catalog.MCP.ConfirmDestructive && len(c.MCPServers) > 0 {
+		return true
+	}
+	if c.Catalog.Pins.Enabled() && c.Catalog.Pins.OnDrift == DriftHold && len(c.MCPServers) > 0 {
 		return true
 	}
 	for _, t := range c.Catalog.Tools {

@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -26,6 +27,9 @@ type EscalationRecord struct {
 	// is a hash of its id.
 	Server  string `json:"server,omitempty"`
 	Session string `json:"session,omitempty"`
+	// Drift, instead of an escalation, is an MCP tool definition unlike
+	// its pin (SPEC §3c): both digests and the diff.
+	Drift *mcp.Drift `json:"drift,omitempty"`
 }
 
 // site is where an escalation happened: the facts the pipeline adds to

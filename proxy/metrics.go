@@ -40,6 +40,8 @@ type Metrics struct {
 	ValidatorDuration *prometheus.HistogramVec
 	RouteRefusals     *prometheus.CounterVec
 	MCPOutput         *prometheus.CounterVec
+	// ToolDrift counts MCP tool definitions unlike their pins (SPEC §3c).
+	ToolDrift *prometheus.CounterVec
 	// StrictTools and StrictCalls follow strict mode (docs/strict.md): what
 	// became of each offered function tool, and the verdicts on calls to
 	// the tools toolgate marked.
@@ -160,13 +162,21 @@ func strictMetrics() (tools, calls, results *prometheus.CounterVec) {
 	return tools, calls, resultsMetric()
 }
 
+// driftMetric counts MCP tool definitions unlike their pins (SPEC §3c).
+func driftMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_tool_definition_drift_total", Help: "MCP tool definitions unlike their pins, by what became of them: blocked, held, warned or accepted.",
+	}, []string{"server", "tool", "action"})
+}
+
 // register registers every collector and creates the refusal series at
 // zero.
 func (m *Metrics) register(reg prometheus.Registerer) {
+	m.ToolDrift = driftMetric()
 	reg.MustRegister(m.Requests, m.ToolCalls, m.Hallucinations, m.Recoveries, m.RecoveryConf,
 		m.Escalations, m.UpstreamDuration, m.UpstreamTokens, m.AddedLatency, m.Unvalidated,
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
-		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput,
+		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput, m.ToolDrift,
 		m.StrictTools, m.StrictCalls, m.TraceSpansDropped, m.EscalationReplays, m.ToolResults)
 	for _, r := range refusalReasons {
 		m.RouteRefusals.WithLabelValues(string(r))

@@ -38,6 +38,7 @@ Usage:
   toolgate eval    --config config.yaml --cases cases.jsonl --model M
                                           measure recovery and pick the threshold
   toolgate audit verify FILE              check the approval record chain of a sink file
+  toolgate pin     --config config.yaml   pin the MCP servers' tool definitions (catalog.pins.file)
   toolgate version                        print the version
 
 toolgate COMMAND --help shows a command's flags.
@@ -95,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return eval.Command(args[1:], stdout, stderr)
 	case "audit":
 		return audit(args[1:], stdout, stderr)
+	case "pin":
+		return pinCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fs := newFlags("version", versionUsage)
 		if code, ok := parse(fs, args[1:], stdout, stderr); !ok {

@@ -45,6 +45,9 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 		}
 		return x.failure(m.id, upstreamFailure(msg)), nil
 	}
+	if ans := x.pinRefusal(m, name); ans != nil {
+		return ans, nil
+	}
 	var state *signedState
 	if x.modern {
 		var ans []byte

@@ -34,6 +34,8 @@ type Pipeline interface {
 	Write(w http.ResponseWriter, status int, upstream http.Header, body []byte)
 	// Done counts one MCP request and writes its log line.
 	Done(ctx context.Context, r *Done)
+	// Drift counts, logs and records a tool definition unlike its pin.
+	Drift(ctx context.Context, d *Drift)
 }
 
 // Call is one tools/call on its way to the pipeline.

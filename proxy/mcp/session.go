@@ -27,6 +27,8 @@ type serverState struct {
 	// lists are the tool lists stateless requests are judged by (lmu).
 	lmu   sync.Mutex
 	lists map[string]*toolList
+	// pinState is the server's drifted tool definitions (pins.go).
+	pinState
 }
 
 func newServerState() *serverState { return &serverState{sessions: map[string]*session{}} }

@@ -163,8 +163,9 @@ func (x *exchange) initialized(m *message, t tracked) ([]byte, bool) {
 	return nil, false
 }
 
-// listed learns a tools/list page and, under expose: catalog, takes the
-// hidden tools out of it.
+// listed learns a tools/list page and takes out of it the tools whose
+// definitions drifted from their pins under block or hold, and under
+// expose: catalog the hidden ones.
 func (x *exchange) listed(m *message, t tracked) ([]byte, bool) {
 	tools, raws, next, err := parseTools(m.result)
 	if err != nil {
@@ -175,12 +176,14 @@ func (x *exchange) listed(m *message, t tracked) ([]byte, bool) {
 	} else {
 		x.sess.learnPage(t.cursor, tools, next)
 	}
-	if x.rt.snap.Config.Catalog.MCP.Expose != catalog.ExposeCatalog {
+	refused := x.judgePins(tools)
+	exposeAll := x.rt.snap.Config.Catalog.MCP.Expose != catalog.ExposeCatalog
+	if exposeAll && len(refused) == 0 {
 		return nil, false
 	}
 	kept := make([][]byte, 0, len(raws))
 	for i, tool := range tools {
-		if x.rt.snap.MCPTools[x.rt.cfg.Name+"/"+tool.Name] != nil {
+		if !refused[tool.Name] && (exposeAll || x.rt.snap.MCPTools[x.rt.cfg.Name+"/"+tool.Name] != nil) {
 			kept = append(kept, raws[i])
 		}
 	}
@@ -237,6 +240,7 @@ func (x *exchange) readList() ([]catalog.MCPTool, listCache, error) {
 		}
 		all = append(all, tools...)
 		if next == "" {
+			x.judgePins(all)
 			return all, terms, nil
 		}
 		cursor = next

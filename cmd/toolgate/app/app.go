@@ -132,12 +132,15 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 		a.sinks.Store(set)
 	}
 	otel.SetErrorHandler(exportErrors(log))
-	ap, err := openApprovals(snap, o.BaseDir, reg, log, store, auditApproval(sinkSwitch{a}))
+	// A pin decision comes through the admin listener, which serves only
+	// once a.Server is set.
+	ap, err := openApprovals(snap, o.BaseDir, reg, log, store, auditApproval(sinkSwitch{a}),
+		func(d approval.Drift) { a.Server.PinDecided(d) })
 	if err != nil {
 		return nil, err
 	}
 	a.approvals, a.Approvals = ap, ap.svc
-	a.Admin.Mount(ap, "/approvals", "/approvals/{id}", "/ui/")
+	a.Admin.Mount(ap, "/approvals", "/approvals/{id}", "/ui/", "/pins", "/pins/{server}/{tool}")
 	srv, err := proxy.New(proxy.Options{Store: store, Logger: log, Metrics: m, Sink: sinkSwitch{a}, Keepalive: o.Keepalive,
 		Observer: o.Observer, TraceTuning: o.TraceTuning, Version: o.Version, Approvals: ap.svc})
 	if err != nil {

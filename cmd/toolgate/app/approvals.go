@@ -39,7 +39,7 @@ type approvals struct {
 // openApprovals opens approvals.store and starts the sweeper. Every state
 // change goes to audit (the escalation sinks).
 func openApprovals(snap *catalog.Snapshot, baseDir string, reg prometheus.Registerer, log *zap.Logger,
-	store *catalog.Store, audit func(approval.Event)) (*approvals, error) {
+	store *catalog.Store, audit func(approval.Event), pinDecided func(approval.Drift)) (*approvals, error) {
 	cfg := snap.Config.Approvals
 	spec, err := approval.ParseStore(cfg.Store)
 	if err != nil {
@@ -62,7 +62,7 @@ func openApprovals(snap *catalog.Snapshot, baseDir string, reg prometheus.Regist
 		Redact: func(_ string, args json.RawMessage) json.RawMessage {
 			return sink.RedactArgs(args, store.Load().Config.Escalation.Redact)
 		},
-		NotifyFormat: cfg.NotifyFormat, PageURL: cfg.PageURL})
+		NotifyFormat: cfg.NotifyFormat, PageURL: cfg.PageURL, PinDecided: pinDecided})
 	ap.setTokens(snap.Secrets)
 	ctx, cancel := context.WithCancel(context.Background())
 	ap.stop = cancel
