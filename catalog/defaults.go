@@ -66,8 +66,7 @@ func (c *Config) SetDefaults() {
 			m.MaxStreams = DefaultMCPMaxStreams
 		}
 	}
-	setString(&c.Catalog.MCP.Expose, ExposeAll)
-	setString(&c.Catalog.Pins.OnDrift, DriftBlock)
+	c.Catalog.setMCPDefaults()
 	setDuration(&c.Catalog.MCP.ConfirmTimeout, DefaultMCPConfirmTimeout)
 
 	setString(&c.Catalog.Mode, CatalogIntersect)

@@ -90,6 +90,12 @@ func (f *PinFile) Encode() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// setMCPDefaults fills in what the catalog says of MCP servers' tools.
+func (c *Catalog) setMCPDefaults() {
+	setString(&c.MCP.Expose, ExposeAll)
+	setString(&c.Pins.OnDrift, DriftBlock)
+}
+
 // validatePins checks catalog.pins.
 func (c *Config) validatePins(ps *problems) {
 	p := c.Catalog.Pins
