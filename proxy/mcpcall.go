@@ -11,7 +11,6 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
-	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/recovery"
@@ -29,18 +28,9 @@ type mcpPipeline struct {
 
 var _ mcp.Pipeline = (*mcpPipeline)(nil)
 
-// judged is what Judge keeps of a call for a later refusal.
-type judged struct {
-	res  *recovery.Result
-	site *site
-	cd   api.Codec
-}
-
-// Judge runs the call through the ladder and decides what the route does.
+// Judge runs the call through the ladder and decides what the route does,
+// with a refusal's escalation recorded.
 func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
-	// The route read the call; the codec is only told what a refusal of
-	// it needs.
-	cd, ans := jsonrpc.Decoded(c.ID, c.Name, c.Args, c.Task, c.Message)
 	j := &judge.Judge{
 		Local:          &validate.Context{Eff: c.Set.Eff, Values: contextValues(ctx)},
 		Validators:     p.rt.validators,
@@ -49,13 +39,16 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 		Server:         c.Server,
 		Extra:          func(call validate.ToolCall, v *validate.Verdict) { serverChecks(call, v, c.Set) },
 	}
+	// The route read the call: it is the one call of one turn.
+	turn := &neutral.Turn{Calls: []neutral.ToolCall{{ID: string(c.ID), Name: c.Name, Args: c.Args, Kind: neutral.Function}}, Stop: neutral.StopToolCalls}
 	// An MCP request has no shadow mode, abstain exit or token limit,
 	// and nobody to ask again: the ladder's other settings do not apply.
 	settings := recovery.Settings{}
-	res, _ := recovery.Run(ctx, &recovery.Input{Turn: ans.Choices[0], Judge: j.Batch, Eff: c.Set.Eff, Settings: &settings})
+	res, _ := recovery.Run(ctx, &recovery.Input{Turn: turn, Judge: j.Batch, Eff: c.Set.Eff, Settings: &settings})
 	noted := p.s.count(&tally{api: apiMCP, version: c.Set.Version, rid: c.RequestID, tools: mcpTools{c.Set}}, []*recovery.Result{res}, nil)
-	at := &site{api: apiMCP, rid: c.RequestID, version: c.Set.Version, server: c.Server, session: c.Session, callJSON: cd.CallJSON}
-	d := mcp.Decision{Noted: noted, State: &judged{res: res, site: at, cd: cd}}
+	at := &site{api: apiMCP, rid: c.RequestID, version: c.Set.Version, server: c.Server, session: c.Session,
+		callJSON: func(call neutral.ToolCall) []byte { return jsonrpc.CallJSON(call.Name, call.Args) }}
+	d := mcp.Decision{Noted: noted}
 	// The same decide as a model's answer: an MCP refusal always answers
 	// in place of the call, and a confirm call waits for a person.
 	v := decide([]*recovery.Result{res}, policy{errorMode: true, hold: confirmOnly([]*recovery.Result{res})})
@@ -67,39 +60,29 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 	case v.hold != nil:
 		d.Verdict = mcp.Confirm
 		d.CallerApproves = tool.Approver == catalog.ApproverCaller
+		d.Decline = func(why string) *neutral.Escalated {
+			res.Escalation.Reason = why
+			return p.record(at, res, []validate.Finding{validate.NeedsConfirmation(why)})
+		}
 		return d
 	}
-	e := p.record(&d, res.Verdicts[0].Findings)
+	d.Escalation = p.record(at, res, res.Verdicts[0].Findings)
 	d.Verdict = mcp.Refuse
 	if tool == nil {
 		d.Verdict = mcp.UnknownTool
-		e.Available = append([]string{}, c.Set.Visible...)
+		d.Escalation.Available = append([]string{}, c.Set.Visible...)
 	}
-	d.Reply = cd.EncodeEscalation(e)
 	return d
 }
 
 // record records the ladder's escalation of the call, whose refusal
 // lists fs.
-func (p *mcpPipeline) record(d *mcp.Decision, fs []validate.Finding) *neutral.Escalated {
-	j := d.State.(*judged)
+func (p *mcpPipeline) record(at *site, res *recovery.Result, fs []validate.Finding) *neutral.Escalated {
 	// MCP records the call whole, as its params spell it.
-	j.res.Escalation.CallIndex = 0
-	e := p.s.record(j.site, j.res)
+	res.Escalation.CallIndex = 0
+	e := p.s.record(at, res)
 	e.Findings = neutralFindings(fs)
 	return e
-}
-
-// Confirmation records the ladder's confirmation escalation with the
-// reason no person said yes.
-func (p *mcpPipeline) Confirmation(d *mcp.Decision, why string) *neutral.Escalated {
-	d.State.(*judged).res.Escalation.Reason = why
-	return p.record(d, []validate.Finding{validate.NeedsConfirmation(why)})
-}
-
-// Refusal writes e in the call's own JSON-RPC shape.
-func (p *mcpPipeline) Refusal(d *mcp.Decision, e *neutral.Escalated) []byte {
-	return d.State.(*judged).cd.EncodeEscalation(e)
 }
 
 // Output checks a tool result against the tool's outputSchema.

@@ -18,7 +18,7 @@ const module = "github.com/toolgate/toolgate"
 
 // codecs are the per-API packages: they translate a wire format and never
 // decide, so they may not see the catalog, the checks or the ladder.
-var codecs = []string{"proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"}
+var codecs = []string{"proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"}
 
 // sourceFiles parses the non-test Go files of the package in dir (a path
 // from the module root).
@@ -82,6 +82,11 @@ func TestLayering(t *testing.T) {
 		// the pipeline of package proxy judges, counts and records its
 		// calls (proxy/mcpcall.go).
 		"proxy/mcp": {"validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"},
+		// proxy/jsonrpc holds MCP's JSON-RPC envelopes and decides
+		// nothing. It is no model codec: without proxy/api it cannot
+		// implement api.Codec, whose methods name proxy/api's types.
+		"proxy/jsonrpc": {"catalog", "validate", "recovery", "judge", "proxy/mcp", "proxy/api", "proxy/sse",
+			"proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini"},
 	}
 	for _, c := range codecs {
 		forbidden[c] = []string{"catalog", "validate", "recovery", "judge", "proxy/mcp"}

@@ -168,34 +168,3 @@ func (cc *conformanceCase) relayed(t *testing.T, up []byte) {
 		t.Errorf("relayed error not read as the API's error: %q", client)
 	}
 }
-
-// testRelay runs a stream that carries no model calls (an MCP server's
-// answer): every event goes out as fed and nothing is held, the writers
-// add nothing after the cursor, and an error written after what went out
-// is read as the API's own.
-func (cc *conformanceCase) testRelay(t *testing.T) {
-	body := read(t, cc.stream)
-	run := &apitest.Run{}
-	st := cc.play(t, body, run)
-	sent := run.Sent()
-	if len(st.Turns()) != 0 || run.Holding || !run.Done || sent.Held != 0 || sent.Events != len(run.Steps) || !bytes.Equal(run.Forwarded, body) {
-		t.Fatalf("relayed %q, sent %+v, holding %v, done %v", run.Forwarded, sent, run.Holding, run.Done)
-	}
-	if out, err := st.Encode(run.Held, nil, sent); err != nil || len(out) != 0 {
-		t.Errorf("Encode after a whole relay wrote %q (%v)", out, err)
-	}
-	cc.client(t, run.Forwarded)
-	// Cut before the answer: the error follows what went out.
-	run = &apitest.Run{}
-	st, rd := cc.newStream(t, body)
-	var last []byte
-	for rd.Next() {
-		ev := rd.Event()
-		last = ev.Raw
-	}
-	client := append(bytes.TrimSuffix(bytes.Clone(body), last), st.ErrorEvent(cut, nil, run.Sent())...)
-	cc.client(t, client)
-	if again, _ := cc.reread(t, client); again.UpstreamError == nil {
-		t.Errorf("the error event is not read as the API's error: %q", client)
-	}
-}

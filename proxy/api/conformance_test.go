@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/gemini"
-	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/responses"
 )
@@ -44,10 +43,6 @@ type conformanceCase struct {
 	// client checks what a client reads of a stream's bytes: that no event
 	// came twice and the API's ordering holds.
 	client func(t *testing.T, stream []byte)
-	// escalationText is the message the API's escalation carries for e;
-	// nil: e.Text, the sentence a person reads. MCP's refusal speaks to
-	// the caller's model instead.
-	escalationText func(e *neutral.Escalated) string
 }
 
 var conformance = []conformanceCase{
@@ -86,18 +81,6 @@ var conformance = []conformanceCase{
 		streamCalls: []string{"pelican_name_generator"},
 		envelope:    geminiEnvelope, client: geminiArrayClient,
 	},
-	{
-		// The judged answer of MCP is the client's tools/call; the
-		// server's SSE answer to it carries no model calls, so its stream
-		// is relayed (testRelay) rather than held.
-		name: "mcp", api: jsonrpc.API{}, request: "mcp_tools_call.json",
-		answer: "mcp_tools_call.json", calls: []string{"lookup_order"},
-		stream:   "mcp_tools_call_stream.sse",
-		envelope: jsonrpcEnvelope, client: jsonrpcClient,
-		escalationText: func(*neutral.Escalated) string {
-			return "toolgate did not run this call to \"lookup_order\":\nCorrect the arguments and call the tool again."
-		},
-	},
 }
 
 func TestConformance(t *testing.T) {
@@ -108,10 +91,7 @@ func TestConformance(t *testing.T) {
 				t.Run("answer", cc.testAnswer)
 			}
 			t.Run("errors", cc.testErrors)
-			switch {
-			case cc.stream != "" && cc.streamCalls == nil:
-				t.Run("relay", cc.testRelay)
-			case cc.stream != "":
+			if cc.stream != "" {
 				t.Run("stream", cc.testStream)
 				t.Run("stream error", cc.testStreamError)
 			}
@@ -269,11 +249,7 @@ func (cc *conformanceCase) testErrors(t *testing.T) {
 		t.Errorf("EncodeError: %q is not the API's error carrying the message", c.EncodeError(f))
 	}
 	body := c.EncodeEscalation(escalation)
-	want := escalation.Text
-	if cc.escalationText != nil {
-		want = cc.escalationText(escalation)
-	}
-	if msg, ok := cc.envelope(body); !ok || msg != want || !bytes.Contains(body, []byte(`"esc_conformance"`)) {
+	if msg, ok := cc.envelope(body); !ok || msg != escalation.Text || !bytes.Contains(body, []byte(`"esc_conformance"`)) {
 		t.Errorf("EncodeEscalation: %q is not the API's error carrying the escalation", body)
 	}
 }

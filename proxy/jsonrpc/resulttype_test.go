@@ -3,8 +3,6 @@ package jsonrpc
 import (
 	"strings"
 	"testing"
-
-	"github.com/toolgate/toolgate/neutral"
 )
 
 const call2026 = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amount_cents":5},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
@@ -17,16 +15,9 @@ func TestResultType(t *testing.T) {
 		body, want string
 		has        bool
 	}{{call2026, `"resultType":"complete"`, true}, {call, `"resultType"`, false}} {
-		codec, a := decode(t, c.body)
-		refused := string(codec.EncodeEscalation(escalated()))
-		answered, err := codec.EncodeAnswer(a, []neutral.Action{{Kind: neutral.Respond, Text: "no"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for what, out := range map[string]string{"refusal": refused, "answer": string(answered)} {
-			if strings.Contains(out, c.want) != c.has {
-				t.Errorf("%s of %s: %s", what, c.body, out)
-			}
+		refused := string(decode(t, c.body).Refusal(escalated()))
+		if strings.Contains(refused, c.want) != c.has {
+			t.Errorf("refusal of %s: %s", c.body, refused)
 		}
 	}
 	// A withheld result keeps the server's resultType.

@@ -72,7 +72,7 @@ func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 		return x.refuseUnconfirmed(h, why)
 	}
 	x.outcome = outcomeEscalated
-	e := x.rt.pipe.Confirmation(&h.d, why)
+	e := h.d.Decline(why)
 	approver := approval.Operator
 	if h.d.CallerApproves {
 		approver = approval.Caller
@@ -85,7 +85,7 @@ func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 	}
 	e.Advice = "A person must approve this call; once approved, call the tool again with the same arguments and params._meta[\"toolgate/approval\"] set to " + rec.ID + "."
 	e.Approval, _ = json.Marshal(rec.Ticket(secret))
-	return x.rt.pipe.Refusal(&h.d, e)
+	return refusal(h.call, e)
 }
 
 // resume releases an approved call once, or answers why not. It reports

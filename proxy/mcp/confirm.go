@@ -18,9 +18,9 @@ const maxArgsShown = 4096
 // about with an error result that says so.
 func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
 	x.outcome = outcomeEscalated
-	e := x.rt.pipe.Confirmation(&h.d, why)
+	e := h.d.Decline(why)
 	e.Advice = "A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question."
-	return x.rt.pipe.Refusal(&h.d, e)
+	return refusal(h.call, e)
 }
 
 // confirm asks the person behind the client through MCP elicitation, on an

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/jsonrpc"
 )
 
@@ -65,7 +66,7 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 	switch d.Verdict {
 	case UnknownTool, Refuse:
 		x.outcome = outcomeEscalated
-		return d.Reply, nil
+		return refusal(c, d.Escalation), nil
 	case Confirm:
 		return nil, &held{m: m, call: c, name: name, args: args, d: d, state: state}
 	}
@@ -102,4 +103,9 @@ func (x *exchange) catalog(name string) (*catalog.MCPSet, error) {
 		return nil, err
 	}
 	return x.sess.catalogFor(x.rt.snap, x.rt.cfg.Name), nil
+}
+
+// refusal is the answer to the refused call c, in its own JSON-RPC shape.
+func refusal(c *Call, e *neutral.Escalated) []byte {
+	return jsonrpc.NewCall(c.ID, c.Name, c.Task, c.Message).Refusal(e)
 }

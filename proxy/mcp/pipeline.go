@@ -16,15 +16,9 @@ import (
 // between JSON-RPC and those decisions, and keeps what is MCP's alone:
 // sessions, server streams, elicitation and learned tool lists.
 type Pipeline interface {
-	// Judge decides one tools/call before the server sees it.
+	// Judge decides one tools/call before the server sees it, and
+	// records the escalation of a refused one.
 	Judge(ctx context.Context, c *Call) Decision
-	// Confirmation records the escalation of a confirm call no person
-	// said yes to, refused or held for an approval, with why as its
-	// reason. The route may add its advice and approval before Refusal.
-	Confirmation(d *Decision, why string) *neutral.Escalated
-	// Refusal writes the answer to a refused call: the codec's refusal
-	// for e.
-	Refusal(d *Decision, e *neutral.Escalated) []byte
 	// Output judges a tool result against the tool's outputSchema,
 	// counting a violation. It returns the message to send instead, or
 	// nil when the result passes, and the findings.
@@ -75,17 +69,19 @@ const (
 // Decision is the pipeline's answer on one tools/call.
 type Decision struct {
 	Verdict Verdict
-	// Reply is what the client is answered with instead (Refuse,
-	// UnknownTool), already recorded.
-	Reply []byte
+	// Escalation is the recorded escalation of a refused call (Refuse,
+	// UnknownTool): its id, its findings and, for UnknownTool, the tools
+	// the server has. The route answers the client with it.
+	Escalation *neutral.Escalated
 	// Noted are every finding code of the call, for the log line.
 	Noted []string
 	// CallerApproves is set when the confirm tool's approver is the
 	// caller rather than an operator.
 	CallerApproves bool
-	// State is the pipeline's own record of the judgement, handed back
-	// to it by Record.
-	State any
+	// Decline records the escalation of a Confirm call no person said
+	// yes to, refused or held for an approval, with why as its reason,
+	// and returns it for the route to add its advice and approval to.
+	Decline func(why string) *neutral.Escalated
 }
 
 // Output is a tool result to check against the tool's outputSchema.
