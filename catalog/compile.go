@@ -59,6 +59,7 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 	}
 	for _, e := range entries {
 		t := compileTool(ps, e, c.Catalog.Context, schemaOptions{formats: c.Catalog.Formats})
+		s.AnyResultRules = s.AnyResultRules || len(e.cfg.ResultRules) > 0
 		if strings.Contains(e.cfg.Name, "/") {
 			// server/tool entries refine an MCP server's own tools; a
 			// model API never offers a name with a slash.
@@ -73,7 +74,6 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		if t != nil {
 			s.Tools[t.Name] = t
 		}
-		s.AnyResultRules = s.AnyResultRules || len(e.cfg.ResultRules) > 0
 		s.Names = append(s.Names, e.cfg.Name)
 	}
 	sort.Strings(s.Names)

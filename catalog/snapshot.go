@@ -89,7 +89,8 @@ type Snapshot struct {
 	// MCPTools are the catalog's server/tool entries by that name: rules,
 	// provenance, policy and a stricter schema for an MCP server's tools.
 	MCPTools map[string]*Tool
-	// AnyResultRules is set when a model API's tool has result_rules, so
+	// AnyResultRules is set when a tool (an MCP server's too) has
+	// result_rules, so
 	// judging results need not pair each with its call otherwise.
 	AnyResultRules bool
 	// Prompt is the recovery prompt template (default or prompt_file).

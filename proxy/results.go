@@ -37,6 +37,11 @@ type resultCheck struct {
 	raw []byte
 	// args is the argument JSON of the call it answers; nil when unknown.
 	args []byte
+	// structured is the result's structured JSON (MCP's
+	// structuredContent); nil reads text as JSON when it is.
+	structured []byte
+	// size is what max_bytes caps; 0 counts text.
+	size int
 }
 
 // resultVerdict is what the judge made of one result.
@@ -82,8 +87,12 @@ func newResultJudge(snap *catalog.Snapshot, vals *judge.Validators, server, rid 
 // judge decides one result: too large, a credential (refused or
 // replaced), a false result rule, a validator's denial, or clean.
 func (j *resultJudge) judge(ctx context.Context, c *resultCheck) resultVerdict {
-	if max := j.policy.MaxBytes; max > 0 && int64(len(c.text)) > max {
-		return resultVerdict{label: resultTooLarge, why: "is " + strconv.Itoa(len(c.text)) + " bytes, over catalog.results.max_bytes (" + strconv.FormatInt(max, 10) + ")"}
+	size := c.size
+	if size == 0 {
+		size = len(c.text)
+	}
+	if max := j.policy.MaxBytes; max > 0 && int64(size) > max {
+		return resultVerdict{label: resultTooLarge, why: "is " + strconv.Itoa(size) + " bytes, over catalog.results.max_bytes (" + strconv.FormatInt(max, 10) + ")"}
 	}
 	out := resultVerdict{label: resultClean}
 	if j.policy.Secrets != catalog.SecretsOff {
@@ -117,7 +126,7 @@ func (j *resultJudge) rules(ctx context.Context, c *resultCheck) string {
 	if len(rules) == 0 {
 		return ""
 	}
-	vars := &catalog.ResultVars{Tool: c.tool, Text: c.text, IsError: c.isError, Structured: celJSON(c.text), Args: celJSON(string(c.args))}
+	vars := &catalog.ResultVars{Tool: c.tool, Text: c.text, IsError: c.isError, Structured: celJSON(c.structuredText()), Args: celJSON(string(c.args))}
 	for _, r := range rules {
 		ok, err := r.Eval(ctx, vars)
 		if ok && err == nil {
@@ -139,7 +148,7 @@ func (j *resultJudge) rules(ctx context.Context, c *resultCheck) string {
 func (j *resultJudge) question(c *resultCheck) *judge.ResultQuestion {
 	q := &judge.ResultQuestion{RequestID: j.rid, CatalogVersion: j.snap.Version, Context: j.values}
 	q.Result.ID, q.Result.Tool, q.Result.Text, q.Result.IsError = c.id, j.toolName(c.tool), c.text, c.isError
-	if v, ok := jsonx.Decode([]byte(c.text)); ok {
+	if v, ok := jsonx.Decode([]byte(c.structuredText())); ok {
 		q.Result.Structured = v
 	}
 	if c.args != nil {
@@ -148,6 +157,14 @@ func (j *resultJudge) question(c *resultCheck) *judge.ResultQuestion {
 		}
 	}
 	return q
+}
+
+// structuredText is the JSON text of the result's structured value.
+func (c *resultCheck) structuredText() string {
+	if c.structured != nil {
+		return string(c.structured)
+	}
+	return c.text
 }
 
 // toolName is the name validators know the tool by: "server/tool" on MCP.

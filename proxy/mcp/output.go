@@ -10,7 +10,8 @@ import (
 // whose structuredContent fails it is replaced by an error result: the
 // client would otherwise act on data the tool promised not to return.
 func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
-	if t.output == nil && t.confirmed == "" {
+	results := x.rt.pipe.JudgesResults()
+	if t.output == nil && t.confirmed == "" && !results {
 		return nil, false // nothing to check, and nothing to keep confirmed
 	}
 	res, err := jsonx.ParseObject(m.result)
@@ -25,17 +26,34 @@ func (x *exchange) called(m *message, t tracked) ([]byte, bool) {
 		}
 		return nil, false
 	}
+	if id, ok := taskHandle(res); ok {
+		// A task-augmented call answers with a handle; the result comes
+		// later through tasks/result and is checked then.
+		if t.output != nil || results {
+			x.sess.trackTask(id, t)
+		}
+		return nil, false
+	}
+	if out, ok := x.outputChecked(m, res, t); ok {
+		return out, true
+	}
+	if !results {
+		return nil, false
+	}
+	out := x.rt.pipe.Result(x.ctx, &Result{Message: m.raw, Result: m.result, Meta: res.Get("_meta"),
+		ID: string(m.id), Server: x.rt.cfg.Name, Tool: t.tool})
+	return out, out != nil
+}
+
+// outputChecked checks a result against the tool's outputSchema, when it
+// declares one, and gives the error result to send instead of a failing
+// one.
+func (x *exchange) outputChecked(m *message, res jsonx.Object, t tracked) ([]byte, bool) {
 	if t.output == nil {
 		return nil, false
 	}
 	if string(compact(res.Get("isError"))) == "true" {
 		return nil, false // an error result carries no structured content to check
-	}
-	if id, ok := taskHandle(res); ok {
-		// A task-augmented call answers with a handle; the result comes
-		// later through tasks/result and is checked then.
-		x.sess.trackTask(id, t)
-		return nil, false
 	}
 	out, fs := x.rt.pipe.Output(&Output{Schema: t.output, Message: m.raw, Tool: t.tool, Structured: res.Get("structuredContent"),
 		Meta: res.Get("_meta"), Version: t.version, Label: t.label})

@@ -23,6 +23,14 @@ type Pipeline interface {
 	// counting a violation. It returns the message to send instead, or
 	// nil when the result passes, and the findings.
 	Output(o *Output) ([]byte, []neutral.Finding)
+	// JudgesResults says whether tool results are judged under the
+	// snapshot (docs/results.md); when not, a result is not read for it.
+	JudgesResults() bool
+	// Result judges a tool result before the client's model reads it:
+	// nil when it passes unchanged, else the message to send instead (the
+	// result with its credentials replaced, or an error result naming the
+	// finding).
+	Result(ctx context.Context, r *Result) []byte
 	// Write sends an answer the route gives whole: status, the server's
 	// headers to pass on (nil: the body is toolgate's own JSON), body.
 	Write(w http.ResponseWriter, status int, upstream http.Header, body []byte)
@@ -95,6 +103,15 @@ type Output struct {
 	Structured, Meta []byte
 	// Version and Label say where a violation is counted.
 	Version, Label string
+}
+
+// Result is a tool result to judge before the client's model reads it.
+type Result struct {
+	// Message is the server's response, Result its result object (a slice
+	// of Message), Meta the result's _meta.
+	Message, Result, Meta []byte
+	// ID is the response's id; Server and Tool name the called tool.
+	ID, Server, Tool string
 }
 
 // Done is one MCP request as the pipeline reports it.
