@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -231,3 +233,105 @@ func runRugPull(t *testing.T, stateless bool, revision, mode string) {
 }
 
 type proxyDrift struct{ action, pinned, digest, diff string }
+
+// TestPinsFirstUseSharedOnRedis: two toolgate replicas share one real
+// redis-server. Replica A pins lookup_order on first use; the server then
+// changes it, and replica B, which never saw the first definition, judges
+// the change against A's pin and refuses it. A person accepts it through
+// A's admin API, and the call runs through B.
+func TestPinsFirstUseSharedOnRedis(t *testing.T) {
+	r := startTestRedis(t)
+	o := mcptest.Start(true)
+	t.Cleanup(o.Close)
+	t.Setenv("PINS_ADMIN_TOKENS", "ana:tok-ana-123456")
+	cfg := pinsConfig(o.HTTP.URL, "hold", "redis://"+r.addr+"/0") + "  admin_tokens_env: PINS_ADMIN_TOKENS\n"
+	cfg = strings.Replace(cfg, `approvals: {store: "redis://`+r.addr+`/0"}`, "approvals:\n  store: redis://"+r.addr+"/0", 1)
+	a, b := startGate(t, cfg), startGate(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if names := listedNames(t, ctx, connectPins(t, ctx, a.URL+"/mcp/orders")); !slices.Contains(names, "lookup_order") {
+		t.Fatalf("replica A's first list %v", names)
+	}
+	pullRug(o)
+	cs := connectPins(t, ctx, b.URL+"/mcp/orders")
+	if names := listedNames(t, ctx, cs); slices.Contains(names, "lookup_order") {
+		t.Fatalf("replica B listed the changed lookup_order: %v", names)
+	}
+	calls := o.Wire.Count("tools/call")
+	if code, dc := callLookup(t, ctx, cs); code != -32602 || dc != "tool_definition_changed" || o.Wire.Count("tools/call") != calls {
+		t.Fatalf("replica B's call answered %d %q", code, dc)
+	}
+	if n := counterSum(t, a, "toolgate_tool_definition_drift_total"); n != 0 {
+		t.Errorf("replica A counted %v drifts; it saw none", n)
+	}
+	expectMetric(t, scrape(t, b), `toolgate_tool_definition_drift_total{action="held",server="orders",tool="lookup_order"}`, 1)
+	if ds := adminPinsAuth(t, a, "tok-ana-123456"); len(ds) != 1 || ds[0].PinnedDigest == "" || ds[0].PinnedDigest == ds[0].Digest {
+		t.Fatalf("replica A's GET /pins: %+v", ds)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+a.App.AdminAddr()+"/pins/orders/lookup_order", strings.NewReader(`{"decision":"accept"}`))
+	req.Header.Set("Authorization", "Bearer tok-ana-123456")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d approval.Drift
+	_ = json.NewDecoder(resp.Body).Decode(&d)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || d.DecidedBy != "ana" {
+		t.Fatalf("accept: HTTP %d, decided by %q (want the named token's name)", resp.StatusCode, d.DecidedBy)
+	}
+	if code, dc := callLookup(t, ctx, cs); code != 0 || o.Wire.Count("tools/call") != calls+1 {
+		t.Fatalf("after A's accept, B's call answered %d %q", code, dc)
+	}
+}
+
+func adminPinsAuth(t *testing.T, g *gate, token string) []approval.Drift {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+g.App.AdminAddr()+"/pins", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /pins without a token: %v %v", err, resp)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Drifts []approval.Drift `json:"drifts"`
+	}
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		t.Fatalf("GET /pins: HTTP %d", resp.StatusCode)
+	}
+	return v.Drifts
+}
+
+// TestPinsFileDrift: under a pin file, a tool whose definition is not the
+// file's and a tool the file lacks are both drift, taken out of the list
+// and refused; nothing is pinned on use.
+func TestPinsFileDrift(t *testing.T) {
+	o := mcptest.Start(true)
+	t.Cleanup(o.Close)
+	pins := filepath.Join(t.TempDir(), "pins.json")
+	file := `{"servers":{"orders":{"issue_refund":{"digest":"sha256:` + strings.Repeat("0", 64) + `","definition":{"name":"issue_refund"}}}}}`
+	if err := os.WriteFile(pins, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(pinsConfig(o.HTTP.URL, "block", "memory"), "{first_use: true, on_drift: block}", "{file: "+pins+"}", 1)
+	g := startGate(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs := connectPins(t, ctx, g.URL+"/mcp/orders")
+	if names := listedNames(t, ctx, cs); len(names) != 0 {
+		t.Fatalf("listed %v; every tool drifted from the file", names)
+	}
+	if code, dc := callLookup(t, ctx, cs); code != -32602 || dc != "tool_definition_changed" || o.Wire.Count("tools/call") != 0 {
+		t.Fatalf("a tool the file lacks: %d %q", code, dc)
+	}
+	expectMetric(t, scrape(t, g), `toolgate_tool_definition_drift_total{action="blocked",server="orders",tool="issue_refund"}`, 1)
+	for _, r := range g.Sink.records() {
+		if r.Drift != nil && r.Drift.Tool == "lookup_order" && r.Drift.PinnedDigest != "" {
+			t.Errorf("lookup_order has no pin, yet its record names one: %+v", r.Drift)
+		}
+	}
+}
