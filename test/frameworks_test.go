@@ -340,8 +340,15 @@ func checkFrameworkEscalation(t *testing.T, c *fwCase, r fwResult, requests int)
 	case c.scenario == "escalated" && r.Error.Retryable != nil && *r.Error.Retryable:
 		t.Errorf("the framework counts the escalation as retryable: %s", line)
 	}
-	if requests != 2 {
-		t.Errorf("%d upstream requests, want 2 (the answer and one recovery re-query; no retry)", requests)
+	want := 2
+	if c.API == "responses" && c.scenario == "escalated_after_text" && c.Stream {
+		// The stored answer's id went out with the text: a repair would
+		// leave the app continuing from the stored bad call, so toolgate
+		// escalates without a recovery re-query (docs/apis.md).
+		want = 1
+	}
+	if requests != want {
+		t.Errorf("%d upstream requests, want %d (the answer and any recovery re-query; no retry)", requests, want)
 	}
 	retryable := "-"
 	if r.Error.Retryable != nil {

@@ -436,10 +436,14 @@ func TestResponsesEscalated(t *testing.T) {
 		}
 	})
 	// The text reached the client before the call began, so the escalation
-	// can only be an error event in the stream; the SDK reports it.
+	// can only be an error event in the stream; the SDK reports it. With
+	// store: false nothing upstream holds the bad call, so it is judged
+	// and recovered as usual; a stored answer is the next case.
 	t.Run("stream after text", func(t *testing.T) {
 		_, c := respSetup(t, "", script(true))
-		_, events, _, err := respRun(t, c, respParams("Where is order A-1?"), true)
+		params := respParams("Where is order A-1?")
+		params.Store = openai.Bool(false)
+		_, events, _, err := respRun(t, c, params, true)
 		text := ""
 		for _, e := range events {
 			var d struct{ Type, Delta string }
@@ -454,7 +458,23 @@ func TestResponsesEscalated(t *testing.T) {
 		if text != "Let me look up that order." {
 			t.Errorf("text before the escalation: %q", text)
 		}
-		respStreamEscalation(t, err, len(events))
+		respStreamEscalation(t, err, len(events), "unknown_tool")
+	})
+	// A stored answer whose id already reached the client (with the text)
+	// cannot be repaired: the client would continue from the id of the
+	// stored bad call. It escalates without asking the model again.
+	t.Run("stored stream after text", func(t *testing.T) {
+		up, c := respSetup(t, "", script(true))
+		_, events, _, err := respRun(t, c, respParams("Where is order A-1?"), true)
+		for _, e := range events {
+			if strings.Contains(e, "lookup_order") {
+				t.Errorf("the invented call reached the client: %s", e)
+			}
+		}
+		respStreamEscalation(t, err, len(events), "stateful_unrecoverable")
+		if n := len(up.requests()); n != 1 {
+			t.Errorf("upstream asked %d times, want 1", n)
+		}
 	})
 	// A stream that starts with the call has sent nothing the client can
 	// see (response.created is kept back), so no header has gone out either
@@ -477,7 +497,7 @@ func TestResponsesEscalated(t *testing.T) {
 
 // respStreamEscalation checks an in-stream escalation as openai-go reports
 // it: a StreamError carrying the `error` event.
-func respStreamEscalation(t *testing.T, err error, seq int) {
+func respStreamEscalation(t *testing.T, err error, seq int, code string) {
 	t.Helper()
 	var se *ssestream.StreamError
 	if !errors.As(err, &se) {
@@ -497,7 +517,7 @@ func respStreamEscalation(t *testing.T, err error, seq int) {
 		t.Fatal(err)
 	}
 	if se.Event.Type != "error" || d.Type != "error" || d.Code != "tool_call_escalation" || d.SequenceNumber != seq ||
-		d.Error.Type != "tool_call_escalation" || d.Error.Code != "unknown_tool" || d.Error.Escalation["id"] == nil {
+		d.Error.Type != "tool_call_escalation" || d.Error.Code != code || d.Error.Escalation["id"] == nil {
 		t.Errorf("escalation event %s (want sequence_number %d)", se.Event.Data, seq)
 	}
 }

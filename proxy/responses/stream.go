@@ -162,9 +162,11 @@ func (s *stream) Feed(ev *sse.Event) (neutral.Step, error) {
 		return step, err
 	}
 	step.Seq, step.Numbered = parseSeq(head.Seq)
-	// Only a chained request needs the stored id to stay unseen: a
-	// stateless re-query leaves the client's id as it was.
-	step.Commits = s.info.chain && typ == evCreated
+	// A stored answer's id, once out, is what the client continues from
+	// (previous_response_id) whether or not this request chained: a repair
+	// released under it would leave the client pointing at the stored bad
+	// call (docs/apis.md, "Responses: ids after a repair").
+	step.Commits = s.info.store && typ == evCreated
 	if !step.Opening {
 		s.opening = false
 	}

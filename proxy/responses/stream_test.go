@@ -82,7 +82,7 @@ func TestStreamTextFlowsBeforeHold(t *testing.T) {
 	for _, c := range []struct {
 		req       string
 		committed bool
-	}{{plainReq, false}, {chainReq, true}, {`{"input":"x","previous_response_id":"resp_0","store":false}`, false}} {
+	}{{plainReq, true}, {chainReq, true}, {`{"input":"x","previous_response_id":"resp_0","store":false}`, false}, {`{"input":"x","store":false}`, false}} {
 		st := newStream(t, c.req)
 		f, err := feed(t, st, data)
 		if err != nil {
