@@ -78,6 +78,8 @@ type resultJudge struct {
 	server string
 	rid    string
 	values map[string]string
+	// buf holds a decoded string, reused across the request's results.
+	buf []byte
 }
 
 func newResultJudge(snap *catalog.Snapshot, vals *judge.Validators, server, rid string, values map[string]string) *resultJudge {
@@ -96,7 +98,7 @@ func (j *resultJudge) judge(ctx context.Context, c *resultCheck) resultVerdict {
 	}
 	out := resultVerdict{label: resultClean}
 	if j.policy.Secrets != catalog.SecretsOff {
-		redacted, kinds := redactStrings(c.raw)
+		redacted, kinds := redactStrings(c.raw, &j.buf)
 		if c.raw == nil && secrets.Contains([]byte(c.text)) {
 			// Nothing to splice into: refused rather than passed on.
 			kinds = []string{"credential"}
@@ -195,7 +197,7 @@ func celJSON(text string) any {
 // strings that held one change; every other byte stays. A value that is
 // not a JSON value toolgate can re-encode gives nil with the kinds, which
 // the caller refuses rather than pass a credential on.
-func redactStrings(raw []byte) ([]byte, []string) {
+func redactStrings(raw []byte, buf *[]byte) ([]byte, []string) {
 	// Most results hold no escape and no credential: one pass over the
 	// bytes decides that, since no credential spans a quote.
 	if bytes.IndexByte(raw, '\\') < 0 && !secrets.Contains(raw) {
@@ -203,7 +205,6 @@ func redactStrings(raw []byte) ([]byte, []string) {
 	}
 	var edits []jsonx.Edit
 	var kinds []string
-	var buf []byte
 	for at := 0; ; {
 		start, end, ok := nextString(raw, at)
 		if !ok {
@@ -213,10 +214,10 @@ func redactStrings(raw []byte) ([]byte, []string) {
 		content := raw[start+1 : end-1]
 		text := content
 		if bytes.IndexByte(content, '\\') >= 0 {
-			if buf, ok = jsonx.AppendUnescaped(buf[:0], content); !ok {
+			if *buf, ok = jsonx.AppendUnquoted((*buf)[:0], raw[start:end]); !ok {
 				return nil, []string{"unreadable"}
 			}
-			text = buf
+			text = *buf
 		}
 		red, ms := secrets.Redact(text)
 		if len(ms) == 0 {
@@ -275,6 +276,13 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 	pair := x.rt.snap.AnyResultRules || j.vals.HasResultValidators()
 	var edits []jsonx.Edit
 	from := 0
+	// Counted once per label, not per result: a series lookup allocates.
+	tally := map[string]float64{}
+	defer func() {
+		for label, n := range tally {
+			x.s.metrics.ToolResults.WithLabelValues(x.api.Name(), label).Add(n)
+		}
+	}()
 	for i := range h.Results {
 		r := &h.Results[i]
 		c := resultCheck{id: r.ID, text: r.Text, isError: r.IsError, raw: r.Raw}
@@ -291,7 +299,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 				from = off + len(r.Raw)
 			}
 		}
-		x.s.metrics.ToolResults.WithLabelValues(x.api.Name(), v.label).Inc()
+		tally[v.label]++
 		if v.refused() {
 			x.refuseResult(r.ID, v)
 			return nil, false

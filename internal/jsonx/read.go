@@ -311,6 +311,10 @@ func appendUnquoted(dst, quoted []byte) ([]byte, bool) {
 	return out, true
 }
 
+// AppendUnquoted appends the decoded JSON string literal quoted (its
+// quotes included) to dst, as Unquote decodes it, without a copy of it.
+func AppendUnquoted(dst, quoted []byte) ([]byte, bool) { return appendUnquoted(dst, quoted) }
+
 // AppendUnescaped appends the decoded content of a JSON string (the bytes
 // between its quotes) to dst exactly as encoding/json decodes it: escapes
 // resolved, a surrogate pair joined, a lone surrogate or an invalid UTF-8

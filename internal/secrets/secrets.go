@@ -29,8 +29,26 @@ const (
 	KindJWT        = "jwt"
 )
 
-// starts marks the bytes a credential can begin with.
-var starts = [256]bool{'A': true, 'g': true, 'x': true, 's': true, 'r': true, '-': true, 'e': true}
+// first gives each byte a credential can begin with a bit, and second the
+// bits of the first bytes each byte can follow: a byte pair rules out
+// nearly every place in prose with two table reads ("es", "re" and "si"
+// are common; "ey", "sk" and "xo" are not), before any prefix is compared.
+var first, second = pairTables()
+
+func pairTables() (f, s [256]uint8) {
+	pairs := []struct {
+		first byte
+		next  string
+	}{{'A', "KSI"}, {'g', "hi"}, {'x', "o"}, {'s', "k"}, {'r', "k"}, {'-', "-"}, {'e', "y"}}
+	for n, p := range pairs {
+		bit := uint8(1) << n
+		f[p.first] |= bit
+		for i := 0; i < len(p.next); i++ {
+			s[p.next[i]] |= bit
+		}
+	}
+	return f, s
+}
 
 // Contains reports whether s holds a credential.
 func Contains(s []byte) bool {
@@ -105,9 +123,9 @@ func Redact(s []byte) ([]byte, []Match) {
 
 // scan calls fn for each credential until fn returns false.
 func scan(s []byte, fn func(Match) bool) {
-	for i := 0; i < len(s); i++ {
+	for i := 0; i+1 < len(s); i++ {
 		c := s[i]
-		if !starts[c] || (i > 0 && wordByte(s[i-1]) && c != '-') {
+		if first[c]&second[s[i+1]] == 0 || (i > 0 && wordByte(s[i-1]) && c != '-') {
 			continue
 		}
 		end, kind := at(s, i)
