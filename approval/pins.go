@@ -13,8 +13,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Pin is the definition of an MCP tool that toolgate lets through (SPEC
-// §3c): pinned on first use, or a drifted definition a person accepted.
+// Pin is the definition of an MCP tool that toolgate lets through (docs/pins.md):
+// pinned on first use, or a drifted definition a person accepted.
 type Pin struct {
 	Digest     string          `json:"digest"`
 	Definition json.RawMessage `json:"definition"`

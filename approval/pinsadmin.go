@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// The pins API (SPEC §3c), behind the same tokens as /approvals:
+// The pins API (docs/pins.md, "Held drift: the admin API"), behind the same tokens as /approvals:
 //
 //	GET  /pins                   drifted tool definitions, with a diff
 //	POST /pins/{server}/{tool}   {"decision":"accept"|"reject","by":"…"}

@@ -51,7 +51,7 @@ type Config struct {
 	NotifyFormat string
 	PageURL      string
 	// PinDecided, when set, hears of each drifted tool definition a
-	// person accepted or rejected (SPEC §3c).
+	// person accepted or rejected (docs/pins.md, "Held drift: the admin API").
 	PinDecided func(Drift)
 }
 

@@ -113,7 +113,7 @@ type Catalog struct {
 	MCP    MCPPolicy `yaml:"mcp"`
 	// Results judges the tool results that flow back to the model.
 	Results ResultsPolicy `yaml:"results"`
-	// Pins pins MCP servers' tool definitions (SPEC §3c).
+	// Pins pins MCP servers' tool definitions (docs/pins.md).
 	Pins Pins `yaml:"pins"`
 	// Context declares the per-request values rules and validators may
 	// read, by name.

@@ -9,7 +9,7 @@ import (
 )
 
 // Pins says how MCP tool definitions are pinned against a server changing
-// them after they were reviewed (SPEC §3c).
+// them after they were reviewed (docs/pins.md).
 type Pins struct {
 	// File is the pin file `toolgate pin` writes, relative to the
 	// config's folder.

@@ -28,7 +28,7 @@ type EscalationRecord struct {
 	Server  string `json:"server,omitempty"`
 	Session string `json:"session,omitempty"`
 	// Drift, instead of an escalation, is an MCP tool definition unlike
-	// its pin (SPEC §3c): both digests and the diff.
+	// its pin (docs/pins.md, "Drift"): both digests and the diff.
 	Drift *mcp.Drift `json:"drift,omitempty"`
 }
 

@@ -40,7 +40,7 @@ type Metrics struct {
 	ValidatorDuration *prometheus.HistogramVec
 	RouteRefusals     *prometheus.CounterVec
 	MCPOutput         *prometheus.CounterVec
-	// ToolDrift counts MCP tool definitions unlike their pins (SPEC §3c).
+	// ToolDrift counts MCP tool definitions unlike their pins (docs/pins.md, "Drift").
 	ToolDrift *prometheus.CounterVec
 	// StrictTools and StrictCalls follow strict mode (docs/strict.md): what
 	// became of each offered function tool, and the verdicts on calls to
@@ -162,7 +162,7 @@ func strictMetrics() (tools, calls, results *prometheus.CounterVec) {
 	return tools, calls, resultsMetric()
 }
 
-// driftMetric counts MCP tool definitions unlike their pins (SPEC §3c).
+// driftMetric counts MCP tool definitions unlike their pins (docs/pins.md, "Drift").
 func driftMetric() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_tool_definition_drift_total", Help: "MCP tool definitions unlike their pins, by what became of them: blocked, held, warned or accepted.",

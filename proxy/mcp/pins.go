@@ -20,7 +20,7 @@ import (
 )
 
 // Tool definitions pinned against a server that changes them after they
-// were reviewed (SPEC §3c). Every list toolgate sees, the client's or its
+// were reviewed (docs/pins.md). Every list toolgate sees, the client's or its
 // own, is judged tool by tool against the pin file and the pins in
 // approvals.store; a drifted tool is remembered per server, so a call to
 // it is refused without another look at the store unless a person may
