@@ -249,8 +249,11 @@ func (x *exchange) drifted(tool string, was pinned, def []byte, digest string) b
 // replica, or a reload brought a new pin file.
 func (x *exchange) pinRefusal(m *message, name string) []byte {
 	p := x.rt.snap.Config.Catalog.Pins
+	if !p.Enabled() || !p.Refuses() {
+		return nil
+	}
 	digest, ok := x.rt.st.drifted(name)
-	if !ok || !p.Enabled() || !p.Refuses() {
+	if !ok {
 		return nil
 	}
 	if x.rt.snap.Pins != nil && x.rt.snap.Pins.Servers[x.rt.cfg.Name][name].Digest == digest {
