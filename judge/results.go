@@ -38,11 +38,11 @@ func (v *Validators) HasResultValidators() bool {
 
 // AskResult asks every validator that judges results of tool about one
 // result, in config order, and returns the first refusal's message ("" when
-// all allowed). A validator that cannot answer refuses unless its
+// all allowed) and the validator's name. A validator that cannot answer refuses unless its
 // failure_policy is ignore, as for calls.
-func (v *Validators) AskResult(ctx context.Context, tool string, q *ResultQuestion) string {
+func (v *Validators) AskResult(ctx context.Context, tool string, q *ResultQuestion) (why, validator string) {
 	if v.empty() {
-		return ""
+		return "", ""
 	}
 	body, err := json.Marshal(q)
 	if err != nil {
@@ -61,12 +61,12 @@ func (v *Validators) AskResult(ctx context.Context, tool string, q *ResultQuesti
 		case result == ResultAllowed:
 			continue
 		case result == ResultDenied:
-			return "denied by validator " + spec.Name + reasonsOf(ans)
+			return "denied by validator " + spec.Name + reasonsOf(ans), spec.Name
 		case !spec.FailOpen:
-			return "validator " + spec.Name + " gave no answer (" + result + ")"
+			return "validator " + spec.Name + " gave no answer (" + result + ")", spec.Name
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // reasonsOf joins a denial's reasons, bounded like a call's.

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/recovery"
 )
 
 // What became of a judged tool result: the result label of
@@ -53,6 +55,9 @@ type resultVerdict struct {
 	// raw is the result's JSON value with its credentials replaced, when
 	// label is resultRedacted.
 	raw []byte
+	// recorded is why as sinks may keep it: without a validator's own
+	// words; "" when it is why.
+	recorded string
 }
 
 func (v resultVerdict) refused() bool {
@@ -114,8 +119,8 @@ func (j *resultJudge) judge(ctx context.Context, c *resultCheck) resultVerdict {
 		return resultVerdict{label: resultViolation, why: why}
 	}
 	if j.vals.HasResultValidators() {
-		if why := j.vals.AskResult(ctx, j.toolName(c.tool), j.question(c)); why != "" {
-			return resultVerdict{label: resultViolation, why: why}
+		if why, name := j.vals.AskResult(ctx, j.toolName(c.tool), j.question(c)); why != "" {
+			return resultVerdict{label: resultViolation, why: why, recorded: "was refused by validator " + name}
 		}
 	}
 	return out
@@ -301,6 +306,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 		}
 		tally[v.label]++
 		if v.refused() {
+			x.s.recordResult(&site{api: x.api.Name(), model: x.req.Model, rid: x.rid, version: x.rt.snap.Version}, r.ID, c.tool, v)
 			x.refuseResult(r.ID, v)
 			return nil, false
 		}
@@ -317,6 +323,20 @@ func (x *exchange) refuseResult(id string, v resultVerdict) {
 	f := neutral.Failure{Status: statusEscalated, Code: v.code(),
 		Message: "the tool result for call " + strconv.Quote(id) + " " + v.why}
 	x.write(x.failureReply(f))
+}
+
+// recordResult hands a refused result to the sinks as an escalation:
+// the call's id and tool, the code and why, never the result's text.
+func (s *Server) recordResult(at *site, id, tool string, v resultVerdict) {
+	why := v.why
+	if v.recorded != "" {
+		why = v.recorded
+	}
+	call, _ := jsonx.Marshal(map[string]string{"id": id, "tool": tool})
+	e := &recovery.Escalation{ID: recovery.NewEscalationID(), Codes: []string{string(v.code())}, Label: string(v.code()),
+		Reason: "the tool result for call " + strconv.Quote(id) + " " + why, CallIndex: -1, Time: time.Now().UTC(), Call: call}
+	at.callJSON = func(neutral.ToolCall) []byte { return call }
+	s.record(at, &recovery.Result{Escalation: e})
 }
 
 // callOf is the tool and argument JSON of the call with id, when the

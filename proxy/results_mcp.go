@@ -37,6 +37,7 @@ func (p *mcpPipeline) Result(ctx context.Context, r *mcp.Result) []byte {
 	}
 	p.s.metrics.ToolResults.WithLabelValues("mcp", v.label).Inc()
 	if v.refused() {
+		p.s.recordResult(&site{api: apiMCP, version: p.rt.snap.Version, server: r.Server}, r.ID, r.Tool, v)
 		out = jsonrpc.RefusedResult(r.Message, r.Tool, string(v.code()), v.why, r.Meta)
 	}
 	return out

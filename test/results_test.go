@@ -159,6 +159,7 @@ func TestResultsSecretBlocked(t *testing.T) {
 			}
 			expectCount(t, m, 0)
 			expectResultMetric(t, g, s, "result_secret")
+			expectResultRecord(t, g, "result_secret", resultSecretKey)
 		})
 	}
 }
@@ -175,6 +176,7 @@ func TestResultsRuleViolation(t *testing.T) {
 			}
 			expectCount(t, m, 0)
 			expectResultMetric(t, g, s, "result_violation")
+			expectResultRecord(t, g, "result_violation", "IGNORE PREVIOUS")
 		})
 	}
 }
@@ -289,5 +291,22 @@ func expectResultMetric(t *testing.T, g *gate, s resultShape, result string) {
 	want := `toolgate_tool_results_total{api="` + api + `",result="` + result + `"} `
 	if got := scrape(t, g); !strings.Contains(got, want) {
 		t.Fatalf("metrics lack %s", want)
+	}
+}
+
+// expectResultRecord checks the sinks got the refusal as an escalation
+// with code, and that nothing of the result (never) reached them.
+func expectResultRecord(t *testing.T, g *gate, code, never string) {
+	t.Helper()
+	recs := g.Sink.records()
+	if len(recs) != 1 || recs[0].Escalation == nil || recs[0].Escalation.Code() != code {
+		t.Fatalf("sink records %+v, want one %s escalation", recs, code)
+	}
+	b, _ := json.Marshal(recs[0])
+	if bytes.Contains(b, []byte(never)) {
+		t.Fatalf("the sink record carries the result: %s", b)
+	}
+	if !bytes.Contains(b, []byte("the tool result for call")) {
+		t.Fatalf("the sink record does not say what was refused: %s", b)
 	}
 }
