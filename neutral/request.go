@@ -16,6 +16,12 @@ type Request struct {
 	HistoryUpstream bool
 	// Stateful is set when a re-query cannot extend the conversation.
 	Stateful bool
+	// StoresAnswers is set when the provider keeps each answer for the
+	// client to continue from by its id (Responses unless store: false).
+	// A call toolgate writes itself has no stored twin there, so a repair
+	// must come from the model (docs/apis.md, "Responses: ids after a
+	// repair").
+	StoresAnswers bool
 	// Vouching are the texts that may vouch for identifiers: what the user
 	// wrote and what tools returned, never what the assistant said.
 	Vouching []string

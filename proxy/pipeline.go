@@ -286,13 +286,14 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 	results := make([]*recovery.Result, len(turns))
 	for i, turn := range turns {
 		res, err := recovery.Run(x.r.Context(), &recovery.Input{
-			Turn:     turn,
-			Judge:    x.jd.Batch,
-			Eff:      x.eff,
-			Settings: &x.settings,
-			Ask:      ask,
-			Stateful: x.req.Stateful || committed,
-			UserText: x.req.UserText,
+			Turn:          turn,
+			Judge:         x.jd.Batch,
+			Eff:           x.eff,
+			Settings:      &x.settings,
+			Ask:           ask,
+			Stateful:      x.req.Stateful || committed,
+			StoresAnswers: x.req.StoresAnswers,
+			UserText:      x.req.UserText,
 		})
 		if err != nil {
 			x.s.log.Info("client went away during recovery", zap.String("request_id", x.rid))

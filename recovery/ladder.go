@@ -81,6 +81,11 @@ type Input struct {
 	// extended by a re-query (Responses `conversation`, or a stream whose
 	// stored id was already sent).
 	Stateful bool
+	// StoresAnswers is set when the provider stores each answer for the
+	// client to continue from: an unknown tool is then repaired by asking
+	// the model (correction), never by a substitute toolgate writes, which
+	// no stored answer would hold.
+	StoresAnswers bool
 	// UserText is the last user message, used to rank a shortlist.
 	UserText string
 }
@@ -252,7 +257,7 @@ func (l *ladder) repair(ctx context.Context) (rung, error) {
 	if names := l.badPositions(validate.ClassName); len(names) > 0 {
 		var r rung
 		var err error
-		if l.s.Strategy == catalog.StrategyCorrection {
+		if l.s.Strategy == catalog.StrategyCorrection || l.in.StoresAnswers {
 			r, err = l.chain(ctx, names, KindRecovery)
 		} else {
 			r, err = l.decideAll(ctx, names)

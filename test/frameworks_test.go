@@ -162,6 +162,11 @@ func fwBodies[R any](requests func() []R, body func(R) []byte) func() [][]byte {
 func fwResponsesUpstream(t *testing.T, scenario string) (string, func() [][]byte) {
 	m := newRespMock(t, func(n int, r *respReq) respAnswer {
 		st, ok := fwScript(t, scenario, n)
+		if n == 2 && scenario == "invented" {
+			// Stored by default, so an invented tool is corrected by the
+			// model itself (docs/apis.md): it calls the real tool.
+			st = fwStep{callID: "call_fix1", name: "get_current_weather", args: weatherArgs}
+		}
 		id := fmt.Sprintf("resp_fw%d", n)
 		switch {
 		case !ok:
@@ -300,9 +305,9 @@ func checkFrameworkCase(t *testing.T, c *fwCase, r fwResult) {
 	switch {
 	case c.API == "messages":
 		id = strings.Replace(id, "call_", "toolu_", 1)
-	case c.API == "responses" && c.scenario == "bad_arguments":
+	case c.API == "responses" && (c.scenario == "bad_arguments" || c.scenario == "invented"):
 		// Stored by default: the repaired call carries the ids of the
-		// reprompt's stored answer, which holds it (docs/apis.md).
+		// re-query's stored answer, which holds it (docs/apis.md).
 		id = "call_fix1"
 	}
 	last := bodies[2]

@@ -325,6 +325,8 @@ func respDecision(id, decision string) respAnswer {
 const respSubstitute = `{"decision":"substitute","corrected_tool_call":{"tool_name":"get_weather","arguments":{"location":"Boston, MA"}},"escalation":null,"confidence":0.93}`
 const respEscalate = `{"decision":"escalate","corrected_tool_call":null,"escalation":{"reason":"no tool reads the order database","original_intent":"look up an order","missing_capability":"order database access"},"confidence":0.2}`
 
+// With store: false nothing upstream keeps the answer, so a decision's
+// substitute is released under the original ids.
 func TestResponsesHallucinationSubstituted(t *testing.T) {
 	respModes(t, func(t *testing.T, stream bool) {
 		m, c := respSetup(t, "", func(n int, r *respReq) respAnswer {
@@ -337,7 +339,9 @@ func TestResponsesHallucinationSubstituted(t *testing.T) {
 			}
 			return respDecision("resp_s2", respSubstitute)
 		})
-		out, _, hr, err := respRun(t, c, respParams("Weather in Boston?"), stream)
+		params := respParams("Weather in Boston?")
+		params.Store = openai.Bool(false)
+		out, _, hr, err := respRun(t, c, params, stream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,14 +349,49 @@ func TestResponsesHallucinationSubstituted(t *testing.T) {
 		if it.ID != "fc_s1" || it.CallID != "call_s1" || it.Name != "get_weather" || it.Arguments != `{"location":"Boston, MA"}` || len(out.Output) != 1 {
 			t.Errorf("substituted call %+v", it)
 		}
-		// Stored by default: the client continues from the decision's
-		// stored answer, which leaves no call unanswered; the substitute
-		// has no stored call of its own and keeps the original's ids.
-		if out.ID != "resp_s2" {
-			t.Errorf("id %s, want the decision's", out.ID)
+		if out.ID != "resp_s1" {
+			t.Errorf("id %s, want the original's (nothing was stored)", out.ID)
 		}
 		if !stream {
 			respHeader(t, hr, "X-Toolgate-Outcome", "substituted")
+			respHeader(t, hr, "X-Toolgate-Upstream-Calls", "2")
+		}
+		if n := len(m.requests()); n != 2 {
+			t.Errorf("%d upstream calls", n)
+		}
+	})
+}
+
+// Stored by default: a substitute toolgate wrote would have no stored
+// call of its own, and a client continuing from a stored answer would
+// point the model at the stored bad call. So the model is asked again
+// (correction), and the client gets the ids of the stored answer that
+// holds the valid call.
+func TestResponsesHallucinationCorrectedWhenStored(t *testing.T) {
+	respModes(t, func(t *testing.T, stream bool) {
+		m, c := respSetup(t, "", func(n int, r *respReq) respAnswer {
+			if n == 1 {
+				return respAnswer{ID: "resp_s1", Items: []string{respCall("fc_s1", "call_s1", "weather_lookup", `{"location":"Boston, MA"}`)}}
+			}
+			respCheckRequery(t, r)
+			if r.field("tool_choice") == `"none"` || !strings.Contains(respFindOutput(r, "call_s1"), "get_weather") {
+				t.Errorf("the recovery re-query is not a correction: %s", r.Body)
+			}
+			return respAnswer{ID: "resp_s2", Items: []string{respCall("fc_s2", "call_s2", "get_weather", `{"location":"Boston, MA"}`)}}
+		})
+		out, _, hr, err := respRun(t, c, respParams("Weather in Boston?"), stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := out.item(t, 0)
+		if it.ID != "fc_s2" || it.CallID != "call_s2" || it.Name != "get_weather" || len(out.Output) != 1 {
+			t.Errorf("corrected call %+v", it)
+		}
+		if out.ID != "resp_s2" {
+			t.Errorf("id %s, want the correction's stored answer", out.ID)
+		}
+		if !stream {
+			respHeader(t, hr, "X-Toolgate-Outcome", "corrected")
 			respHeader(t, hr, "X-Toolgate-Upstream-Calls", "2")
 		}
 		if n := len(m.requests()); n != 2 {
@@ -429,7 +468,9 @@ func TestResponsesEscalated(t *testing.T) {
 	}
 	t.Run("plain", func(t *testing.T) {
 		_, c := respSetup(t, "", script(false))
-		_, _, _, err := respRun(t, c, respParams("Where is order A-1?"), false)
+		params := respParams("Where is order A-1?")
+		params.Store = openai.Bool(false)
+		_, _, _, err := respRun(t, c, params, false)
 		code, esc := respEscalation(t, err)
 		if code != "unknown_tool" || esc["original_intent"] != "look up an order" || esc["id"] == "" {
 			t.Errorf("escalation %s %v", code, esc)

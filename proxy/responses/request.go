@@ -25,6 +25,7 @@ func (c *codec) DecodeRequest(_ string, body []byte) (*neutral.Request, error) {
 		StructuredOutput: structuredFormat(w.Text),
 		HistoryUpstream:  hasPrev || info.conversation,
 		Stateful:         info.conversation,
+		StoresAnswers:    info.store,
 		History:          &neutral.History{},
 	}
 	choice, err := parseToolChoice(w.ToolChoice)
