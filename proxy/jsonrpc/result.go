@@ -97,23 +97,27 @@ func Withheld(msg []byte, tool string, fs []neutral.Finding, meta []byte) []byte
 	for _, f := range fs {
 		text += "- " + f.Message + "\n"
 	}
+	return replaceResult(msg, meta, metaOutput, map[string]any{"findings": findingsJSON(fs)},
+		text+"The tool may have misbehaved; do not rely on this call having produced data.")
+}
+
+// replaceResult puts an error result saying text in place of the result
+// of the response message msg. The result's own _meta stays, with key set
+// to val beside it, and so does the server's resultType: a 2026-07-28
+// client needs one. A message that is no JSON object is returned as is.
+func replaceResult(msg, meta []byte, key string, val any, text string) []byte {
 	kept := map[string]any{}
 	if obj, err := jsonx.ParseObject(meta); err == nil {
 		for _, f := range obj {
 			kept[f.Key] = json.RawMessage(f.Value)
 		}
 	}
-	kept[metaOutput] = map[string]any{"findings": findingsJSON(fs)}
-	out := toolResult{
-		Content: []textContent{{Type: "text", Text: text + "The tool may have misbehaved; do not rely on this call having produced data."}},
-		IsError: true,
-		Meta:    kept,
-	}
+	kept[key] = val
+	out := toolResult{Content: []textContent{{Type: "text", Text: text}}, IsError: true, Meta: kept}
 	obj, err := jsonx.ParseObject(msg)
 	if err != nil {
 		return msg
 	}
-	// The server's resultType stays: a 2026-07-28 client needs one.
 	if res, err := jsonx.ParseObject(obj.Get("result")); err == nil {
 		out.ResultType, _ = jsonx.Unquote(res.Get("resultType"))
 	}
