@@ -24,15 +24,9 @@ import (
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
 )
 
-const config = `
-listen: 127.0.0.1:0
-admin_listen: 127.0.0.1:0
-upstreams:
-  - name: scripted-model
-    url: %s
-catalog:
-  tools:
-    - name: calculator
+// commonTools are the two real tools every scene and the served demo
+// offer; the invented calls are mapped onto them or escalated.
+const commonTools = `    - name: calculator
       description: Evaluate an arithmetic expression.
       parameters:
         type: object
@@ -48,7 +42,17 @@ catalog:
           query: {type: string, minLength: 1}
         required: [query]
         additionalProperties: false
-    - name: book_flight
+`
+
+const config = `
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+upstreams:
+  - name: scripted-model
+    url: %s
+catalog:
+  tools:
+` + commonTools + `    - name: book_flight
       description: Book a flight for a number of passengers.
       parameters:
         type: object

@@ -36,23 +36,7 @@ catalog:
   version: demo
   mode: config
   tools:
-    - name: calculator
-      description: Evaluate an arithmetic expression.
-      parameters:
-        type: object
-        properties:
-          expression: {type: string}
-        required: [expression]
-        additionalProperties: false
-    - name: web_search
-      description: Search the web and return the top results.
-      parameters:
-        type: object
-        properties:
-          query: {type: string, minLength: 1}
-        required: [query]
-        additionalProperties: false
-`
+` + commonTools
 
 // ServeOptions configure Serve.
 type ServeOptions struct {
