@@ -99,32 +99,62 @@ func (r *streamRun) heldStream(results []*recovery.Result) ([]byte, error) {
 	return r.st.Encode(r.held.events, actions, r.cur.Sent())
 }
 
-// hold stores the held answer and adds the approval to the escalation. It
-// returns the reply to send instead (failed) when the store could not be
-// reached: a retryable 503 while the call stays held. An answer that cannot be
-// bound to its request (a body without a canonical form, a call whose
-// arguments are not JSON) escalates as before, with nothing to approve.
-func (x *exchange) hold(v *verdict, contentType string, held []byte, stream bool) (rp reply, failed bool) {
-	spec, err := x.holdSpec(v, contentType, held, stream)
+// heldCopy is the copy of a stream to hold for approval: only a stream
+// whose calls were held and none of which went out can be replayed whole.
+func (r *streamRun) heldCopy(v *verdict) *heldCopy {
+	if v.hold == nil || r.shadow || !r.holding || r.sw.begun() {
+		return nil
+	}
+	return &heldCopy{contentType: contentTypeOf(r.c.resp.Header), stream: true,
+		render: func() ([]byte, error) { return r.heldStream(v.hold) }}
+}
+
+// heldCopy is an answer as it would be released on approval: its content
+// type, whether it is a stream, and how to render it, which only a held
+// answer asks.
+type heldCopy struct {
+	contentType string
+	stream      bool
+	render      func() ([]byte, error)
+}
+
+// storeDownHeld is the 503's message when a held answer could not be
+// stored.
+const storeDownHeld = "the approval store cannot be reached; the call is held, retry the request"
+
+// hold stores the held answer and returns the escalation that answers the
+// request with the approval's ticket in it. down reports that the store
+// could not be reached: the reply is a retryable 503 while the call stays
+// held. An answer that cannot be rendered or bound to its request (a body
+// without a canonical form, a call whose arguments are not JSON) escalates
+// as before, with nothing to approve.
+func (x *exchange) hold(v *verdict, e *neutral.Escalated, held *heldCopy) (answering *neutral.Escalated, down bool) {
+	body, err := held.render()
+	if err != nil {
+		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
+		return e, false
+	}
+	spec, err := x.holdSpec(v, e.ID, held.contentType, body, held.stream)
 	if err != nil {
 		x.s.log.Info("confirm call not held", zap.String("request_id", x.rid), zap.Error(err))
-		return reply{}, false
+		return e, false
 	}
 	rec, secret, err := x.s.approvals.Request(context.WithoutCancel(x.r.Context()), spec)
 	if err != nil {
 		x.s.log.Warn("approval store failed; the call stays held", zap.String("request_id", x.rid), zap.Error(err))
-		return x.failureReply(storeFailure("the approval store cannot be reached; the call is held, retry the request")), true
+		return e, true
 	}
 	ticket, _ := json.Marshal(rec.Ticket(secret))
-	v.escalation.Body = withMember(v.escalation.Body, "approval", ticket)
 	x.out.approvalID = rec.ID
 	x.s.log.Info("call held for approval", zap.String("request_id", x.rid),
 		zap.String("approval_id", rec.ID), zap.String("escalation_id", rec.EscalationID))
-	return reply{}, false
+	ticketed := *e
+	ticketed.Body = withMember(e.Body, "approval", ticket)
+	return &ticketed, false
 }
 
 // holdSpec gathers what binds a held answer to its request and calls.
-func (x *exchange) holdSpec(v *verdict, contentType string, held []byte, stream bool) (approval.Spec, error) {
+func (x *exchange) holdSpec(v *verdict, escalationID, contentType string, held []byte, stream bool) (approval.Spec, error) {
 	digest, err := approval.RequestDigest(x.body)
 	if err != nil {
 		return approval.Spec{}, err
@@ -149,7 +179,7 @@ func (x *exchange) holdSpec(v *verdict, contentType string, held []byte, stream 
 		}
 	}
 	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name,
-		Caller: x.caller(), CatalogVersion: x.rt.snap.Version, EscalationID: v.escalation.ID, Calls: calls,
+		Caller: x.caller(), CatalogVersion: x.rt.snap.Version, EscalationID: escalationID, Calls: calls,
 		Held: packHeld(contentType, held), Stream: stream, UserText: x.req.UserText}, nil
 }
 
@@ -321,28 +351,6 @@ var approvalRefusalText = map[approval.Code]string{
 	approval.CodeUnknown:  "no such approval",
 	approval.CodeStale:    "a held call no longer passes the current catalog",
 	approval.CodeSecret:   "the approval secret is missing or wrong",
-}
-
-// holdPlain holds a plain answer; it returns the reply to send instead
-// when the store failed.
-func (x *exchange) holdPlain(v *verdict, resp *neutral.Answer, upHeader http.Header) (reply, bool) {
-	held, err := x.heldAnswer(resp, v.hold)
-	if err != nil {
-		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-		return reply{}, false
-	}
-	return x.hold(v, contentTypeOf(upHeader), held, false)
-}
-
-// holdStream holds a stream none of which was sent; it returns the reply
-// to send instead when the store failed.
-func (r *streamRun) holdStream(v *verdict) (reply, bool) {
-	held, err := r.heldStream(v.hold)
-	if err != nil {
-		r.x.s.log.Error("stream render failed", zap.String("request_id", r.x.rid), zap.Error(err))
-		return reply{}, false
-	}
-	return r.x.hold(v, contentTypeOf(r.c.resp.Header), held, true)
 }
 
 func contentTypeOf(h http.Header) string {

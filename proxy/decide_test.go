@@ -22,7 +22,7 @@ func escalating(id string) *recovery.Result {
 }
 
 // decide has no effects: it lists every escalating choice in both modes
-// and leaves recording them to record.
+// and leaves recording them, and their messages, to perform.
 func TestDecideListsEveryEscalation(t *testing.T) {
 	pass := &recovery.Result{Outcome: recovery.Pass}
 	for _, mode := range []string{catalog.EscalationError, catalog.EscalationMessage} {
@@ -32,7 +32,7 @@ func TestDecideListsEveryEscalation(t *testing.T) {
 			if !slices.Equal(v.escalating, []int{0, 2}) {
 				t.Errorf("escalating %v, want [0 2]", v.escalating)
 			}
-			if v.errorMode != (mode == catalog.EscalationError) || v.outcome != recovery.Escalated || v.escalation != nil {
+			if v.errorMode != (mode == catalog.EscalationError) || v.outcome != recovery.Escalated || v.actions[0].Escalation != nil {
 				t.Errorf("verdict %+v", v)
 			}
 			if v.actions[0].Kind != neutral.Respond || v.actions[1].Kind != neutral.Keep || v.actions[2].Kind != neutral.Respond {

@@ -161,16 +161,9 @@ func transportFailure(err error) *recovery.UpstreamError {
 	return &recovery.UpstreamError{Err: err, Retryable: true}
 }
 
-// upstreamReply is the provider's answer to a refused re-query, relayed to
-// the client as it came when the failure is handed back.
-type upstreamReply struct {
-	header http.Header
-	body   []byte
-}
-
 // statusFailure is a re-query the provider refused.
 func statusFailure(status int, h http.Header, body []byte) *recovery.UpstreamError {
-	return &recovery.UpstreamError{Status: status, Reply: &upstreamReply{header: h, body: body},
+	return &recovery.UpstreamError{Status: status, Header: h, Body: body,
 		Retryable: RetryableStatus(status)}
 }
 

@@ -133,11 +133,7 @@ func (x *exchange) handBackReply(ue *recovery.UpstreamError) reply {
 	if ue.Status == 0 {
 		return x.failureReply(repairFailure(ue, false))
 	}
-	rep, _ := ue.Reply.(*upstreamReply)
-	if rep == nil {
-		rep = &upstreamReply{}
-	}
-	return reply{status: ue.Status, label: string(neutral.CodeUpstream), upstream: rep.header, encoded: true, body: rep.body}
+	return reply{status: ue.Status, label: string(neutral.CodeUpstream), upstream: ue.Header, encoded: true, body: ue.Body}
 }
 
 // failureReply is one of toolgate's own errors in the API's envelope.

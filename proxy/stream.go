@@ -252,9 +252,9 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 	// headers.
 	r.stopKeepalive()
 	v := x.decide(results, r.sw.begun())
-	x.record(results, &v)
+	fx := x.perform(results, &v, r.heldCopy(&v))
 	x.s.metrics.StreamsHeldEvents.Observe(float64(len(r.held.events)))
-	rp := r.deliver(&v)
+	rp := r.deliver(&v, &fx)
 	x.write(rp)
 	if rp.tail != nil {
 		drain(c)
@@ -475,7 +475,7 @@ func framing(raw []byte) bool {
 // events as they came or re-encoded, or an error event; while nothing
 // went out, a failure or an escalation is a plain status instead. Every
 // writer follows what the cursor says the client has.
-func (r *streamRun) deliver(v *verdict) reply {
+func (r *streamRun) deliver(v *verdict, fx *effects) reply {
 	x, sw, st, sent := r.x, r.sw, r.st, r.cur.Sent()
 	tail := func(b []byte) reply { return tailReply(sw, b, string(v.outcome), true) }
 	switch {
@@ -488,20 +488,19 @@ func (r *streamRun) deliver(v *verdict) reply {
 			return x.handBackReply(v.upstream)
 		}
 		return tail(st.ErrorEvent(repairFailure(v.upstream, true), nil, sent))
-	case v.escalation != nil:
+	case fx.answering != nil:
+		e := fx.answering
 		if sw.begun() {
-			return tail(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(v.escalation.Code), Message: v.escalation.Text}, v.escalation, sent))
+			return tail(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(e.Code), Message: e.Text}, e, sent))
 		}
-		if v.hold != nil {
-			if rp, failed := r.holdStream(v); failed {
-				return rp
-			}
+		if fx.storeDown {
+			return x.failureReply(storeFailure(storeDownHeld))
 		}
-		return x.escalationReply(v.escalation, v.outcome)
+		return x.escalationReply(e, v.outcome)
 	case !v.changed:
 		return tail(r.held.buf)
 	}
-	out, err := st.Encode(r.held.events, v.actions, sent)
+	out, err := st.Encode(r.held.events, answerActions(v, fx), sent)
 	if err != nil {
 		x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
 		return tail(st.ErrorEvent(classify(errRender), nil, sent))

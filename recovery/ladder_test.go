@@ -956,8 +956,8 @@ func TestRunUpstreamFailures(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"429", &UpstreamError{Retryable: true, Status: 429, Reply: retryAfter}},
-		{"503", &UpstreamError{Retryable: true, Status: 503, Reply: []byte("unavailable")}},
+		{"429", &UpstreamError{Retryable: true, Status: 429, Header: retryAfter}},
+		{"503", &UpstreamError{Retryable: true, Status: 503, Body: []byte("unavailable")}},
 		{"500", &UpstreamError{Retryable: true, Status: 500}},
 		{"408", &UpstreamError{Retryable: true, Status: 408}},
 		{"409", &UpstreamError{Retryable: true, Status: 409}},
@@ -993,7 +993,7 @@ func TestRunUpstreamFailures(t *testing.T) {
 		err    error
 		status int
 	}{
-		{"400", &UpstreamError{Status: 400, Reply: []byte(`{"error":{"message":"bad tool message"}}`)}, 400},
+		{"400", &UpstreamError{Status: 400, Body: []byte(`{"error":{"message":"bad tool message"}}`)}, 400},
 		{"401", &UpstreamError{Status: 401}, 401},
 		{"unreadable answer", fmt.Errorf("%w: eof", ErrBadAnswer), 0},
 	}

@@ -50,10 +50,12 @@ type Asker interface {
 // UpstreamError is a re-query the provider did not answer with success.
 type UpstreamError struct {
 	Status int
-	// Reply is the failed answer as the Asker read it (for an HTTP
-	// upstream, its headers and body), which the caller relays to the
-	// client when the failure is handed back. Recovery never looks inside.
-	Reply any
+	// Header and Body are the failed answer as the Asker read it, which
+	// the caller relays to the client when the failure is handed back.
+	// Recovery never looks inside; Header is an HTTP header map, kept as
+	// its plain type so that recovery stays apart from net/http.
+	Header map[string][]string
+	Body   []byte
 	// Err is set for transport failures (timeouts, resets) with no status.
 	Err error
 	// Retryable is set by the Asker, which classifies the failure: the

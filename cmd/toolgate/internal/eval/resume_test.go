@@ -242,7 +242,7 @@ func TestRetryDelay(t *testing.T) {
 		{"backoff", nil, 2, 4 * baseRetryWait, 4 * baseRetryWait},
 		{"junk falls back", h("Retry-After", "soon"), 0, baseRetryWait, baseRetryWait},
 	} {
-		ue := &recovery.UpstreamError{Status: http.StatusTooManyRequests, Reply: c.header}
+		ue := &recovery.UpstreamError{Status: http.StatusTooManyRequests, Header: c.header}
 		if d := retryDelay(ue, c.attempt); d < c.lo || d > c.hi {
 			t.Errorf("%s: %v, want %v..%v", c.name, d, c.lo, c.hi)
 		}

@@ -217,7 +217,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // an exponential backoff; never more than maxRetryWait.
 func retryDelay(ue *recovery.UpstreamError, attempt int) time.Duration {
 	d := time.Duration(-1)
-	if h, _ := ue.Reply.(http.Header); h != nil {
+	if h := http.Header(ue.Header); h != nil {
 		if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 			if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
 				d = time.Duration(ms * float64(time.Millisecond))
@@ -306,7 +306,7 @@ func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.Up
 		}
 		row.Error = failure
 		if proxy.RetryableStatus(ans.status) {
-			return row, &recovery.UpstreamError{Status: ans.status, Reply: ans.header, Retryable: true}, true
+			return row, &recovery.UpstreamError{Status: ans.status, Header: ans.header, Retryable: true}, true
 		}
 		return row, nil, true
 	}
