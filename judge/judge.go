@@ -34,28 +34,28 @@ type Judge struct {
 	// list and in the call they receive, so a model API's tool of the
 	// same name is not mistaken for it.
 	Server string
-	// Extra runs a surface's own local checks on each verdict after
+	// Extra runs a surface's own local checks on each call's report after
 	// validate's, before any validator: a validator only ever sees a call
 	// that every local check passed. nil adds none.
-	Extra func(c validate.ToolCall, v *validate.Verdict)
+	Extra func(c validate.ToolCall, v *validate.CallReport)
 
 	historyOnce sync.Once
 	historyJSON json.RawMessage
 }
 
 // Call judges one call alone, as the only call of its answer.
-func (j *Judge) Call(ctx context.Context, c validate.ToolCall) validate.Verdict {
+func (j *Judge) Call(ctx context.Context, c validate.ToolCall) validate.CallReport {
 	return j.Batch(ctx, []validate.ToolCall{c}, []int{0})[0]
 }
 
 // Batch judges the calls at positions at of one answer's calls; each sees
-// the others as its siblings (the rules' `calls`). It returns one verdict
+// the others as its siblings (the rules' `calls`). It returns one report
 // per position in at. Validators run concurrently for every call that
 // passed its local checks, and their findings are appended in config
 // order. It never takes longer than ctx and the slowest validator's
 // timeout allow.
-func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) []validate.Verdict {
-	out := make([]validate.Verdict, len(at))
+func (j *Judge) Batch(ctx context.Context, batch []validate.ToolCall, at []int) []validate.CallReport {
+	out := make([]validate.CallReport, len(at))
 	spans := j.startSpans(ctx, batch, at)
 	defer spans.end(out)
 	for k, i := range at {

@@ -167,7 +167,7 @@ func TestValidatorOnlyAfterLocalChecks(t *testing.T) {
 	}
 	vs := j.Batch(context.Background(), batch, []int{0, 1, 2})
 	if vs[0].Valid() || !vs[1].Valid() || !vs[2].Valid() {
-		t.Fatalf("verdicts %+v", vs)
+		t.Fatalf("reports %+v", vs)
 	}
 	if len(*got) != 1 || !strings.Contains(string((*got)[0]), `"id":"good"`) {
 		t.Fatalf("validator requests %q", *got)
@@ -336,7 +336,7 @@ func TestValidatorCustomCallText(t *testing.T) {
 	j, _ := newJudge(t, srv.URL, 5*time.Second, false, "")
 	v := j.Call(context.Background(), validate.ToolCall{ID: "c1", Name: "note", Args: []byte(`say "hi"`), Kind: validate.Custom})
 	if !v.Valid() || len(*got) != 1 || !strings.Contains(string((*got)[0]), `"arguments":"say \"hi\""`) {
-		t.Fatalf("verdict %+v, requests %q", v, *got)
+		t.Fatalf("report %+v, requests %q", v, *got)
 	}
 }
 
@@ -371,7 +371,7 @@ validators:
 	vs := judge.NewValidators(snap.Validators, obs.observe)
 	t.Cleanup(vs.Close)
 	set := snap.MCPSet("orders", []catalog.MCPTool{{Name: "issue_refund", InputSchema: []byte(`{"type":"object"}`)}})
-	extra := func(c validate.ToolCall, v *validate.Verdict) {
+	extra := func(c validate.ToolCall, v *validate.CallReport) {
 		if strings.Contains(string(c.Args), "server-says-no") {
 			v.Findings = append(v.Findings, validate.Finding{Code: validate.SchemaViolation, Message: "no"})
 		}

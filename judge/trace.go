@@ -50,9 +50,9 @@ func (cs *callSpans) ctx(ctx context.Context, k int) context.Context {
 	return cs.ctxs[k]
 }
 
-// end records each call's verdict: the catalog tool it resolved to and
+// end records each call's report: the catalog tool it resolved to and
 // its finding codes, never a message or a value.
-func (cs *callSpans) end(out []validate.Verdict) {
+func (cs *callSpans) end(out []validate.CallReport) {
 	if cs == nil {
 		return
 	}

@@ -171,8 +171,8 @@ func (x *exchange) holdSpec(v *verdict, escalationID, contentType string, held [
 				return approval.Spec{}, err
 			}
 			calls = append(calls, ac)
-			if r.Verdicts[i].Tool != nil && r.Verdicts[i].Tool.Policy == catalog.PolicyConfirm &&
-				r.Verdicts[i].Tool.Approver != catalog.ApproverCaller {
+			if r.Reports[i].Tool != nil && r.Reports[i].Tool.Policy == catalog.PolicyConfirm &&
+				r.Reports[i].Tool.Approver != catalog.ApproverCaller {
 				// One call a person must see makes it the operator's.
 				approver = approval.Operator
 			}

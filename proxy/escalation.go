@@ -126,7 +126,7 @@ type tally struct {
 // allocates nothing for it.
 type toolLabeler interface {
 	// toolLabel is the bounded tool label of a call.
-	toolLabel(name string, v validate.Verdict) string
+	toolLabel(name string, v validate.CallReport) string
 	// strictMarked reports a tool sent with the provider's strict flag.
 	strictMarked(name string) bool
 }
@@ -138,7 +138,7 @@ type toolLabeler interface {
 func (s *Server) count(t *tally, results []*recovery.Result, findings []string) []string {
 	m := s.metrics
 	for _, r := range results {
-		for i, v := range r.Verdicts {
+		for i, v := range r.Reports {
 			orig := r.Original[i]
 			if orig.Kind == validate.Other || (t.abstain != "" && orig.Name == t.abstain) {
 				// Built-in and server tools are not judged, and the abstain
@@ -164,7 +164,7 @@ func (s *Server) count(t *tally, results []*recovery.Result, findings []string) 
 }
 
 // callResult is the toolgate_tool_calls_total result of one verdict.
-func (s *Server) callResult(rid string, v validate.Verdict) string {
+func (s *Server) callResult(rid string, v validate.CallReport) string {
 	result := "valid"
 	switch {
 	case v.Stripped && v.Valid():
@@ -217,7 +217,7 @@ func (s *Server) countSteps(t *tally, events []recovery.Event) {
 
 // toolLabel bounds the tool label: a catalog name, _request for a tool only
 // the request declared, _unknown for anything else.
-func (x *exchange) toolLabel(name string, v validate.Verdict) string {
+func (x *exchange) toolLabel(name string, v validate.CallReport) string {
 	if v.Tool == nil {
 		if _, ok := x.rt.snap.Tools[name]; ok {
 			return name
@@ -233,7 +233,7 @@ func (x *exchange) toolLabel(name string, v validate.Verdict) string {
 // accountUnvalidated counts a call whose arguments were not judged in full.
 // An uncompilable request schema is logged once per schema, not on every
 // request that offers it: agents resend the same tools with every turn.
-func (s *Server) accountUnvalidated(rid string, v validate.Verdict) {
+func (s *Server) accountUnvalidated(rid string, v validate.CallReport) {
 	if v.Unvalidated == "" {
 		return
 	}

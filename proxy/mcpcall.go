@@ -37,7 +37,7 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 		RequestID:      c.RequestID,
 		CatalogVersion: c.Set.Version,
 		Server:         c.Server,
-		Extra:          func(call validate.ToolCall, v *validate.Verdict) { serverChecks(call, v, c.Set) },
+		Extra:          func(call validate.ToolCall, v *validate.CallReport) { serverChecks(call, v, c.Set) },
 	}
 	// The route read the call: it is the one call of one turn.
 	turn := &neutral.Turn{Calls: []neutral.ToolCall{{ID: string(c.ID), Name: c.Name, Args: c.Args, Kind: neutral.Function}}, Stop: neutral.StopToolCalls}
@@ -52,7 +52,7 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 	// The same decide as a model's answer: an MCP refusal always answers
 	// in place of the call, and a confirm call waits for a person.
 	v := decide([]*recovery.Result{res}, policy{errorMode: true, hold: confirmOnly([]*recovery.Result{res})})
-	tool := res.Verdicts[0].Tool
+	tool := res.Reports[0].Tool
 	switch {
 	case len(v.escalating) == 0:
 		d.Verdict = mcp.Forward
@@ -66,7 +66,7 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 		}
 		return d
 	}
-	d.Escalation = p.record(at, res, res.Verdicts[0].Findings)
+	d.Escalation = p.record(at, res, res.Reports[0].Findings)
 	d.Verdict = mcp.Refuse
 	if tool == nil {
 		d.Verdict = mcp.UnknownTool
@@ -143,7 +143,7 @@ const apiMCP = "mcp"
 // mcpTools labels an MCP call's tool "server/tool", or _unknown.
 type mcpTools struct{ set *catalog.MCPSet }
 
-func (m mcpTools) toolLabel(name string, v validate.Verdict) string {
+func (m mcpTools) toolLabel(name string, v validate.CallReport) string {
 	if l, ok := m.set.Labels[name]; ok && v.Tool != nil {
 		return l
 	}
@@ -155,7 +155,7 @@ func (mcpTools) strictMarked(string) bool { return false }
 
 // serverChecks are the local checks only an MCP server's tool set has: a
 // tool the catalog hides, and the server's own inputSchema.
-func serverChecks(call validate.ToolCall, v *validate.Verdict, set *catalog.MCPSet) {
+func serverChecks(call validate.ToolCall, v *validate.CallReport, set *catalog.MCPSet) {
 	if v.Tool == nil && set.Hidden[call.Name] {
 		v.Findings = []validate.Finding{validate.NotInCatalog(call.Name)}
 	}

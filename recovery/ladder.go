@@ -67,7 +67,7 @@ func derefF(p *float64) float64 {
 type Input struct {
 	Turn *Turn
 	// Judge judges the calls at positions at of one answer's calls, in
-	// this request's context, returning a verdict per position. It is
+	// this request's context, returning a report per position. It is
 	// called for the original answer and for every repaired call, so each
 	// call that goes out passed every check. It may do I/O (validators),
 	// bounded by ctx, which carries recovery.deadline.
@@ -92,9 +92,9 @@ type Input struct {
 
 // JudgeFunc judges calls[at[k]] for each k, each call seeing the other
 // calls of the batch as its siblings. judge.Judge.Batch is one.
-type JudgeFunc func(ctx context.Context, calls []validate.ToolCall, at []int) []validate.Verdict
+type JudgeFunc func(ctx context.Context, calls []validate.ToolCall, at []int) []validate.CallReport
 
-// Result is the ladder's verdict on one answer.
+// Result is what the ladder made of one answer.
 type Result struct {
 	Outcome Outcome
 	// Calls are the final calls, position for position with Turn.Calls and
@@ -104,8 +104,8 @@ type Result struct {
 	Changed []bool
 	// Original are the answer's calls as the model sent them.
 	Original []validate.ToolCall
-	// Verdicts judge the original calls, for metrics.
-	Verdicts   []validate.Verdict
+	// Reports judge the original calls, for metrics.
+	Reports    []validate.CallReport
 	Escalation *Escalation
 	// AbstainReason is the model's reason when it used the abstain exit.
 	AbstainReason string
@@ -147,8 +147,8 @@ func Run(ctx context.Context, in *Input) (*Result, error) {
 	for i := range all {
 		all[i] = i
 	}
-	l.res.Verdicts = in.Judge(ctx, in.Turn.Calls, all)
-	l.verdicts = append([]validate.Verdict(nil), l.res.Verdicts...)
+	l.res.Reports = in.Judge(ctx, in.Turn.Calls, all)
+	l.reports = append([]validate.CallReport(nil), l.res.Reports...)
 	if !l.s.Shadow {
 		for i := range l.res.Calls {
 			l.unprefix(i)
@@ -185,7 +185,7 @@ type ladder struct {
 	in       *Input
 	s        *Settings
 	res      Result
-	verdicts []validate.Verdict // current verdicts, position for position
+	reports  []validate.CallReport // current reports, position for position
 	recLeft  int
 	repLeft  int
 	attempts []Attempt
@@ -210,8 +210,8 @@ func (l *ladder) run(ctx context.Context) (rung, error) {
 			return done(l.pass()), nil
 		}
 		for i := range calls {
-			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.Cut())
-			l.res.Verdicts[i] = l.verdicts[i]
+			l.reports[i].Findings = append(l.reports[i].Findings, validate.Cut())
+			l.res.Reports[i] = l.reports[i]
 		}
 		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1), nil
 	}
@@ -244,7 +244,7 @@ func (l *ladder) run(ctx context.Context) (rung, error) {
 func (l *ladder) unaskable() rung {
 	bad := l.badPositions(validate.ClassName, validate.ClassArgs)
 	reason := "the arguments do not pass the tool's checks"
-	if v := l.verdicts[bad[0]]; v.Worst() == validate.ClassName {
+	if v := l.reports[bad[0]]; v.Worst() == validate.ClassName {
 		reason = v.Findings[0].Message
 	}
 	return l.escalate(l.primaryCode(bad), reason, -1)
@@ -291,12 +291,12 @@ func (l *ladder) pass() Outcome {
 // finishValid applies the last rung to a batch that is valid: a call to a
 // confirm tool needs a person before it runs.
 func (l *ladder) finishValid() rung {
-	for i, v := range l.verdicts {
+	for i, v := range l.reports {
 		if v.Tool != nil && v.Tool.Policy == catalog.PolicyConfirm {
 			if l.s.Shadow {
 				return done(ShadowWouldEscalate)
 			}
-			l.verdicts[i].Findings = append(l.verdicts[i].Findings, validate.NeedsConfirmation(""))
+			l.reports[i].Findings = append(l.reports[i].Findings, validate.NeedsConfirmation(""))
 			return l.escalate(string(validate.ConfirmationRequired), "the call is valid but its tool needs a person to confirm it", i)
 		}
 	}
@@ -306,7 +306,7 @@ func (l *ladder) finishValid() rung {
 // badPositions lists the positions whose worst finding is in one of classes.
 func (l *ladder) badPositions(classes ...validate.Class) []int {
 	var out []int
-	for i, v := range l.verdicts {
+	for i, v := range l.reports {
 		w := v.Worst()
 		for _, c := range classes {
 			if w == c {
@@ -322,7 +322,7 @@ func (l *ladder) badPositions(classes ...validate.Class) []int {
 // tool's name, so the agent can dispatch it. The operator declared the
 // prefix; the change is counted (prefix_stripped) and logged, never silent.
 func (l *ladder) unprefix(i int) {
-	v := l.verdicts[i]
+	v := l.reports[i]
 	if v.Stripped && v.Tool != nil && l.res.Calls[i].Name != v.Tool.Name {
 		l.res.Calls[i].Name = v.Tool.Name
 		l.res.Changed[i] = true
@@ -365,14 +365,14 @@ func (l *ladder) decide(ctx context.Context, i int) (rung, error) {
 	orig := l.in.Turn.Calls[i]
 	start := time.Now()
 	ev := Event{Strategy: catalog.StrategyDecision, Name: orig.Name, ArgsBytes: len(orig.Args), Confidence: -1}
-	l.attempts = append(l.attempts, callAttempt("call", orig, l.verdicts[i].Findings))
+	l.attempts = append(l.attempts, callAttempt("call", orig, l.reports[i].Findings))
 	turn, err := l.ask(ctx, l.decisionQuery(orig, i))
 	ev.Duration = time.Since(start)
 	if err != nil || turn == nil {
 		l.event(ev, "upstream_error")
 		return l.upstreamFailed(ctx, err)
 	}
-	code := string(l.verdicts[i].Codes()[0])
+	code := string(l.reports[i].Codes()[0])
 	if len(turn.Calls) > 0 && strings.TrimSpace(turn.Text) == "" {
 		l.event(ev, "invalid_decision")
 		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
@@ -412,7 +412,7 @@ func (l *ladder) decisionQuery(orig validate.ToolCall, i int) *Query {
 	prompt := FillPrompt(l.s.Prompt, PromptInput{
 		ToolName:     orig.Name,
 		Arguments:    string(orig.Args),
-		ErrorMessage: findingText(l.verdicts[i].Findings),
+		ErrorMessage: findingText(l.reports[i].Findings),
 		Tools:        l.promptTools(orig),
 		Threshold:    l.s.Threshold,
 	})
@@ -450,11 +450,11 @@ func (l *ladder) substitute(ctx context.Context, i int, d *Decision, ev Event) r
 	if confirm {
 		l.event(ev, "escalated")
 		v.Findings = append(v.Findings, validate.NeedsConfirmation(""))
-		l.res.Calls[i], l.res.Changed[i], l.verdicts[i] = sub, true, v
+		l.res.Calls[i], l.res.Changed[i], l.reports[i] = sub, true, v
 		return l.escalate(string(validate.ConfirmationRequired), "the substitute's tool needs a person to confirm it", i)
 	}
 	l.event(ev, "substituted")
-	l.res.Calls[i], l.res.Changed[i], l.verdicts[i] = sub, true, v
+	l.res.Calls[i], l.res.Changed[i], l.reports[i] = sub, true, v
 	return rung{}
 }
 
@@ -531,14 +531,14 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, e
 			l.event(ev, "reprompted")
 			return rung{outcome: Reprompted}, nil
 		}
-		if l.verdicts[still[0]].Worst() == validate.ClassFinal || !l.canRetry(still) {
+		if l.reports[still[0]].Worst() == validate.ClassFinal || !l.canRetry(still) {
 			// The model was asked and failed: the finding it left is the
 			// reason, and this was the chain's last event. The answer that
 			// failed is an attempt too, or the escalation would show only
 			// findings the model already fixed.
 			l.event(ev, "escalated")
 			for _, p := range still {
-				l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.verdicts[p].Findings))
+				l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.reports[p].Findings))
 			}
 			return l.escalate(l.primaryCode(still), "the repaired call is still not acceptable", -1), nil
 		}
@@ -553,7 +553,7 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, e
 // attempt. spent reports a budget already used up.
 func (l *ladder) spend(pending []int) (kind Kind, spent bool) {
 	for _, p := range pending {
-		if l.verdicts[p].Worst() == validate.ClassName {
+		if l.reports[p].Worst() == validate.ClassName {
 			if l.recLeft <= 0 {
 				return KindRecovery, true
 			}
@@ -591,8 +591,8 @@ func (l *ladder) rejections(turn *Turn, at, pending []int) map[int]string {
 		if p < 0 || !contains(pending, p) {
 			continue
 		}
-		l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.verdicts[p].Findings))
-		errs[j] = l.errorText(turn.Calls[j], l.verdicts[p])
+		l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.reports[p].Findings))
+		errs[j] = l.errorText(turn.Calls[j], l.reports[p])
 	}
 	return errs
 }
@@ -616,7 +616,7 @@ func (l *ladder) place(ctx context.Context, next *Turn, nextAt []int, ev *Event)
 	var still []int
 	for k, v := range l.in.Judge(ctx, l.res.Calls, fixedAt) {
 		p := fixedAt[k]
-		l.verdicts[p] = v
+		l.reports[p] = v
 		l.unprefix(p)
 		if !v.Valid() {
 			still = append(still, p)
@@ -630,7 +630,7 @@ func (l *ladder) place(ctx context.Context, next *Turn, nextAt []int, ev *Event)
 // a reprompt attempt.
 func (l *ladder) canRetry(positions []int) bool {
 	for _, p := range positions {
-		if l.verdicts[p].Worst() == validate.ClassName {
+		if l.reports[p].Worst() == validate.ClassName {
 			return l.recLeft > 0
 		}
 	}
@@ -672,7 +672,7 @@ func (l *ladder) repeatsHeld(c validate.ToolCall, pending []int) bool {
 
 // errorText is the tool result for a rejected call: the exact reasons, for
 // the model only (it may quote values).
-func (l *ladder) errorText(c validate.ToolCall, v validate.Verdict) string {
+func (l *ladder) errorText(c validate.ToolCall, v validate.CallReport) string {
 	if v.Worst() == validate.ClassName {
 		names := make([]string, 0, l.in.Eff.Len())
 		for _, t := range l.in.Eff.Tools() {
@@ -739,7 +739,7 @@ func (l *ladder) upstreamFailed(ctx context.Context, err error) (rung, error) {
 
 func (l *ladder) primaryCode(positions []int) string {
 	for _, p := range positions {
-		if cs := l.verdicts[p].Codes(); len(cs) > 0 {
+		if cs := l.reports[p].Codes(); len(cs) > 0 {
 			return string(cs[0])
 		}
 	}
@@ -763,14 +763,14 @@ func (l *ladder) escalate(label, reason string, call int) rung {
 			e.Codes = append(e.Codes, c)
 		}
 	}
-	for _, v := range l.verdicts {
+	for _, v := range l.reports {
 		for _, f := range v.Findings {
 			if f.Blocking() {
 				add(string(f.Code))
 			}
 		}
 	}
-	for _, v := range l.res.Verdicts {
+	for _, v := range l.res.Reports {
 		for _, f := range v.Findings {
 			if f.Blocking() {
 				add(string(f.Code))
@@ -790,8 +790,8 @@ func (l *ladder) escalate(label, reason string, call int) rung {
 	}
 	if len(l.attempts) == 0 {
 		for i, c := range l.in.Turn.Calls {
-			if len(l.res.Verdicts[i].Findings) > 0 || call == i {
-				l.attempts = append(l.attempts, callAttempt("call", c, l.verdicts[i].Findings))
+			if len(l.res.Reports[i].Findings) > 0 || call == i {
+				l.attempts = append(l.attempts, callAttempt("call", c, l.reports[i].Findings))
 			}
 		}
 	}

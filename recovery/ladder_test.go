@@ -294,8 +294,8 @@ func TestRunPassesWithoutAsking(t *testing.T) {
 					t.Errorf("Changed[%d] set", i)
 				}
 			}
-			if len(r.res.Verdicts) != len(tc.turn.Calls) || len(r.res.Changed) != len(tc.turn.Calls) {
-				t.Errorf("Verdicts %d, Changed %d for %d calls", len(r.res.Verdicts), len(r.res.Changed), len(tc.turn.Calls))
+			if len(r.res.Reports) != len(tc.turn.Calls) || len(r.res.Changed) != len(tc.turn.Calls) {
+				t.Errorf("Reports %d, Changed %d for %d calls", len(r.res.Reports), len(r.res.Changed), len(tc.turn.Calls))
 			}
 		})
 	}
@@ -344,10 +344,10 @@ func TestRunTruncated(t *testing.T) {
 	if len(r.asker.queries) != 0 {
 		t.Errorf("a truncated answer was re-asked %d times", len(r.asker.queries))
 	}
-	for i, v := range r.res.Verdicts {
+	for i, v := range r.res.Reports {
 		last := v.Findings[len(v.Findings)-1]
 		if last.Code != validate.Truncated {
-			t.Errorf("verdict %d lacks the truncated finding: %+v", i, v.Findings)
+			t.Errorf("report %d lacks the truncated finding: %+v", i, v.Findings)
 		}
 	}
 	for _, c := range e.Codes {
@@ -402,8 +402,8 @@ func TestRunDecisionSubstitutes(t *testing.T) {
 		if r.res.Original[1].Name != "weather_lookup" {
 			t.Errorf("Original was modified: %+v", r.res.Original[1])
 		}
-		if c := r.res.Verdicts[1].Codes(); len(c) != 1 || c[0] != validate.UnknownTool {
-			t.Errorf("Verdicts[1] should judge the original call: %v", c)
+		if c := r.res.Reports[1].Codes(); len(c) != 1 || c[0] != validate.UnknownTool {
+			t.Errorf("Reports[1] should judge the original call: %v", c)
 		}
 		if len(r.res.Turns) != 1 || r.res.Turns[0] != answer {
 			t.Errorf("Turns = %v", r.res.Turns)
@@ -1228,7 +1228,7 @@ func TestLadderJudgesBatches(t *testing.T) {
 	eff := ladderEffective(t, catalog.ToolChoice{})
 	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
 	var got []judgeCall
-	judgeFn := func(ctx context.Context, calls []validate.ToolCall, at []int) []validate.Verdict {
+	judgeFn := func(ctx context.Context, calls []validate.ToolCall, at []int) []validate.CallReport {
 		_, hasDeadline := ctx.Deadline()
 		jc := judgeCall{at: append([]int(nil), at...), ctxOK: hasDeadline}
 		for _, c := range calls {
@@ -1268,7 +1268,7 @@ func TestLadderWithoutAsker(t *testing.T) {
 		return res
 	}
 	if r := run(invented); r.Escalation == nil || r.Escalation.Label != "unknown_tool" ||
-		!reflect.DeepEqual(r.Escalation.Codes, []string{"unknown_tool"}) || r.Escalation.Reason != r.Verdicts[0].Findings[0].Message {
+		!reflect.DeepEqual(r.Escalation.Codes, []string{"unknown_tool"}) || r.Escalation.Reason != r.Reports[0].Findings[0].Message {
 		t.Errorf("unknown tool: %+v", r.Escalation)
 	}
 	if r := run(badArgs); r.Escalation == nil || r.Escalation.Label != "schema_violation" ||

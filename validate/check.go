@@ -64,8 +64,9 @@ type Context struct {
 // conversation: it was read, and no earlier turn lives upstream.
 func (cx *Context) HistoryComplete() bool { return !cx.HistoryUpstream && cx.Evidence != nil }
 
-// Verdict is the judgement of one call.
-type Verdict struct {
+// CallReport is the judgement of one call: the tool its name resolved to
+// and every finding against it.
+type CallReport struct {
 	// Tool is the resolved tool, nil when the name is bad.
 	Tool *catalog.Tool
 	// Stripped is set when the name matched only after removing a configured
@@ -94,8 +95,8 @@ const (
 )
 
 // Valid reports whether no finding blocks the call.
-func (v *Verdict) Valid() bool {
-	for _, f := range v.Findings {
+func (rep *CallReport) Valid() bool {
+	for _, f := range rep.Findings {
 		if f.Blocking() {
 			return false
 		}
@@ -105,9 +106,9 @@ func (v *Verdict) Valid() bool {
 
 // Worst returns the class of the most severe blocking finding: final, then
 // name, then arguments.
-func (v *Verdict) Worst() Class {
+func (rep *CallReport) Worst() Class {
 	worst := ClassNone
-	for _, f := range v.Findings {
+	for _, f := range rep.Findings {
 		switch c := f.Code.Class(); {
 		case c == ClassFinal:
 			return ClassFinal
@@ -121,9 +122,9 @@ func (v *Verdict) Worst() Class {
 }
 
 // Codes returns the distinct codes of v's findings in first-seen order.
-func (v *Verdict) Codes() []Code {
+func (rep *CallReport) Codes() []Code {
 	var out []Code
-	for _, f := range v.Findings {
+	for _, f := range rep.Findings {
 		dup := false
 		for _, c := range out {
 			if c == f.Code {
@@ -144,63 +145,63 @@ const maxArgBytes = 8 << 20
 // Check judges one call alone against cx: its rules see no other calls of
 // its answer. Every problem is reported, not only the first, so a reprompt
 // can name them all at once.
-func Check(c ToolCall, cx *Context) Verdict {
+func Check(c ToolCall, cx *Context) CallReport {
 	return CheckIn([]ToolCall{c}, 0, cx)
 }
 
 // CheckIn judges calls[i] against cx, the other calls of the same answer
 // being what its rules read as `calls`. It is the local half of judging a
 // call; the operator's validators (package judge) are the other.
-func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
+func CheckIn(calls []ToolCall, i int, cx *Context) CallReport {
 	c := calls[i]
-	var v Verdict
+	var rep CallReport
 	if c.Kind == Other {
-		return v
+		return rep
 	}
 	tool, st, stripped := cx.Eff.Lookup(c.Name)
-	v.Stripped = stripped
+	rep.Stripped = stripped
 	switch st {
 	case catalog.Unknown:
-		v.Findings = append(v.Findings, Unknown(c.Name))
-		return v
+		rep.Findings = append(rep.Findings, Unknown(c.Name))
+		return rep
 	case catalog.NotOffered:
-		v.Findings = append(v.Findings, NotOffered(c.Name))
-		return v
+		rep.Findings = append(rep.Findings, NotOffered(c.Name))
+		return rep
 	case catalog.NotInCatalog:
-		v.Findings = append(v.Findings, NotInCatalog(c.Name))
-		return v
+		rep.Findings = append(rep.Findings, NotInCatalog(c.Name))
+		return rep
 	}
-	v.Tool = tool
+	rep.Tool = tool
 	if c.Kind == Custom {
 		// Free text can only be meant for a tool without a JSON schema; a
 		// tool with one takes JSON arguments, so a custom call to it is the
 		// wrong shape rather than a call checked by name alone.
 		if tool.Schema != nil || tool.SchemaError != nil {
 			msg := "the tool takes JSON arguments, not free text"
-			v.Findings = append(v.Findings, Malformed(msg, msg+"; call it as a function with a JSON object"))
+			rep.Findings = append(rep.Findings, Malformed(msg, msg+"; call it as a function with a JSON object"))
 		}
-		return v
+		return rep
 	}
 	if c.BadShape {
 		msg := "the arguments are not in the shape the API defines"
-		v.Findings = append(v.Findings, Malformed(msg, msg))
-		return v
+		rep.Findings = append(rep.Findings, Malformed(msg, msg))
+		return rep
 	}
-	if fastArgs(&v, tool, c.Args) {
-		return v
+	if fastArgs(&rep, tool, c.Args) {
+		return rep
 	}
 	args, f := decodeArgs(c.Args)
 	if f != nil {
-		v.Findings = append(v.Findings, *f)
-		return v
+		rep.Findings = append(rep.Findings, *f)
+		return rep
 	}
 	if err := tool.ValidateArgs(args); err != nil {
 		var pe *catalog.PatternError
 		if errors.As(err, &pe) {
-			v.Unvalidated = PatternTimeout
-			v.Findings = append(v.Findings, patternFinding(pe, args))
+			rep.Unvalidated = PatternTimeout
+			rep.Findings = append(rep.Findings, patternFinding(pe, args))
 		} else {
-			v.Findings = appendSchemaFindings(v.Findings, err)
+			rep.Findings = appendSchemaFindings(rep.Findings, err)
 		}
 	} else if tool.SchemaError != nil {
 		// Only a request tool gets here (a catalog schema that does not
@@ -208,13 +209,13 @@ func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
 		// it by a schema toolgate cannot read, and no re-ask can make the
 		// model satisfy a schema nobody here can check: the call passes
 		// with its object shape checked, counted as unvalidated.
-		v.Unvalidated = SchemaUncompilable
+		rep.Unvalidated = SchemaUncompilable
 	}
-	if len(v.Findings) == 0 {
-		v.Findings = checkProvenance(v.Findings, tool, args, cx)
-		v.Findings = checkRules(v.Findings, tool, args, calls, i, cx)
+	if len(rep.Findings) == 0 {
+		rep.Findings = checkProvenance(rep.Findings, tool, args, cx)
+		rep.Findings = checkRules(rep.Findings, tool, args, calls, i, cx)
 	}
-	return v
+	return rep
 }
 
 // fastArgs judges the arguments of a call to a tool that reads nothing of
@@ -223,7 +224,7 @@ func CheckIn(calls []ToolCall, i int, cx *Context) Verdict {
 // Arguments it finds valid are never decoded; anything else is left to
 // the full path, except a pattern that ran out of time, which is reported
 // here so that one call costs at most one timeout.
-func fastArgs(v *Verdict, tool *catalog.Tool, raw []byte) bool {
+func fastArgs(rep *CallReport, tool *catalog.Tool, raw []byte) bool {
 	if len(tool.Provenance) > 0 || len(tool.Rules) > 0 || len(raw) > maxArgBytes {
 		return false
 	}
@@ -236,8 +237,8 @@ func fastArgs(v *Verdict, tool *catalog.Tool, raw []byte) bool {
 	if f != nil {
 		return false
 	}
-	v.Unvalidated = PatternTimeout
-	v.Findings = append(v.Findings, patternFinding(pe, args))
+	rep.Unvalidated = PatternTimeout
+	rep.Findings = append(rep.Findings, patternFinding(pe, args))
 	return true
 }
 

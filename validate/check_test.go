@@ -125,7 +125,7 @@ func fnCall(name, args string) validate.ToolCall {
 	return validate.ToolCall{ID: "call_1", Name: name, Args: []byte(args), Kind: validate.Function}
 }
 
-func findingCodes(v validate.Verdict) []validate.Code {
+func findingCodes(v validate.CallReport) []validate.Code {
 	out := make([]validate.Code, len(v.Findings))
 	for i, f := range v.Findings {
 		out[i] = f.Code
@@ -612,9 +612,9 @@ func TestCheckRequestSchemaThatDoesNotCompile(t *testing.T) {
 	}
 }
 
-func TestVerdictWorst(t *testing.T) {
-	f := func(cs ...validate.Code) validate.Verdict {
-		var v validate.Verdict
+func TestCallReportWorst(t *testing.T) {
+	f := func(cs ...validate.Code) validate.CallReport {
+		var v validate.CallReport
 		for _, c := range cs {
 			v.Findings = append(v.Findings, validate.Finding{Code: c})
 		}
@@ -622,7 +622,7 @@ func TestVerdictWorst(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		v     validate.Verdict
+		v     validate.CallReport
 		want  validate.Class
 		valid bool
 	}{
@@ -648,16 +648,16 @@ func TestVerdictWorst(t *testing.T) {
 	}
 }
 
-func TestVerdictCodes(t *testing.T) {
-	v := validate.Verdict{Findings: []validate.Finding{
+func TestCallReportCodes(t *testing.T) {
+	v := validate.CallReport{Findings: []validate.Finding{
 		{Code: validate.SchemaViolation}, {Code: validate.Provenance}, {Code: validate.SchemaViolation}, {Code: validate.RuleViolation},
 	}}
 	want := []validate.Code{validate.SchemaViolation, validate.Provenance, validate.RuleViolation}
 	if got := v.Codes(); !equalCodes(got, want) {
 		t.Errorf("Codes() = %v, want %v", got, want)
 	}
-	if got := (&validate.Verdict{}).Codes(); len(got) != 0 {
-		t.Errorf("empty verdict Codes() = %v", got)
+	if got := (&validate.CallReport{}).Codes(); len(got) != 0 {
+		t.Errorf("empty report Codes() = %v", got)
 	}
 }
 

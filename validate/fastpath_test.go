@@ -23,14 +23,14 @@ const flightSchema = `{"type":"object","additionalProperties":false,
 
 // TestCheckFastPath: a call to a tool that reads only its schema is judged
 // on its argument text, every way a schema reaches toolgate, with the
-// verdict and findings of the full path: including the texts the fast path
+// report and findings of the full path: including the texts the fast path
 // leaves to it (a name twice, an escaped name), which decode to something
 // other than they read.
 func TestCheckFastPath(t *testing.T) {
 	ways := loadWays(t, flightSchema, "")
 	const valid = `{"origin":"BER","destination":"SFO","departure_date":"2026-03-14","passengers":{"adults":2},` +
 		`"cabin":"economy","max_price":1250.5,"airlines":["LH","UA"]}`
-	expectVerdict(t, ways, valid, "-", "")
+	expectReport(t, ways, valid, "-", "")
 	for _, c := range [][3]string{
 		{`{"origin":"BER","destination":"SFO","departure_date":"2026-03-14","passengers":{"adults":2},"origin":"ber"}`, "/origin", "pattern"},
 		{`{"origin":"BER","destination":"SFO","departure_date":"2026-03-14","passengers":{"adults":2},"pass\u0065ngers":{"adults":0}}`, "/passengers/adults", "minimum"},
@@ -45,11 +45,11 @@ func TestCheckFastPath(t *testing.T) {
 		{`{"origin":"BER","destination":"SFO","departure_date":"2026-03-14"}`, "", "required"},
 		{`{"origin":"BER","destination":"SFO","departure_date":"2026-03-14","passengers":{"adults":2},"extra":1}`, "", "additionalProperties"},
 	} {
-		expectVerdict(t, ways, c[0], c[1], c[2])
+		expectReport(t, ways, c[0], c[1], c[2])
 	}
 
 	// A name twice counts once, as it decodes.
-	expectVerdict(t, loadWays(t, `{"type":"object","minProperties":2}`, ""), `{"a":1,"a":2}`, "", "minProperties")
+	expectReport(t, loadWays(t, `{"type":"object","minProperties":2}`, ""), `{"a":1,"a":2}`, "", "minProperties")
 
 	// Judging a valid call allocates for the format checker's argument
 	// and little else; decoding the arguments and jsonschema v6 cost over
@@ -76,7 +76,7 @@ func TestCheckFastPathPatternTimeout(t *testing.T) {
 	for way, eff := range ways {
 		v := validate.Check(fnCall("t", `{"tags":["aaa","`+hostile+`"]}`), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
 		if v.Unvalidated != validate.PatternTimeout || len(v.Findings) != 1 {
-			t.Fatalf("%s: verdict %+v, want one finding and unvalidated pattern_timeout", way, v)
+			t.Fatalf("%s: report %+v, want one finding and unvalidated pattern_timeout", way, v)
 		}
 		if f := v.Findings[0]; f.Pointer != "/tags/1" || f.Keyword != "pattern" {
 			t.Errorf("%s: finding %+v, want pattern at /tags/1", way, f)
@@ -93,7 +93,7 @@ func TestCheckNumberBeyondRat(t *testing.T) {
 	for way, eff := range loadWays(t, schema, "") {
 		v := validate.Check(fnCall("t", args), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
 		if v.Valid() || len(v.Findings) != 1 || v.Findings[0].Code != validate.SchemaViolation {
-			t.Errorf("%s: verdict %+v, want one blocking schema finding", way, v)
+			t.Errorf("%s: report %+v, want one blocking schema finding", way, v)
 		}
 		tool, _, _ := eff.Lookup("t")
 		if fs := validate.CheckJSON(tool.Schema, []byte(args), "structuredContent"); len(fs) != 1 || fs[0].Code != validate.SchemaViolation {

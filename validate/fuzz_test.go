@@ -68,12 +68,12 @@ func FuzzCheck(f *testing.F) {
 		}
 		if !v.Valid() {
 			if v.Worst() == validate.ClassNone {
-				t.Fatalf("invalid verdict with no blocking class: %+v", v.Findings)
+				t.Fatalf("invalid report with no blocking class: %+v", v.Findings)
 			}
 			return
 		}
 		if v.Tool == nil {
-			t.Fatalf("valid verdict without a tool for %q", name)
+			t.Fatalf("valid report without a tool for %q", name)
 		}
 		if c.Kind != validate.Function {
 			return
@@ -83,7 +83,7 @@ func FuzzCheck(f *testing.F) {
 		}
 		trimmed := bytes.TrimSpace(args)
 		if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) || !utf8.Valid(args) {
-			t.Fatalf("valid verdict for arguments that are not a JSON object: %q", args)
+			t.Fatalf("valid report for arguments that are not a JSON object: %q", args)
 		}
 		if v.Tool.Schema != nil {
 			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(trimmed))
@@ -91,7 +91,7 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("arguments do not decode: %v", err)
 			}
 			if err := v.Tool.Schema.Validate(doc); err != nil {
-				t.Fatalf("valid verdict for arguments failing the schema: %v", err)
+				t.Fatalf("valid report for arguments failing the schema: %v", err)
 			}
 		}
 	})

@@ -65,7 +65,7 @@ func meaningContext(t testing.TB, h *validate.History, values map[string]string)
 	}
 }
 
-func messages(v validate.Verdict) []string {
+func messages(v validate.CallReport) []string {
 	var out []string
 	for _, f := range v.Findings {
 		out = append(out, f.Message)
@@ -122,7 +122,7 @@ func TestRuleMissingContextNamesKey(t *testing.T) {
 				t.Fatalf("findings %q, want %q", got, tc.want)
 			}
 			if tc.want != "" && (v.Valid() || v.Findings[0].Code != validate.RuleViolation) {
-				t.Fatalf("verdict %+v", v)
+				t.Fatalf("report %+v", v)
 			}
 		})
 	}

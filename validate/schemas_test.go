@@ -58,9 +58,9 @@ func loadWays(t *testing.T, schema, extra string) map[string]*catalog.Effective 
 	return out
 }
 
-// expectVerdict checks one call on every way of loading: no finding when
+// expectReport checks one call on every way of loading: no finding when
 // ptr is "-", else one schema_violation at ptr with keyword kw.
-func expectVerdict(t *testing.T, ways map[string]*catalog.Effective, args, ptr, kw string) {
+func expectReport(t *testing.T, ways map[string]*catalog.Effective, args, ptr, kw string) {
 	t.Helper()
 	for way, eff := range ways {
 		v := validate.Check(fnCall("t", args), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
@@ -107,13 +107,13 @@ func TestFormats(t *testing.T) {
 			}
 			t.Run(name+" assert", func(t *testing.T) {
 				ways := loadWays(t, schema, "")
-				expectVerdict(t, ways, `{"v":"`+c.valid+`"}`, "-", "")
-				expectVerdict(t, ways, `{"v":"`+c.invalid+`"}`, "/v", "format")
+				expectReport(t, ways, `{"v":"`+c.valid+`"}`, "-", "")
+				expectReport(t, ways, `{"v":"`+c.invalid+`"}`, "/v", "format")
 			})
 			t.Run(name+" annotate", func(t *testing.T) {
 				ways := loadWays(t, schema, "formats: annotate")
-				expectVerdict(t, ways, `{"v":"`+c.valid+`"}`, "-", "")
-				expectVerdict(t, ways, `{"v":"`+c.invalid+`"}`, "-", "")
+				expectReport(t, ways, `{"v":"`+c.valid+`"}`, "-", "")
+				expectReport(t, ways, `{"v":"`+c.invalid+`"}`, "-", "")
 			})
 		}
 	}
@@ -124,13 +124,13 @@ func TestFormats(t *testing.T) {
 // 2020-12 does not.
 func TestFormatsRegexUnderAnnotate(t *testing.T) {
 	d7 := loadWays(t, `{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"re":{"format":"regex"}}}`, "formats: annotate")
-	expectVerdict(t, d7, `{"re":"^a(?=b)"}`, "-", "")
-	expectVerdict(t, d7, `{"re":"(unclosed"}`, "/re", "format")
+	expectReport(t, d7, `{"re":"^a(?=b)"}`, "-", "")
+	expectReport(t, d7, `{"re":"(unclosed"}`, "/re", "format")
 	d2020 := loadWays(t, `{"properties":{"re":{"format":"regex"}}}`, "formats: annotate")
-	expectVerdict(t, d2020, `{"re":"(unclosed"}`, "-", "")
+	expectReport(t, d2020, `{"re":"(unclosed"}`, "-", "")
 	assert := loadWays(t, `{"properties":{"re":{"format":"regex"}}}`, "")
-	expectVerdict(t, assert, `{"re":"(?<=\\$)\\d+"}`, "-", "")
-	expectVerdict(t, assert, `{"re":"(unclosed"}`, "/re", "format")
+	expectReport(t, assert, `{"re":"(?<=\\$)\\d+"}`, "-", "")
+	expectReport(t, assert, `{"re":"(unclosed"}`, "/re", "format")
 }
 
 // TestZodEmailEveryWay: Zod's email pattern, lookaheads and all, compiles
@@ -140,10 +140,10 @@ func TestZodEmailEveryWay(t *testing.T) {
 	pattern := `^(?!\\.)(?!.*\\.\\.)([A-Za-z0-9_'+\\-\\.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9\\-]*\\.)+[A-Za-z]{2,}$`
 	ways := loadWays(t, `{"type":"object","properties":{"email":{"type":"string","pattern":"`+pattern+`"}},"required":["email"]}`, "")
 	for _, ok := range []string{"a@b.co", "o'neil+x@mail.example.org"} {
-		expectVerdict(t, ways, `{"email":"`+ok+`"}`, "-", "")
+		expectReport(t, ways, `{"email":"`+ok+`"}`, "-", "")
 	}
 	for _, bad := range []string{".a@b.co", "a..b@b.co", "a@b", "a@-b.co", "a.@b.co"} {
-		expectVerdict(t, ways, `{"email":"`+bad+`"}`, "/email", "pattern")
+		expectReport(t, ways, `{"email":"`+bad+`"}`, "/email", "pattern")
 	}
 }
 
@@ -174,7 +174,7 @@ func TestNumbersExact(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ways := loadWays(t, `{"type":"object","properties":{"v":`+c.schema+`}}`, "")
-			expectVerdict(t, ways, `{"v":`+c.args+`}`, c.ptr, c.kw)
+			expectReport(t, ways, `{"v":`+c.args+`}`, c.ptr, c.kw)
 		})
 	}
 }
@@ -223,7 +223,7 @@ func TestDialects(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ways := loadWays(t, c.schema, "")
 			for _, call := range c.calls {
-				expectVerdict(t, ways, call[0], call[1], call[2])
+				expectReport(t, ways, call[0], call[1], call[2])
 			}
 		})
 	}
@@ -231,7 +231,7 @@ func TestDialects(t *testing.T) {
 
 // TestCheckPatternTimeout: a pattern that cannot be evaluated against a
 // value in time is a blocking finding at that value, keyword pattern (or
-// patternProperties for a key), and the verdict says why it is unvalidated.
+// patternProperties for a key), and the report says why it is unvalidated.
 func TestCheckPatternTimeout(t *testing.T) {
 	hostile := strings.Repeat("a", 40) + "!"
 	ways := loadWays(t, `{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","pattern":"^(?=a)(a+)+$"}}},
@@ -244,7 +244,7 @@ func TestCheckPatternTimeout(t *testing.T) {
 		for _, c := range calls {
 			v := validate.Check(fnCall("t", c.args), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
 			if v.Unvalidated != validate.PatternTimeout || v.Valid() || len(v.Findings) != 1 {
-				t.Fatalf("%s: verdict %+v, want one blocking finding and unvalidated pattern_timeout", way, v)
+				t.Fatalf("%s: report %+v, want one blocking finding and unvalidated pattern_timeout", way, v)
 			}
 			f := v.Findings[0]
 			if f.Code != validate.SchemaViolation || f.Pointer != c.ptr || f.Keyword != c.kw {

@@ -83,7 +83,7 @@ func loadFindingsFixture(t testing.TB) findingsFixture {
 // It fails when a call the validator calls valid is not, judged
 // independently, a call of one of the two tools with arguments that are a
 // JSON object passing that tool's schema.
-func (fx findingsFixture) checkAnswer(t *testing.T, body []byte) (verdicts []validate.Verdict, parsed bool) {
+func (fx findingsFixture) checkAnswer(t *testing.T, body []byte) (verdicts []validate.CallReport, parsed bool) {
 	t.Helper()
 	resp, err := openaichat.API{}.NewCodec().DecodeAnswer(body)
 	if err != nil {
