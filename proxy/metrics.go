@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/proxy/mcp"
+	"github.com/toolgate/toolgate/proxy/route"
 
 	"github.com/toolgate/toolgate/recovery"
 )
@@ -178,7 +179,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 		m.CatalogInfo, m.CatalogTools, m.ConfigReloads, m.SinkDropped, m.SinkFailures,
 		m.PanicsRecovered, m.StreamsHeldEvents, m.ValidatorRequests, m.ValidatorDuration, m.RouteRefusals, m.MCPOutput, m.ToolDrift,
 		m.StrictTools, m.StrictCalls, m.TraceSpansDropped, m.EscalationReplays, m.ToolResults)
-	for _, r := range refusalReasons {
+	for _, r := range route.Reasons() {
 		m.RouteRefusals.WithLabelValues(string(r))
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/responses"
+	"github.com/toolgate/toolgate/proxy/route"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -94,7 +95,7 @@ func (s *Server) keepaliveInterval() time.Duration {
 type runtime struct {
 	snap     *catalog.Snapshot
 	settings recovery.Settings
-	routes   *routeTable
+	routes   *route.Table
 	ups      []*upstream
 	// validators call the snapshot's validators; swapped with it.
 	validators *judge.Validators
@@ -120,22 +121,6 @@ var apis = map[string]api.API{
 var apiKeyHeaders = map[string]string{
 	"messages": "x-api-key",
 	"gemini":   "x-goog-api-key",
-}
-
-// builtinRoutes are the validated paths under every prefix. Gemini names
-// the model in the path: the parameter ends at the colon of the verb.
-var builtinRoutes = map[string]string{
-	"/v1/chat/completions": "chat",
-	"/v1/messages":         "messages",
-	"/v1/responses":        "responses",
-
-	"/v1beta/models/{model}:generateContent":       "gemini",
-	"/v1beta/models/{model}:streamGenerateContent": "gemini",
-	"/v1/models/{model}:generateContent":           "gemini",
-	"/v1/models/{model}:streamGenerateContent":     "gemini",
-
-	"/v1beta/tunedModels/{model}:generateContent":       "gemini",
-	"/v1beta/tunedModels/{model}:streamGenerateContent": "gemini",
 }
 
 // New builds a Server serving the store's current snapshot.
@@ -196,7 +181,7 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		}
 		rt.contextHeaders[http.CanonicalHeaderKey(src.Header)] = name
 	}
-	routes := newRouteTable()
+	routes := route.NewTable()
 	for _, uc := range snap.Config.Upstreams {
 		u, err := newUpstream(uc, snap.Secrets.UpstreamKeys[uc.Name])
 		if err != nil {
@@ -204,18 +189,18 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		}
 		rt.ups = append(rt.ups, u)
 		prefix := uc.PathPrefix
-		for path, name := range builtinRoutes {
+		for path, name := range route.Builtin {
 			a := apis[name]
-			routes.judge(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
+			routes.AddJudged(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
 		}
 		for path, name := range uc.APIPaths {
 			a, ok := apis[name]
 			if !ok {
 				return nil, fmt.Errorf("upstream %s: api_paths %s: unknown API %q", uc.Name, path, name)
 			}
-			routes.judge(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
+			routes.AddJudged(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
 		}
-		routes.passThrough(prefix, s.passthrough(rt, u, prefix))
+		routes.AddPassThrough(prefix, s.passthrough(rt, u, prefix))
 	}
 	// The MCP routes judge with the validators, so they come first.
 	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
@@ -271,14 +256,14 @@ func jsonRPCPlainError(f neutral.Failure) []byte {
 // spelling of it, in shadow mode too. The route owns the path for every method (the MCP
 // handler answers 405 to any but POST, GET and DELETE), so no method falls
 // through to a model API's pass-through.
-func (s *Server) mcpRoutes(rt *runtime, routes *routeTable) error {
+func (s *Server) mcpRoutes(rt *runtime, routes *route.Table) error {
 	for _, mc := range rt.snap.Config.MCPServers {
 		h, err := s.mcp.Route(rt.snap, &mcpPipeline{s: s, rt: rt}, mc)
 		if err != nil {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}
 		rt.mcps = append(rt.mcps, h)
-		routes.judgeServer("mcp", mc.PathPrefix, jsonRPCPlainError, tracedMCP(h, mc.Name), mcpMethods...)
+		routes.AddServer("mcp", mc.PathPrefix, jsonRPCPlainError, tracedMCP(h, mc.Name), mcpMethods...)
 	}
 	return nil
 }
@@ -396,7 +381,7 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 			// path's first segments.
 			dropToolgateHeaders(pr.Out.Header)
 			query := u.applyKey(pr.Out.Header, pr.In.URL.RawQuery, "")
-			pr.Out.URL = u.target(afterSegments(rawPath(pr.In.URL), segments), query)
+			pr.Out.URL = u.target(route.AfterSegments(route.RawPath(pr.In.URL), segments), query)
 			pr.Out.Host = ""
 		},
 		ModifyResponse: func(resp *http.Response) error {

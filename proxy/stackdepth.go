@@ -33,7 +33,7 @@ import (
 //
 // The out-of-line pieces that are the logic of their own file stay there,
 // next to what they belong to:
-//   - Server.dispatch (guard.go): the route decision and everything but a
+//   - Server.dispatch (guard.go): the route match and everything but a
 //     judged route's handler;
 //   - exchange.answerPath (pipeline.go): the choice of an answer's path and
 //     the whole non-stream answer;

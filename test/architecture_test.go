@@ -206,6 +206,23 @@ func TestApprovalImports(t *testing.T) {
 	}
 }
 
+// TestProxyLeavesImports keeps the proxy's leaves beneath the pipeline
+// that imports them: each sees what its job needs and nothing of package
+// proxy, of another leaf it has no use for, or of the codecs.
+func TestProxyLeavesImports(t *testing.T) {
+	allowed := map[string][]string{
+		// The route table and the path guard: paths, patterns, refusals.
+		"proxy/route": {"neutral"},
+	}
+	for pkg, ok := range allowed {
+		for _, im := range imports(t, pkg) {
+			if !slices.Contains(ok, im) {
+				t.Errorf("%s imports %s/%s, which its layer may not", pkg, module, im)
+			}
+		}
+	}
+}
+
 // parsedFiles parses the non-test Go files of dir whole, bodies included.
 func parsedFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
 	t.Helper()

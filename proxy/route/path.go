@@ -1,4 +1,4 @@
-package proxy
+package route
 
 import (
 	"net/url"
@@ -47,14 +47,14 @@ func escapeAt(p string, i int) (byte, bool) {
 	return hi<<4 | lo, ok1 && ok2
 }
 
-// canonicalPath is the RFC 3986 §6.2.2 normal form of an escaped request
+// CanonicalPath is the RFC 3986 §6.2.2 normal form of an escaped request
 // path: escapes of unreserved characters decoded ("%73" is "s"), other
 // escapes in upper case, and every byte a path may not hold raw escaped.
 // Every server reads the result as the same resource as the input, so it is
 // what toolgate routes on and, for a judged route, what it sends upstream.
 // Slashes, dot segments and case are left alone: servers disagree on them,
 // so the guard refuses them instead. A canonical path comes back as is.
-func canonicalPath(p string) string {
+func CanonicalPath(p string) string {
 	i := 0
 	for i < len(p) && p[i] != '%' && pathByte[p[i]] {
 		i++
@@ -101,14 +101,14 @@ const (
 // looseReasons are the flags in the order their reason is reported.
 var looseReasons = []struct {
 	flag   int
-	reason refusal
+	reason Reason
 }{
 	{looseSeparator, refuseSeparator}, {looseDot, refuseDotSegment}, {looseSlashes, refuseSlashes},
 	{looseTrailing, refuseTrailingSlash}, {looseParameter, refuseParameter}, {looseSpace, refuseWhitespace},
 	{looseEncoding, refuseEncoding},
 }
 
-func reasonOf(flags int) refusal {
+func reasonOf(flags int) Reason {
 	for _, r := range looseReasons {
 		if flags&r.flag != 0 {
 			return r.reason

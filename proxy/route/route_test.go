@@ -1,4 +1,4 @@
-package proxy
+package route
 
 import (
 	"net/http"
@@ -37,11 +37,11 @@ func TestCanonicalPath(t *testing.T) {
 		{"/v1/chat/completions#x", "/v1/chat/completions%23x"},
 	}
 	for _, c := range cases {
-		if got := canonicalPath(c.in); got != c.want {
-			t.Errorf("canonicalPath(%q) = %q, want %q", c.in, got, c.want)
+		if got := CanonicalPath(c.in); got != c.want {
+			t.Errorf("CanonicalPath(%q) = %q, want %q", c.in, got, c.want)
 		}
-		if again := canonicalPath(c.want); again != c.want {
-			t.Errorf("canonicalPath is not idempotent on %q: %q", c.want, again)
+		if again := CanonicalPath(c.want); again != c.want {
+			t.Errorf("CanonicalPath is not idempotent on %q: %q", c.want, again)
 		}
 	}
 }
@@ -75,7 +75,7 @@ func TestLooseForm(t *testing.T) {
 		{"/v1beta/models/gemini-1.5-pro:generateContent", "/v1beta/models/gemini-1.5-pro:generateContent", 0, false},
 	}
 	for _, c := range cases {
-		fs := loosen(canonicalPath(c.in))
+		fs := loosen(CanonicalPath(c.in))
 		f := fs.f[0]
 		if f.path != c.want || f.flags != c.flags || f.above != c.above {
 			t.Errorf("loosen(%q) = %q flags %b above %v, want %q flags %b above %v", c.in, f.path, f.flags, f.above, c.want, c.flags, c.above)
@@ -96,24 +96,24 @@ func TestLooseForm(t *testing.T) {
 // testTable is a router with the shapes of routes toolgate registers: the
 // built-in APIs under two upstream prefixes, an api_paths template and a
 // pattern with text after its parameter, as Gemini's are.
-func testTable() *routeTable {
-	t := newRouteTable()
+func testTable() *Table {
+	t := NewTable()
 	h := http.NotFoundHandler()
 	for _, prefix := range []string{"", "/anthropic"} {
-		for path, name := range builtinRoutes {
-			t.judge(name, prefix, path, envelopeOf(apis[name]), h, http.MethodPost)
+		for path, name := range Builtin {
+			t.AddJudged(name, prefix, path, openaiwire.Error, h, http.MethodPost)
 		}
 		if prefix == "" {
-			t.judge("chat", prefix, "/openai/deployments/{d}/chat/completions", openaiwire.Error, h, http.MethodPost)
-			t.judge("chat", prefix, "/v1beta/models/{model}:generateContent", openaiwire.Error, h, http.MethodPost)
-			t.judge("chat", prefix, "/mcp/orders", openaiwire.Error, h, http.MethodPost, http.MethodGet, http.MethodDelete)
+			t.AddJudged("chat", prefix, "/openai/deployments/{d}/chat/completions", openaiwire.Error, h, http.MethodPost)
+			t.AddJudged("chat", prefix, "/v1beta/models/{model}:generateContent", openaiwire.Error, h, http.MethodPost)
+			t.AddJudged("chat", prefix, "/mcp/orders", openaiwire.Error, h, http.MethodPost, http.MethodGet, http.MethodDelete)
 		}
-		t.passThrough(prefix, h)
+		t.AddPassThrough(prefix, h)
 	}
 	return t
 }
 
-func TestRouteDecision(t *testing.T) {
+func TestRouteMatch(t *testing.T) {
 	tab := testTable()
 	const judge, pass = "judge", "pass"
 	cases := []struct {
@@ -200,20 +200,20 @@ func TestRouteDecision(t *testing.T) {
 		{"GET", "", false, pass, 0, ""},
 	}
 	for _, c := range cases {
-		d := tab.decide(c.method, c.path, c.body)
+		d := tab.Match(c.method, c.path, c.body)
 		got := ""
-		switch d.kind {
-		case routeJudge:
+		switch d.Kind {
+		case Judge:
 			got = judge
-			if d.path != c.use {
-				t.Errorf("%s %q: judged at %q, want %q", c.method, c.path, d.path, c.use)
+			if d.Path != c.use {
+				t.Errorf("%s %q: judged at %q, want %q", c.method, c.path, d.Path, c.use)
 			}
-		case routePass:
+		case Pass:
 			got = pass
-		case routeRefuse:
-			got = string(d.reason)
-			if d.status != c.status || d.use != c.use {
-				t.Errorf("%s %q: refused %d use %q, want %d use %q", c.method, c.path, d.status, d.use, c.status, c.use)
+		case Refuse:
+			got = string(d.Reason)
+			if d.Status != c.status || d.Use != c.use {
+				t.Errorf("%s %q: refused %d use %q, want %d use %q", c.method, c.path, d.Status, d.Use, c.status, c.use)
 			}
 		}
 		if got != c.want {
@@ -284,10 +284,10 @@ func readsAs(p, template string) bool {
 	return true
 }
 
-// FuzzRouteDecision: for any path, toolgate judges it, refuses it, or
+// FuzzRouteMatch: for any path, toolgate judges it, refuses it, or
 // nothing an upstream may do to the path it forwards makes it a judged
 // route. A judged path is canonical and is the route itself.
-func FuzzRouteDecision(f *testing.F) {
+func FuzzRouteMatch(f *testing.F) {
 	for _, s := range []string{
 		"/v1/chat/completions", "//v1/chat/completions", "/v1/chat/completion%73", "/v1/chat%2Fcompletions",
 		"/v1/%6Dessages", "/v1//chat/completions", "/v1/chat/completions/", "/v1/./chat/completions",
@@ -305,35 +305,35 @@ func FuzzRouteDecision(f *testing.F) {
 		if raw != "" && raw != "*" && raw[0] != '/' {
 			raw = "/" + raw // net/http takes no other request paths
 		}
-		d := tab.decide(method, raw, body)
-		switch d.kind {
-		case routeRefuse:
-			if d.status < 400 || d.status > 499 || d.reason == "" || refusalText[d.reason] == "" {
+		d := tab.Match(method, raw, body)
+		switch d.Kind {
+		case Refuse:
+			if d.Status < 400 || d.Status > 499 || d.Reason == "" || refusalText[d.Reason] == "" {
 				t.Fatalf("refusal %+v", d)
 			}
 			// The path the refusal names is judged, unless it had to
 			// keep a placeholder or an escape from the request.
-			if d.route != nil && !strings.ContainsAny(d.use, "{%") {
-				if u := tab.decide(d.route.methods[0], d.use, true); u.kind != routeJudge || u.route != d.route {
-					t.Fatalf("%q refused naming %q, which is not judged as %s: %+v", raw, d.use, d.route.pattern, u)
+			if d.Route != nil && !strings.ContainsAny(d.Use, "{%") {
+				if u := tab.Match(d.Route.Methods[0], d.Use, true); u.Kind != Judge || u.Route != d.Route {
+					t.Fatalf("%q refused naming %q, which is not judged as %s: %+v", raw, d.Use, d.Route.pattern, u)
 				}
 			}
-		case routeJudge:
-			if canonicalPath(d.path) != d.path || !d.route.judges(method) {
-				t.Fatalf("judged %q as %q on %s", raw, d.path, d.route.pattern)
+		case Judge:
+			if CanonicalPath(d.Path) != d.Path || !d.Route.judges(method) {
+				t.Fatalf("judged %q as %q on %s", raw, d.Path, d.Route.pattern)
 			}
-			if again := tab.decide(method, d.path, body); again.kind != routeJudge || again.route != d.route {
-				t.Fatalf("judged %q at %q, which decides %+v", raw, d.path, again)
+			if again := tab.Match(method, d.Path, body); again.Kind != Judge || again.Route != d.Route {
+				t.Fatalf("judged %q at %q, which matches %+v", raw, d.Path, again)
 			}
 			for _, read := range readings {
-				if !readsAs(read(d.path), d.route.pattern) {
-					t.Fatalf("judged %q as %s, but a server may read %q", raw, d.route.pattern, read(d.path))
+				if !readsAs(read(d.Path), d.Route.pattern) {
+					t.Fatalf("judged %q as %s, but a server may read %q", raw, d.Route.pattern, read(d.Path))
 				}
 			}
-		case routePass:
+		case Pass:
 			if d.read {
-				if !readMethod(method) || body || !tab.exact(d.route, d.path) {
-					t.Fatalf("%s %q with body %v passed as a read of %s", method, raw, body, d.route.pattern)
+				if !readMethod(method) || body || !tab.exact(d.Route, d.Path) {
+					t.Fatalf("%s %q with body %v passed as a read of %s", method, raw, body, d.Route.pattern)
 				}
 				return
 			}
@@ -344,15 +344,15 @@ func FuzzRouteDecision(f *testing.F) {
 
 // checkPassed fails when a passed path reads as a judged route, as a
 // whole or, after its upstream's prefix, as that upstream's route.
-func checkPassed(t *testing.T, tab *routeTable, raw string) {
-	sel := tab.selectPrefix(canonicalPath(raw))
+func checkPassed(t *testing.T, tab *Table, raw string) {
+	sel := tab.selectPrefix(CanonicalPath(raw))
 	for _, read := range readings {
 		for _, v := range validatedTemplates {
 			if readsAs(read(raw), v.prefix+v.path) {
 				t.Fatalf("%q passed through, but a server may read it as %s%s", raw, v.prefix, v.path)
 			}
 			if sel != nil && sel.prefix == v.prefix && sel.prefix != "" {
-				rest := afterSegments(raw, strings.Count(sel.prefix, "/"))
+				rest := AfterSegments(raw, strings.Count(sel.prefix, "/"))
 				if readsAs(read(rest), v.path) {
 					t.Fatalf("%q passed through to %s, which may read %q as %s", raw, sel.prefix, rest, v.path)
 				}
@@ -361,14 +361,14 @@ func checkPassed(t *testing.T, tab *routeTable, raw string) {
 	}
 }
 
-// BenchmarkRouteDecision is the guard's cost on the common paths.
-func BenchmarkRouteDecision(b *testing.B) {
+// BenchmarkRouteMatch is the guard's cost on the common paths.
+func BenchmarkRouteMatch(b *testing.B) {
 	tab := testTable()
 	for _, p := range []string{"/v1/chat/completions", "/anthropic/v1/messages", "/v1/models", "/v1/chat/completion%73"} {
 		b.Run(strings.ReplaceAll(p[1:], "/", "_"), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				tab.decide(http.MethodPost, p, true)
+				tab.Match(http.MethodPost, p, true)
 			}
 		})
 	}
@@ -377,6 +377,6 @@ func BenchmarkRouteDecision(b *testing.B) {
 func BenchmarkCanonicalPath(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		canonicalPath("/v1/chat/completions")
+		CanonicalPath("/v1/chat/completions")
 	}
 }
