@@ -30,7 +30,7 @@ var _ mcp.Pipeline = (*mcpPipeline)(nil)
 
 // Judge runs the call through the ladder and decides what the route does,
 // with a refusal's escalation recorded.
-func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
+func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Ruling {
 	j := &judge.Judge{
 		Local:          &validate.Context{Eff: c.Set.Eff, Values: contextValues(ctx)},
 		Validators:     p.rt.validators,
@@ -48,17 +48,17 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 	noted := p.s.count(&tally{api: apiMCP, version: c.Set.Version, rid: c.RequestID, tools: mcpTools{c.Set}}, []*recovery.Result{res}, nil)
 	at := &site{api: apiMCP, rid: c.RequestID, version: c.Set.Version, server: c.Server, session: c.Session,
 		callJSON: func(call neutral.ToolCall) []byte { return jsonrpc.CallJSON(call.Name, call.Args) }}
-	d := mcp.Decision{Noted: noted}
+	d := mcp.Ruling{Noted: noted}
 	// The same decide as a model's answer: an MCP refusal always answers
 	// in place of the call, and a confirm call waits for a person.
 	v := decide([]*recovery.Result{res}, policy{errorMode: true, hold: confirmOnly([]*recovery.Result{res})})
 	tool := res.Reports[0].Tool
 	switch {
 	case len(v.escalating) == 0:
-		d.Verdict = mcp.Forward
+		d.Disposition = mcp.Forward
 		return d
 	case v.hold != nil:
-		d.Verdict = mcp.Confirm
+		d.Disposition = mcp.Confirm
 		d.CallerApproves = tool.Approver == catalog.ApproverCaller
 		d.Decline = func(why string) *neutral.Escalated {
 			res.Escalation.Reason = why
@@ -67,9 +67,9 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Decision {
 		return d
 	}
 	d.Escalation = p.record(at, res, res.Reports[0].Findings)
-	d.Verdict = mcp.Refuse
+	d.Disposition = mcp.Refuse
 	if tool == nil {
-		d.Verdict = mcp.UnknownTool
+		d.Disposition = mcp.UnknownTool
 		d.Escalation.Available = append([]string{}, c.Set.Visible...)
 	}
 	return d

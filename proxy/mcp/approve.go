@@ -72,9 +72,9 @@ func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 		return x.refuseUnconfirmed(h, why)
 	}
 	x.outcome = outcomeEscalated
-	e := h.d.Decline(why)
+	e := h.ruling.Decline(why)
 	approver := approval.Operator
-	if h.d.CallerApproves {
+	if h.ruling.CallerApproves {
 		approver = approval.Caller
 	}
 	rec, secret, err := svc.Request(context.WithoutCancel(x.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
@@ -167,9 +167,9 @@ func withoutApprovalMeta(raw []byte) []byte {
 // catalog with approval_stale, instead of the refusal a new call would
 // get. It is nil when the call passes, presents no approval, or is not
 // the approved call (the claim then says why).
-func (x *exchange) staleResume(msg *message, name string, args []byte, d Decision) []byte {
+func (x *exchange) staleResume(msg *message, name string, args []byte, ruling Ruling) []byte {
 	svc := x.rt.g.deps.Approvals
-	if svc == nil || d.Verdict == Forward || d.Verdict == Confirm {
+	if svc == nil || ruling.Disposition == Forward || ruling.Disposition == Confirm {
 		return nil
 	}
 	id, _, ok := resumeMeta(msg.params)

@@ -18,7 +18,7 @@ const maxArgsShown = 4096
 // about with an error result that says so.
 func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
 	x.outcome = outcomeEscalated
-	e := h.d.Decline(why)
+	e := h.ruling.Decline(why)
 	e.Advice = "A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question."
 	return refusal(h.call, e)
 }

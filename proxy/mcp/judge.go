@@ -15,16 +15,16 @@ type held struct {
 	m    *message
 	call *Call
 	// name and args are the call's, as the route read them.
-	name string
-	args []byte
-	d    Decision
+	name   string
+	args   []byte
+	ruling Ruling
 	// state is toolgate's own requestState a stateless retry carries.
 	state *signedState
 }
 
 // judge decides a tools/call before the server sees it: an answer toolgate
 // gives itself (a refusal), a call held for confirmation, or neither, and
-// then it is forwarded. The pipeline judges; this reads its decision.
+// then it is forwarded. The pipeline judges; this reads its ruling.
 func (x *exchange) judge(m *message) ([]byte, *held) {
 	name, args, task, problem := callParams(m.params)
 	if problem != "" {
@@ -58,23 +58,23 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 	}
 	c := &Call{RequestID: x.rid, Server: x.rt.cfg.Name, Session: x.sess.label(), Set: set, Message: m.raw,
 		ID: m.id, Name: name, Args: args, Task: task}
-	d := x.rt.pipe.Judge(x.ctx, c)
-	x.findings = append(x.findings, d.Noted...)
-	if ans := x.staleResume(m, name, args, d); ans != nil {
+	ruling := x.rt.pipe.Judge(x.ctx, c)
+	x.findings = append(x.findings, ruling.Noted...)
+	if ans := x.staleResume(m, name, args, ruling); ans != nil {
 		return ans, nil
 	}
-	switch d.Verdict {
+	switch ruling.Disposition {
 	case UnknownTool, Refuse:
 		x.outcome = outcomeEscalated
-		return refusal(c, d.Escalation), nil
+		return refusal(c, ruling.Escalation), nil
 	case Confirm:
-		return nil, &held{m: m, call: c, name: name, args: args, d: d, state: state}
+		return nil, &held{m: m, call: c, name: name, args: args, ruling: ruling, state: state}
 	}
 	if state != nil {
 		// A retry of a call asked about before a reload made its tool
 		// need no yes: the person's answer still decides it, and
 		// toolgate's state never reaches the server.
-		return nil, &held{m: m, call: c, name: name, args: args, d: d, state: state}
+		return nil, &held{m: m, call: c, name: name, args: args, ruling: ruling, state: state}
 	}
 	x.trackCall(m, set, name)
 	return nil, nil

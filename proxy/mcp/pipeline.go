@@ -18,7 +18,7 @@ import (
 type Pipeline interface {
 	// Judge decides one tools/call before the server sees it, and
 	// records the escalation of a refused one.
-	Judge(ctx context.Context, c *Call) Decision
+	Judge(ctx context.Context, c *Call) Ruling
 	// Output judges a tool result against the tool's outputSchema,
 	// counting a violation. It returns the message to send instead, or
 	// nil when the result passes, and the findings.
@@ -58,13 +58,13 @@ type Call struct {
 	Task bool
 }
 
-// Verdict is what the pipeline made of a tools/call.
-type Verdict uint8
+// Disposition is what the pipeline made of a tools/call.
+type Disposition uint8
 
-// Verdicts.
+// Dispositions.
 const (
 	// Forward: every check passed; the server may run the call.
-	Forward Verdict = iota
+	Forward Disposition = iota
 	// Refuse: the call breaks a check.
 	Refuse
 	// UnknownTool: a refusal whose tool the server does not have.
@@ -74,9 +74,9 @@ const (
 	Confirm
 )
 
-// Decision is the pipeline's answer on one tools/call.
-type Decision struct {
-	Verdict Verdict
+// Ruling is the pipeline's answer on one tools/call.
+type Ruling struct {
+	Disposition Disposition
 	// Escalation is the recorded escalation of a refused call (Refuse,
 	// UnknownTool): its id, its findings and, for UnknownTool, the tools
 	// the server has. The route answers the client with it.
