@@ -14,61 +14,61 @@ import (
 // answerJSON reads a JSON answer whole, lets toolgate read the responses
 // it tracks, and relays it: the server's bytes when nothing changed, else
 // the changed messages with toolgate's own answers joined.
-func (x *exchange) answerJSON(resp *http.Response, fwd []message, local [][]byte) {
-	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+func (cr *clientRequest) answerJSON(resp *http.Response, fwd []message, local [][]byte) {
+	limit := cr.rt.snap.Config.Limits.MaxResponseBytes
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	switch {
 	case err != nil:
-		x.failRequests(fwd, local, "the MCP server's answer was cut off", err)
+		cr.failRequests(fwd, local, "the MCP server's answer was cut off", err)
 		return
 	case int64(len(body)) > limit:
-		x.failRequests(fwd, local, "the MCP server's answer exceeds limits.max_response_bytes", nil)
+		cr.failRequests(fwd, local, "the MCP server's answer exceeds limits.max_response_bytes", nil)
 		return
 	}
 	msgs, bad, batch, perr := parseBody(body)
 	if perr != nil || len(bad) > 0 {
 		// Not JSON-RPC: the client's SDK reports it as the server's fault,
 		// which it is; toolgate has nothing to judge in it.
-		x.rt.pipe.Write(x.w, resp.StatusCode, resp.Header, body)
+		cr.rt.pipe.Write(cr.w, resp.StatusCode, resp.Header, body)
 		return
 	}
 	changed := false
 	out := make([][]byte, len(msgs))
 	for i := range msgs {
 		out[i] = msgs[i].raw
-		if b, ok := x.inspect(&msgs[i]); ok {
+		if b, ok := cr.inspect(&msgs[i]); ok {
 			out[i], changed = b, true
 		}
 	}
 	switch {
 	case !changed && len(local) == 0:
-		x.rt.pipe.Write(x.w, resp.StatusCode, resp.Header, body)
-	case batch || x.batch:
-		x.rt.pipe.Write(x.w, resp.StatusCode, resp.Header, joinBatch(append(out, local...)))
+		cr.rt.pipe.Write(cr.w, resp.StatusCode, resp.Header, body)
+	case batch || cr.batch:
+		cr.rt.pipe.Write(cr.w, resp.StatusCode, resp.Header, joinBatch(append(out, local...)))
 	default:
-		x.rt.pipe.Write(x.w, resp.StatusCode, resp.Header, out[0])
+		cr.rt.pipe.Write(cr.w, resp.StatusCode, resp.Header, out[0])
 	}
 }
 
 // failRequests answers the forwarded requests with an error when the
 // server's answer cannot be relayed.
-func (x *exchange) failRequests(fwd []message, local [][]byte, why string, err error) {
-	if err != nil && x.ctx.Err() != nil {
-		x.outcome = outcomeCancelled
+func (cr *clientRequest) failRequests(fwd []message, local [][]byte, why string, err error) {
+	if err != nil && cr.ctx.Err() != nil {
+		cr.outcome = outcomeCancelled
 		return
 	}
-	x.outcome = outcomeUpstreamError
-	x.log().Warn("mcp answer not relayed", zap.String("reason", why), zap.Error(err))
+	cr.outcome = outcomeUpstreamError
+	cr.log().Warn("mcp answer not relayed", zap.String("reason", why), zap.Error(err))
 	for _, m := range fwd {
 		if m.kind == kindRequest {
-			local = append(local, x.failure(m.id, upstreamFailure(why)))
+			local = append(local, cr.failure(m.id, upstreamFailure(why)))
 		}
 	}
 	if len(local) == 0 {
-		x.writeJSON(http.StatusBadGateway, x.failure(nil, upstreamFailure(why)))
+		cr.writeJSON(http.StatusBadGateway, cr.failure(nil, upstreamFailure(why)))
 		return
 	}
-	x.writeLocal(local)
+	cr.writeLocal(local)
 }
 
 // pipeSSE relays a server's event stream event by event, each as received
@@ -76,15 +76,15 @@ func (x *exchange) failRequests(fwd []message, local [][]byte, why string, err e
 // before a forwarded request was answered, toolgate answers it with an
 // error so the client does not wait forever; a stream that ended cleanly
 // after giving event ids is left for the client to resume.
-func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
+func (cr *clientRequest) pipeSSE(body io.Reader, fwd []message) {
 	open := map[string]bool{}
 	for _, m := range fwd {
 		if m.kind == kindRequest {
 			open[m.idKey()] = true
 		}
 	}
-	rc := http.NewResponseController(x.w)
-	rd := sse.NewReader(body, int(min(x.rt.snap.Config.Limits.MaxResponseBytes, 1<<31-1)))
+	rc := http.NewResponseController(cr.w)
+	rd := sse.NewReader(body, int(min(cr.rt.snap.Config.Limits.MaxResponseBytes, 1<<31-1)))
 	resumable := false
 	for rd.Next() {
 		ev := rd.Event()
@@ -93,12 +93,12 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 			resumable = true
 		}
 		if len(ev.Data) > 0 {
-			if b, ok := x.inspectData(ev.Data, open); ok {
+			if b, ok := cr.inspectData(ev.Data, open); ok {
 				out = jsonrpc.Event(ev.ID, b)
 			}
 		}
-		if _, err := x.w.Write(out); err != nil {
-			x.outcome = outcomeCancelled // the client is gone
+		if _, err := cr.w.Write(out); err != nil {
+			cr.outcome = outcomeCancelled // the client is gone
 			return
 		}
 		if !rd.Buffered() {
@@ -107,8 +107,8 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 	}
 	err := rd.Err()
 	switch {
-	case x.ctx.Err() != nil && (err != nil || len(open) > 0):
-		x.outcome = outcomeCancelled
+	case cr.ctx.Err() != nil && (err != nil || len(open) > 0):
+		cr.outcome = outcomeCancelled
 		return
 	case err == nil && len(open) == 0,
 		// A stream that gave event ids is the client's to resume with
@@ -118,8 +118,8 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 		_ = rc.Flush()
 		return
 	}
-	x.outcome = outcomeUpstreamError
-	x.log().Warn("mcp stream ended early", zap.Error(err), zap.Int("unanswered", len(open)))
+	cr.outcome = outcomeUpstreamError
+	cr.log().Warn("mcp stream ended early", zap.Error(err), zap.Int("unanswered", len(open)))
 	// A cut-off event is never relayed: half a message would break the
 	// client's reader, and the error below says what happened.
 	msg := "the MCP server's stream ended before it answered"
@@ -128,14 +128,14 @@ func (x *exchange) pipeSSE(body io.Reader, fwd []message) {
 	}
 	for _, m := range fwd {
 		if open[m.idKey()] {
-			_, _ = x.w.Write(jsonrpc.Event(nil, x.failure(m.id, upstreamFailure(msg))))
+			_, _ = cr.w.Write(jsonrpc.Event(nil, cr.failure(m.id, upstreamFailure(msg))))
 		}
 	}
 	_ = rc.Flush()
 }
 
 // inspectData reads one event's data: a message or, in 2025-03-26, a batch.
-func (x *exchange) inspectData(data []byte, open map[string]bool) ([]byte, bool) {
+func (cr *clientRequest) inspectData(data []byte, open map[string]bool) ([]byte, bool) {
 	msgs, bad, batch, perr := parseBody(data)
 	if perr != nil || len(bad) > 0 {
 		return nil, false
@@ -148,7 +148,7 @@ func (x *exchange) inspectData(data []byte, open map[string]bool) ([]byte, bool)
 		if m.kind == kindResponse {
 			delete(open, m.idKey())
 		}
-		if b, ok := x.inspect(m); ok {
+		if b, ok := cr.inspect(m); ok {
 			out[i], changed = b, true
 		}
 	}
@@ -163,22 +163,22 @@ func (x *exchange) inspectData(data []byte, open map[string]bool) ([]byte, bool)
 
 // inspect reads one message from the server. It returns the message to
 // send instead when toolgate changes it.
-func (x *exchange) inspect(m *message) ([]byte, bool) {
+func (cr *clientRequest) inspect(m *message) ([]byte, bool) {
 	if m.kind == kindNotification {
 		if m.method == "notifications/tools/list_changed" {
-			x.sess.stale()
-			x.rt.st.dropLists()
+			cr.sess.stale()
+			cr.rt.st.dropLists()
 		}
 		return nil, false
 	}
 	if m.kind != kindResponse {
 		return nil, false
 	}
-	t, ok := x.tracked[m.idKey()]
-	delete(x.tracked, m.idKey())
-	// The session's copy goes too; without this exchange's own, the call
+	t, ok := cr.tracked[m.idKey()]
+	delete(cr.tracked, m.idKey())
+	// The session's copy goes too; without this request's own, the call
 	// is one answered on another stream, after a resumption.
-	if st, found := x.sess.answered(m.idKey()); !ok {
+	if st, found := cr.sess.answered(m.idKey()); !ok {
 		t, ok = st, found
 	}
 	if !ok || m.err != nil {
@@ -186,11 +186,11 @@ func (x *exchange) inspect(m *message) ([]byte, bool) {
 	}
 	switch t.kind {
 	case trackInit:
-		return x.initialized(m, t)
+		return cr.initialized(m, t)
 	case trackList:
-		return x.listed(m, t)
+		return cr.listed(m, t)
 	case trackCall:
-		return x.called(m, t)
+		return cr.called(m, t)
 	case trackDiscover:
 		return discovered(m)
 	}

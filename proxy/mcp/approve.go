@@ -45,43 +45,43 @@ func resumeMeta(params []byte) (id, secret string, ok bool) {
 
 // callMatch binds an approval to the exact call: its tool and canonical
 // arguments, on this route's server, from this caller.
-func (x *exchange) callMatch(name string, args []byte) (approval.Match, error) {
+func (cr *clientRequest) callMatch(name string, args []byte) (approval.Match, error) {
 	d, err := approval.CallDigest(name, args)
-	return approval.Match{RequestDigest: d, Route: x.r.URL.Path, Upstream: x.rt.cfg.Name, Caller: x.boundCaller()}, err
+	return approval.Match{RequestDigest: d, Route: cr.r.URL.Path, Upstream: cr.rt.cfg.Name, Caller: cr.boundCaller()}, err
 }
 
 // boundCaller is who makes the call, as an approval binds it: the session the
 // client sent (a stateless revision has none) and the inbound token it
 // authenticated with, when inbound_auth is on. Neither: "", and the call
 // and route alone bind the approval.
-func (x *exchange) boundCaller() string {
-	b := approval.Binding{Session: x.r.Header.Get(hdrSession)}
-	if f := x.rt.g.deps.CallerToken; f != nil {
-		b.Token = f(x.w)
+func (cr *clientRequest) boundCaller() string {
+	b := approval.Binding{Session: cr.r.Header.Get(hdrSession)}
+	if f := cr.rt.g.deps.CallerToken; f != nil {
+		b.Token = f(cr.w)
 	}
 	return b.Digest()
 }
 
 // holdUnconfirmed is refuseUnconfirmed with the call stored for a person
 // to approve, when approvals are on.
-func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
-	svc := x.rt.g.deps.Approvals
-	m, err := x.callMatch(h.name, h.args)
+func (cr *clientRequest) holdUnconfirmed(h *held, why string) []byte {
+	svc := cr.rt.g.deps.Approvals
+	m, err := cr.callMatch(h.name, h.args)
 	ac, err2 := approval.NewCall(h.name, h.args)
 	if svc == nil || err != nil || err2 != nil {
-		return x.refuseUnconfirmed(h, why)
+		return cr.refuseUnconfirmed(h, why)
 	}
-	x.outcome = outcomeEscalated
+	cr.outcome = outcomeEscalated
 	e := h.ruling.Decline(why)
 	approver := approval.Operator
 	if h.ruling.CallerApproves {
 		approver = approval.Caller
 	}
-	rec, secret, err := svc.Request(context.WithoutCancel(x.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
+	rec, secret, err := svc.Request(context.WithoutCancel(cr.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
 		Route: m.Route, Upstream: m.Upstream, Caller: m.Caller, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.Call{ac}})
 	if err != nil {
-		x.log().Warn("approval store failed; the call stays held", zap.Error(err))
-		return x.failure(h.m.id, storeFailure("the approval store cannot be reached; the call was not run, retry it"))
+		cr.log().Warn("approval store failed; the call stays held", zap.Error(err))
+		return cr.failure(h.m.id, storeFailure("the approval store cannot be reached; the call was not run, retry it"))
 	}
 	e.Advice = "A person must approve this call; once approved, call the tool again with the same arguments and params._meta[\"toolgate/approval\"] set to " + rec.ID + "."
 	e.Approval, _ = json.Marshal(rec.Ticket(secret))
@@ -90,51 +90,51 @@ func (x *exchange) holdUnconfirmed(h *held, why string) []byte {
 
 // resume releases an approved call once, or answers why not. It reports
 // false when the call presents no approval.
-func (x *exchange) resume(h *held) bool {
+func (cr *clientRequest) resume(h *held) bool {
 	id, secretText, ok := resumeMeta(h.m.params)
 	if !ok {
 		return false
 	}
-	svc := x.rt.g.deps.Approvals
+	svc := cr.rt.g.deps.Approvals
 	if _, err := approval.ParseID(id); svc == nil || err != nil {
-		x.refuseResume(h, approval.CodeUnknown)
+		cr.refuseResume(h, approval.CodeUnknown)
 		return true
 	}
-	m, err := x.callMatch(h.name, h.args)
+	m, err := cr.callMatch(h.name, h.args)
 	if err != nil {
-		x.refuseResume(h, approval.CodeMismatch)
+		cr.refuseResume(h, approval.CodeMismatch)
 		return true
 	}
 	if secretText != "" {
 		if m.Secret, err = approval.ParseSecret(secretText); err != nil {
-			x.refuseResume(h, approval.CodeSecret)
+			cr.refuseResume(h, approval.CodeSecret)
 			return true
 		}
 	}
 	// The call was judged against the current catalog on its way here.
-	if _, err := svc.Claim(context.WithoutCancel(x.ctx), id, m); err != nil {
+	if _, err := svc.Claim(context.WithoutCancel(cr.ctx), id, m); err != nil {
 		if rf, ok := approval.AsRefusal(err); ok {
-			x.refuseResume(h, rf.Code)
+			cr.refuseResume(h, rf.Code)
 			return true
 		}
-		x.outcome = outcomeUpstreamError
-		x.writeJSON(http.StatusOK, x.failure(h.m.id, storeFailure("the approval store cannot be reached; retry the call")))
+		cr.outcome = outcomeUpstreamError
+		cr.writeJSON(http.StatusOK, cr.failure(h.m.id, storeFailure("the approval store cannot be reached; retry the call")))
 		return true
 	}
-	x.outcome = outcomeApproved
+	cr.outcome = outcomeApproved
 	msg := *h.m
 	msg.raw = withoutApprovalMeta(h.m.raw)
-	x.trackCall(&msg, h.call.Set, h.name)
-	x.forward(msg.raw, []message{msg}, nil)
+	cr.trackCall(&msg, h.call.Set, h.name)
+	cr.forward(msg.raw, []message{msg}, nil)
 	return true
 }
 
 // refuseResume answers a resume that releases nothing: a JSON-RPC error
 // whose data.code is the refusal's code (docs/approvals.md, "Resume
 // refusals").
-func (x *exchange) refuseResume(h *held, code approval.Code) {
-	x.outcome = outcomeEscalated
-	x.writeJSON(http.StatusOK, jsonrpc.ErrorResponse(h.m.id, jsonrpc.CodeInvalidRequest, "the approval does not release this call: "+string(code),
+func (cr *clientRequest) refuseResume(h *held, code approval.Code) {
+	cr.outcome = outcomeEscalated
+	cr.writeJSON(http.StatusOK, jsonrpc.ErrorResponse(h.m.id, jsonrpc.CodeInvalidRequest, "the approval does not release this call: "+string(code),
 		map[string]any{"code": code}))
 }
 
@@ -167,8 +167,8 @@ func withoutApprovalMeta(raw []byte) []byte {
 // catalog with approval_stale, instead of the refusal a new call would
 // get. It is nil when the call passes, presents no approval, or is not
 // the approved call (the claim then says why).
-func (x *exchange) staleResume(msg *message, name string, args []byte, ruling Ruling) []byte {
-	svc := x.rt.g.deps.Approvals
+func (cr *clientRequest) staleResume(msg *message, name string, args []byte, ruling Ruling) []byte {
+	svc := cr.rt.g.deps.Approvals
 	if svc == nil || ruling.Disposition == Forward || ruling.Disposition == Confirm {
 		return nil
 	}
@@ -176,16 +176,16 @@ func (x *exchange) staleResume(msg *message, name string, args []byte, ruling Ru
 	if !ok {
 		return nil
 	}
-	m, err := x.callMatch(name, args)
+	m, err := cr.callMatch(name, args)
 	if err != nil {
 		return nil
 	}
-	rec, err := svc.Get(context.WithoutCancel(x.ctx), id)
+	rec, err := svc.Get(context.WithoutCancel(cr.ctx), id)
 	if err != nil || !rec.Matches(m) {
 		return nil
 	}
 	svc.Refuse(rec, approval.CodeStale)
-	x.outcome = outcomeEscalated
+	cr.outcome = outcomeEscalated
 	return jsonrpc.ErrorResponse(msg.id, jsonrpc.CodeInvalidRequest, "the approval does not release this call: "+string(approval.CodeStale),
 		map[string]any{"code": approval.CodeStale})
 }

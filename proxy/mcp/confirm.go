@@ -16,8 +16,8 @@ const maxArgsShown = 4096
 
 // refuseUnconfirmed answers a confirm call that no person can be asked
 // about with an error result that says so.
-func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
-	x.outcome = outcomeEscalated
+func (cr *clientRequest) refuseUnconfirmed(h *held, why string) []byte {
+	cr.outcome = outcomeEscalated
 	e := h.ruling.Decline(why)
 	e.Advice = "A person must confirm this call before it runs; ask the user, then call again through a client that can show toolgate's question."
 	return refusal(h.call, e)
@@ -25,40 +25,40 @@ func (x *exchange) refuseUnconfirmed(h *held, why string) []byte {
 
 // confirm asks the person behind the client through MCP elicitation, on an
 // SSE answer to the call's own POST, and forwards the call on a yes.
-func (x *exchange) confirm(h *held) {
-	if x.resume(h) {
+func (cr *clientRequest) confirm(h *held) {
+	if cr.resume(h) {
 		return
 	}
-	if x.modern {
-		x.confirmStateless(h)
+	if cr.modern {
+		cr.confirmStateless(h)
 		return
 	}
-	_, elicit := x.sess.info()
-	if !elicit || !strings.Contains(x.r.Header.Get("Accept"), "text/event-stream") {
-		x.writeJSON(http.StatusOK, x.holdUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
+	_, elicit := cr.sess.info()
+	if !elicit || !strings.Contains(cr.r.Header.Get("Accept"), "text/event-stream") {
+		cr.writeJSON(http.StatusOK, cr.holdUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
 		return
 	}
 	id := "toolgate-confirm-" + randomHex()
 	answer := make(chan json.RawMessage, 1)
 	cancelled := make(chan struct{})
-	x.sess.hold(id, answer, h.m.idKey(), cancelled)
-	defer x.sess.unhold(id, h.m.idKey())
+	cr.sess.hold(id, answer, h.m.idKey(), cancelled)
+	defer cr.sess.unhold(id, h.m.idKey())
 
-	hd := x.w.Header()
+	hd := cr.w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
-	x.w.WriteHeader(http.StatusOK)
-	_, _ = x.w.Write(jsonrpc.Event(nil, request(id, "elicitation/create", x.question(h))))
-	_ = http.NewResponseController(x.w).Flush()
+	cr.w.WriteHeader(http.StatusOK)
+	_, _ = cr.w.Write(jsonrpc.Event(nil, request(id, "elicitation/create", cr.question(h))))
+	_ = http.NewResponseController(cr.w).Flush()
 
-	timer := time.NewTimer(x.rt.snap.Config.Catalog.MCP.ConfirmTimeout.D())
+	timer := time.NewTimer(cr.rt.snap.Config.Catalog.MCP.ConfirmTimeout.D())
 	defer timer.Stop()
 	var why string
 	select {
 	case a := <-answer:
 		if accepted(a) {
-			x.outcome = outcomeConfirmed
-			x.forwardConfirmed(h)
+			cr.outcome = outcomeConfirmed
+			cr.forwardConfirmed(h)
 			return
 		}
 		why = "the person declined the call"
@@ -66,23 +66,23 @@ func (x *exchange) confirm(h *held) {
 		why = "no person answered the confirmation in time"
 	case <-cancelled:
 		return // the client cancelled the call; it expects no answer
-	case <-x.ctx.Done():
+	case <-cr.ctx.Done():
 		return
 	}
-	_, _ = x.w.Write(jsonrpc.Event(nil, x.refuseUnconfirmed(h, why)))
-	_ = http.NewResponseController(x.w).Flush()
+	_, _ = cr.w.Write(jsonrpc.Event(nil, cr.refuseUnconfirmed(h, why)))
+	_ = http.NewResponseController(cr.w).Flush()
 }
 
 // question is the elicitation/create params: what the call does and one
 // yes/no field.
-func (x *exchange) question(h *held) map[string]any {
+func (cr *clientRequest) question(h *held) map[string]any {
 	args := string(h.args)
 	if len(args) > maxArgsShown {
 		args = args[:maxArgsShown] + "…"
 	}
 	p := map[string]any{
 		"message": "The agent wants to run the tool " + strconv.Quote(h.name) + " on the MCP server " +
-			strconv.Quote(x.rt.cfg.Name) + " with these arguments:\n" + args + "\nAllow this call?",
+			strconv.Quote(cr.rt.cfg.Name) + " with these arguments:\n" + args + "\nAllow this call?",
 		"requestedSchema": map[string]any{
 			"type": "object",
 			"properties": map[string]any{"confirm": map[string]any{
@@ -90,7 +90,7 @@ func (x *exchange) question(h *held) map[string]any {
 			"required": []string{"confirm"},
 		},
 	}
-	if v, _ := x.sess.info(); v >= protocol20251125 {
+	if v, _ := cr.sess.info(); v >= protocol20251125 {
 		p["mode"] = "form"
 	}
 	return p
@@ -109,35 +109,35 @@ func accepted(a json.RawMessage) bool {
 
 // forwardConfirmed sends a confirmed call and relays the server's answer
 // into the SSE stream already open to the client.
-func (x *exchange) forwardConfirmed(h *held) {
-	x.trackCall(h.m, h.call.Set, h.name)
-	resp, done, err := x.sendTimed(h.m.raw)
+func (cr *clientRequest) forwardConfirmed(h *held) {
+	cr.trackCall(h.m, h.call.Set, h.name)
+	resp, done, err := cr.sendTimed(h.m.raw)
 	if err != nil {
-		x.outcome = outcomeUpstreamError
-		_, _ = x.w.Write(jsonrpc.Event(nil, x.failure(h.m.id, upstreamFailure(x.downMessage()))))
+		cr.outcome = outcomeUpstreamError
+		_, _ = cr.w.Write(jsonrpc.Event(nil, cr.failure(h.m.id, upstreamFailure(cr.downMessage()))))
 		return
 	}
 	defer done()
 	switch mediaType(resp.Header) {
 	case "text/event-stream":
-		x.pipeSSE(resp.Body, []message{*h.m})
+		cr.pipeSSE(resp.Body, []message{*h.m})
 	case "application/json":
-		limit := x.rt.snap.Config.Limits.MaxResponseBytes
+		limit := cr.rt.snap.Config.Limits.MaxResponseBytes
 		b, err := readLimited(resp.Body, limit)
 		msgs, _, _, perr := parseBody(b)
 		if err != nil || perr != nil || len(msgs) != 1 {
-			x.outcome = outcomeUpstreamError
-			_, _ = x.w.Write(jsonrpc.Event(nil, x.failure(h.m.id, upstreamFailure("the MCP server's answer could not be read"))))
+			cr.outcome = outcomeUpstreamError
+			_, _ = cr.w.Write(jsonrpc.Event(nil, cr.failure(h.m.id, upstreamFailure("the MCP server's answer could not be read"))))
 			return
 		}
 		out := msgs[0].raw
-		if c, ok := x.inspect(&msgs[0]); ok {
+		if c, ok := cr.inspect(&msgs[0]); ok {
 			out = c
 		}
-		_, _ = x.w.Write(jsonrpc.Event(nil, out))
+		_, _ = cr.w.Write(jsonrpc.Event(nil, out))
 	default:
-		x.outcome = outcomeUpstreamError
-		_, _ = x.w.Write(jsonrpc.Event(nil, x.failure(h.m.id, upstreamFailure("the MCP server answered HTTP "+strconv.Itoa(resp.StatusCode)))))
+		cr.outcome = outcomeUpstreamError
+		_, _ = cr.w.Write(jsonrpc.Event(nil, cr.failure(h.m.id, upstreamFailure("the MCP server answered HTTP "+strconv.Itoa(resp.StatusCode)))))
 	}
-	_ = http.NewResponseController(x.w).Flush()
+	_ = http.NewResponseController(cr.w).Flush()
 }

@@ -13,7 +13,7 @@ import (
 // data.code is the failure code.
 
 // failure is f as the JSON-RPC error answering request id.
-func (x *exchange) failure(id []byte, f neutral.Failure) []byte { return jsonrpc.Error(id, f) }
+func (cr *clientRequest) failure(id []byte, f neutral.Failure) []byte { return jsonrpc.Error(id, f) }
 
 // upstreamFailure is a server toolgate could not use: unreachable, too
 // slow, or an answer it could not read or relay. The client's retry may

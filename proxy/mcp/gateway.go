@@ -123,30 +123,30 @@ func (rt *Route) Close() {
 // HTTP, and the CORS preflight a browser sends before them.
 func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
-	x := rt.newExchange(sw, r)
+	cr := rt.newClientRequest(sw, r)
 	defer func() {
-		rt.pipe.Done(r.Context(), &Done{RequestID: x.rid, Route: r.URL.Path, Server: rt.cfg.Name, Status: sw.status,
-			Outcome: x.outcome, Findings: x.findings, Start: x.start, Upstream: x.upWait, Calls: x.calls})
-		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("toolgate.outcome", x.outcome))
+		rt.pipe.Done(r.Context(), &Done{RequestID: cr.rid, Route: r.URL.Path, Server: rt.cfg.Name, Status: sw.status,
+			Outcome: cr.outcome, Findings: cr.findings, Start: cr.start, Upstream: cr.upWait, Calls: cr.calls})
+		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("toolgate.outcome", cr.outcome))
 	}()
 	if rt.rebinding(sw, r) {
-		x.outcome = outcomeForbidden
+		cr.outcome = outcomeForbidden
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
-		x.post()
+		cr.post()
 	case http.MethodGet, http.MethodDelete:
-		x.other()
+		cr.other()
 	case http.MethodOptions:
 		// A browser's CORS preflight, from an origin that passed the
 		// check above: the server answers it as it would without toolgate,
 		// and its Access-Control-* headers come back unchanged.
-		x.other()
+		cr.other()
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		x.writeJSON(http.StatusMethodNotAllowed, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "MCP Streamable HTTP takes POST, GET and DELETE", nil))
-		x.outcome = outcomeInvalid
+		cr.writeJSON(http.StatusMethodNotAllowed, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "MCP Streamable HTTP takes POST, GET and DELETE", nil))
+		cr.outcome = outcomeInvalid
 	}
 }
 

@@ -27,8 +27,8 @@ func cleanHeader(h http.Header) {
 
 // copyHeader copies the server's answer headers to the client. Unless the
 // body passes unchanged, its length is toolgate's to set.
-func (x *exchange) copyHeader(h http.Header, keepLength bool) {
-	dst := x.w.Header()
+func (cr *clientRequest) copyHeader(h http.Header, keepLength bool) {
+	dst := cr.w.Header()
 	src := h.Clone()
 	cleanHeader(src)
 	if !keepLength {

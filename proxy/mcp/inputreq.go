@@ -171,37 +171,37 @@ func (g *Gateway) useState(ctx context.Context, s *signedState, now time.Time) (
 
 // callDigest binds a call to this server, its tool and its canonical
 // arguments.
-func (x *exchange) callDigest(name string, args []byte) (string, error) {
+func (cr *clientRequest) callDigest(name string, args []byte) (string, error) {
 	d, err := approval.CallDigest(name, args)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256([]byte(x.rt.cfg.Name + "\x00" + d))
+	sum := sha256.Sum256([]byte(cr.rt.cfg.Name + "\x00" + d))
 	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
 }
 
 // retryState reads a stateless call's requestState when it is toolgate's.
 // It answers the refusal itself when the state does not hold.
-func (x *exchange) retryState(m *message, name string, args []byte) (*signedState, []byte) {
+func (cr *clientRequest) retryState(m *message, name string, args []byte) (*signedState, []byte) {
 	p, _ := jsonx.ParseObject(m.params)
 	text, _ := jsonx.Unquote(p.Get("requestState"))
 	if !strings.HasPrefix(text, statePrefix) {
 		return nil, nil
 	}
-	d, err := x.callDigest(name, args)
+	d, err := cr.callDigest(name, args)
 	if err != nil {
-		return nil, x.refuseState(m, errStateMismatch)
+		return nil, cr.refuseState(m, errStateMismatch)
 	}
-	s, err := openState(x.rt.stateKey, text, d, time.Now())
+	s, err := openState(cr.rt.stateKey, text, d, time.Now())
 	if err != nil {
-		return nil, x.refuseState(m, err)
+		return nil, cr.refuseState(m, err)
 	}
 	return &s, nil
 }
 
 // refuseState answers a retry whose state releases nothing.
-func (x *exchange) refuseState(m *message, why error) []byte {
-	x.outcome = outcomeInvalid
+func (cr *clientRequest) refuseState(m *message, why error) []byte {
+	cr.outcome = outcomeInvalid
 	what := map[error]string{errStateTampered: "was not signed by toolgate or was changed", errStateExpired: "has expired",
 		errStateMismatch: "was given for another call", errStateUsed: "was used already"}[why]
 	return jsonrpc.ErrorResponse(m.id, jsonrpc.CodeInvalidParams, "Invalid params: the requestState "+what+"; call the tool again without it",
@@ -210,68 +210,68 @@ func (x *exchange) refuseState(m *message, why error) []byte {
 
 // confirmStateless asks a stateless client's person through an input
 // request, or releases the call the person's answer confirms.
-func (x *exchange) confirmStateless(h *held) {
+func (cr *clientRequest) confirmStateless(h *held) {
 	if h.state != nil {
-		x.answerInput(h)
+		cr.answerInput(h)
 		return
 	}
-	if !declaresElicitationCaps(x.caps) {
-		x.writeJSON(http.StatusOK, x.holdUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
+	if !declaresElicitationCaps(cr.caps) {
+		cr.writeJSON(http.StatusOK, cr.holdUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
 		return
 	}
-	d, err := x.callDigest(h.name, h.args)
+	d, err := cr.callDigest(h.name, h.args)
 	if err != nil {
-		x.writeJSON(http.StatusOK, x.refuseUnconfirmed(h, "toolgate could not read the call's arguments to ask about them"))
+		cr.writeJSON(http.StatusOK, cr.refuseUnconfirmed(h, "toolgate could not read the call's arguments to ask about them"))
 		return
 	}
 	p, _ := jsonx.ParseObject(h.m.params)
 	own, _ := jsonx.Unquote(p.Get("requestState"))
 	s := signedState{Kind: stateAsk, Call: d, Nonce: randomHex(),
-		Expires: time.Now().Add(x.rt.snap.Config.Catalog.MCP.ConfirmTimeout.D()).UnixMilli(), State: own, Responses: p.Get("inputResponses")}
-	q := x.question(h)
+		Expires: time.Now().Add(cr.rt.snap.Config.Catalog.MCP.ConfirmTimeout.D()).UnixMilli(), State: own, Responses: p.Get("inputResponses")}
+	q := cr.question(h)
 	q["mode"] = "form"
-	x.outcome = outcomeInputRequired
-	x.writeJSON(http.StatusOK, jsonrpc.Response(h.m.id, map[string]any{
+	cr.outcome = outcomeInputRequired
+	cr.writeJSON(http.StatusOK, jsonrpc.Response(h.m.id, map[string]any{
 		"resultType":    "input_required",
 		"inputRequests": map[string]any{confirmInput: map[string]any{"method": "elicitation/create", "params": q}},
-		"requestState":  sealState(x.rt.stateKey, s),
+		"requestState":  sealState(cr.rt.stateKey, s),
 	}))
 }
 
 // answerInput reads the retry of a call toolgate asked about: a yes runs
 // it once, anything else is an error result. A confirmed call the server
 // asked more of runs on without asking again.
-func (x *exchange) answerInput(h *held) {
+func (cr *clientRequest) answerInput(h *held) {
 	s := h.state
 	p, _ := jsonx.ParseObject(h.m.params)
 	if s.Kind == stateConfirmed {
-		x.forwardReleased(h, s.State, p.Get("inputResponses"))
+		cr.forwardReleased(h, s.State, p.Get("inputResponses"))
 		return
 	}
-	fresh, err := x.rt.g.useState(x.ctx, s, time.Now())
+	fresh, err := cr.rt.g.useState(cr.ctx, s, time.Now())
 	if err != nil {
-		x.log().Warn("approval store failed; the confirmed call was not run", zap.Error(err))
-		x.outcome = outcomeUpstreamError
-		x.writeJSON(http.StatusOK, x.failure(h.m.id, storeFailure("the approval store cannot be reached to record the confirmation's use; the call was not run, retry it")))
+		cr.log().Warn("approval store failed; the confirmed call was not run", zap.Error(err))
+		cr.outcome = outcomeUpstreamError
+		cr.writeJSON(http.StatusOK, cr.failure(h.m.id, storeFailure("the approval store cannot be reached to record the confirmation's use; the call was not run, retry it")))
 		return
 	}
 	if !fresh {
-		x.writeJSON(http.StatusOK, x.refuseState(h.m, errStateUsed))
+		cr.writeJSON(http.StatusOK, cr.refuseState(h.m, errStateUsed))
 		return
 	}
 	responses, _ := jsonx.ParseObject(p.Get("inputResponses"))
 	if !accepted(responses.Get(confirmInput)) {
-		x.writeJSON(http.StatusOK, x.refuseUnconfirmed(h, "the person declined the call"))
+		cr.writeJSON(http.StatusOK, cr.refuseUnconfirmed(h, "the person declined the call"))
 		return
 	}
-	x.outcome = outcomeConfirmed
-	x.forwardReleased(h, s.State, s.Responses)
+	cr.outcome = outcomeConfirmed
+	cr.forwardReleased(h, s.State, s.Responses)
 }
 
 // forwardReleased forwards a confirmed call with the server's own state
 // and input responses in place of toolgate's, and marks it so that the
 // server's own input_required answer keeps it confirmed.
-func (x *exchange) forwardReleased(h *held, state string, responses []byte) {
+func (cr *clientRequest) forwardReleased(h *held, state string, responses []byte) {
 	msg := *h.m
 	msg.raw = withParams(h.m.raw, func(p jsonx.Object) jsonx.Object {
 		p = p.Delete("requestState").Delete("inputResponses")
@@ -284,12 +284,12 @@ func (x *exchange) forwardReleased(h *held, state string, responses []byte) {
 		}
 		return p
 	})
-	x.trackCall(&msg, h.call.Set, h.name)
-	if t, ok := x.tracked[msg.idKey()]; ok {
-		t.confirmed, _ = x.callDigest(h.name, h.args)
-		x.tracked[msg.idKey()] = t
+	cr.trackCall(&msg, h.call.Set, h.name)
+	if t, ok := cr.tracked[msg.idKey()]; ok {
+		t.confirmed, _ = cr.callDigest(h.name, h.args)
+		cr.tracked[msg.idKey()] = t
 	}
-	x.forward(msg.raw, []message{msg}, nil)
+	cr.forward(msg.raw, []message{msg}, nil)
 }
 
 // withParams returns a message with its params edited by f; a message it
@@ -309,14 +309,14 @@ func withParams(raw []byte, f func(jsonx.Object) jsonx.Object) []byte {
 // keepConfirmed rewrites a confirmed call's input_required answer: the
 // server's requestState goes inside one of toolgate's, so the client's
 // retry is known confirmed and not asked about again.
-func (x *exchange) keepConfirmed(m *message, res jsonx.Object, t tracked) ([]byte, bool) {
+func (cr *clientRequest) keepConfirmed(m *message, res jsonx.Object, t tracked) ([]byte, bool) {
 	own, ok := jsonx.Unquote(res.Get("requestState"))
 	if !ok && res.Get("requestState") != nil {
 		return nil, false
 	}
 	s := signedState{Kind: stateConfirmed, Call: t.confirmed, State: own,
-		Expires: time.Now().Add(x.rt.snap.Config.Catalog.MCP.ConfirmTimeout.D()).UnixMilli()}
-	b, _ := json.Marshal(sealState(x.rt.stateKey, s))
+		Expires: time.Now().Add(cr.rt.snap.Config.Catalog.MCP.ConfirmTimeout.D()).UnixMilli()}
+	b, _ := json.Marshal(sealState(cr.rt.stateKey, s))
 	return replaceMember(m.raw, "result", res.Set("requestState", b).Bytes()), true
 }
 

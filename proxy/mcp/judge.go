@@ -25,47 +25,47 @@ type held struct {
 // judge decides a tools/call before the server sees it: an answer toolgate
 // gives itself (a refusal), a call held for confirmation, or neither, and
 // then it is forwarded. The pipeline judges; this reads its ruling.
-func (x *exchange) judge(m *message) ([]byte, *held) {
+func (cr *clientRequest) judge(m *message) ([]byte, *held) {
 	name, args, task, problem := callParams(m.params)
 	if problem != "" {
 		return jsonrpc.ErrorResponse(m.id, jsonrpc.CodeInvalidParams, "Invalid params: "+problem, nil), nil
 	}
-	set, err := x.catalog(name)
+	set, err := cr.catalog(name)
 	var gone *sessionGone
 	if errors.As(err, &gone) {
-		x.gone = gone
-		return x.failure(m.id, upstreamFailure(gone.Error())), nil
+		cr.gone = gone
+		return cr.failure(m.id, upstreamFailure(gone.Error())), nil
 	}
 	if err != nil {
-		x.outcome = outcomeUpstreamError
-		x.log().Warn("mcp tool list unavailable; call not forwarded", zap.Error(err))
-		msg := x.downMessage() + "; toolgate could not read its tool list, so it did not judge or forward this call"
+		cr.outcome = outcomeUpstreamError
+		cr.log().Warn("mcp tool list unavailable; call not forwarded", zap.Error(err))
+		msg := cr.downMessage() + "; toolgate could not read its tool list, so it did not judge or forward this call"
 		var le *listError
 		if errors.As(err, &le) {
 			msg = le.Error() + "; toolgate could not judge this call, so it did not forward it"
 		}
-		return x.failure(m.id, upstreamFailure(msg)), nil
+		return cr.failure(m.id, upstreamFailure(msg)), nil
 	}
-	if ans := x.pinRefusal(m, name); ans != nil {
+	if ans := cr.pinRefusal(m, name); ans != nil {
 		return ans, nil
 	}
 	var state *signedState
-	if x.modern {
+	if cr.modern {
 		var ans []byte
-		if state, ans = x.retryState(m, name, args); ans != nil {
+		if state, ans = cr.retryState(m, name, args); ans != nil {
 			return ans, nil
 		}
 	}
-	c := &Call{RequestID: x.rid, Server: x.rt.cfg.Name, Session: x.sess.label(), Set: set, Message: m.raw,
+	c := &Call{RequestID: cr.rid, Server: cr.rt.cfg.Name, Session: cr.sess.label(), Set: set, Message: m.raw,
 		ID: m.id, Name: name, Args: args, Task: task}
-	ruling := x.rt.pipe.Judge(x.ctx, c)
-	x.findings = append(x.findings, ruling.Noted...)
-	if ans := x.staleResume(m, name, args, ruling); ans != nil {
+	ruling := cr.rt.pipe.Judge(cr.ctx, c)
+	cr.findings = append(cr.findings, ruling.Noted...)
+	if ans := cr.staleResume(m, name, args, ruling); ans != nil {
 		return ans, nil
 	}
 	switch ruling.Disposition {
 	case UnknownTool, Refuse:
-		x.outcome = outcomeEscalated
+		cr.outcome = outcomeEscalated
 		return refusal(c, ruling.Escalation), nil
 	case Confirm:
 		return nil, &held{m: m, call: c, name: name, args: args, ruling: ruling, state: state}
@@ -76,33 +76,33 @@ func (x *exchange) judge(m *message) ([]byte, *held) {
 		// toolgate's state never reaches the server.
 		return nil, &held{m: m, call: c, name: name, args: args, ruling: ruling, state: state}
 	}
-	x.trackCall(m, set, name)
+	cr.trackCall(m, set, name)
 	return nil, nil
 }
 
 // trackCall remembers a forwarded call so its result is checked against
 // the tool's outputSchema, on this stream or a resumed one.
-func (x *exchange) trackCall(m *message, set *catalog.MCPSet, name string) {
+func (cr *clientRequest) trackCall(m *message, set *catalog.MCPSet, name string) {
 	t := tracked{kind: trackCall, tool: name, output: set.Output[name], version: set.Version, label: set.Labels[name]}
-	x.tracked[m.idKey()] = t
-	if x.sess.id != "" {
-		x.sess.track(m.idKey(), t)
+	cr.tracked[m.idKey()] = t
+	if cr.sess.id != "" {
+		cr.sess.track(m.idKey(), t)
 	}
 }
 
 // catalog is the session's judged tool set, read from the server first
 // when toolgate has no fresh list of it.
-func (x *exchange) catalog(name string) (*catalog.MCPSet, error) {
-	if x.modern {
-		return x.statelessSet(name)
+func (cr *clientRequest) catalog(name string) (*catalog.MCPSet, error) {
+	if cr.modern {
+		return cr.statelessSet(name)
 	}
-	if set := x.sess.catalogFor(x.rt.snap, x.rt.cfg.Name); set != nil {
+	if set := cr.sess.catalogFor(cr.rt.snap, cr.rt.cfg.Name); set != nil {
 		return set, nil
 	}
-	if err := x.fetchTools(); err != nil {
+	if err := cr.fetchTools(); err != nil {
 		return nil, err
 	}
-	return x.sess.catalogFor(x.rt.snap, x.rt.cfg.Name), nil
+	return cr.sess.catalogFor(cr.rt.snap, cr.rt.cfg.Name), nil
 }
 
 // refusal is the answer to the refused call c, in its own JSON-RPC shape.

@@ -141,11 +141,11 @@ func (p *pinState) firstSight(action, tool, digest string) bool {
 }
 
 // pinStore is approvals.store's pins, nil without approvals.
-func (x *exchange) pinStore() *approval.PinStore {
-	if x.rt.g.deps.Approvals == nil {
+func (cr *clientRequest) pinStore() *approval.PinStore {
+	if cr.rt.g.deps.Approvals == nil {
 		return nil
 	}
-	return x.rt.g.deps.Approvals.Pins()
+	return cr.rt.g.deps.Approvals.Pins()
 }
 
 // pinned is the pin a definition is judged against.
@@ -157,24 +157,24 @@ type pinned struct {
 
 // judgePins judges the tools of one list against their pins, records and
 // reports what drifted, and returns the tools to take out of the list.
-func (x *exchange) judgePins(tools []catalog.MCPTool) map[string]bool {
-	p := x.rt.snap.Config.Catalog.Pins
+func (cr *clientRequest) judgePins(tools []catalog.MCPTool) map[string]bool {
+	p := cr.rt.snap.Config.Catalog.Pins
 	if !p.Enabled() || len(tools) == 0 {
 		return nil
 	}
-	server := x.rt.cfg.Name
+	server := cr.rt.cfg.Name
 	var file map[string]catalog.PinEntry
-	if x.rt.snap.Pins != nil {
-		file = x.rt.snap.Pins.Servers[server]
+	if cr.rt.snap.Pins != nil {
+		file = cr.rt.snap.Pins.Servers[server]
 	}
-	ps := x.pinStore()
+	ps := cr.pinStore()
 	var stored map[string]approval.Pin
 	var storeErr error
 	if ps != nil {
-		stored, storeErr = ps.Pins(x.ctx, server)
+		stored, storeErr = ps.Pins(cr.ctx, server)
 	}
 	if storeErr != nil {
-		x.log().Warn("mcp pins unavailable; tools without a matching file pin count as drifted", zap.Error(storeErr))
+		cr.log().Warn("mcp pins unavailable; tools without a matching file pin count as drifted", zap.Error(storeErr))
 	}
 	var out map[string]bool
 	for _, t := range tools {
@@ -182,13 +182,13 @@ func (x *exchange) judgePins(tools []catalog.MCPTool) map[string]bool {
 		fe, inFile := file[t.Name]
 		sp, inStore := stored[t.Name]
 		if err == nil && ((inFile && fe.Digest == digest) || (inStore && sp.Digest == digest)) {
-			x.rt.st.clearDrift(t.Name)
+			cr.rt.st.clearDrift(t.Name)
 			continue
 		}
 		if err == nil && !inFile && !inStore && p.FirstUse && ps != nil && storeErr == nil {
-			pin, perr := ps.PinFirst(x.ctx, server, t.Name, approval.Pin{Digest: digest, Definition: def, At: time.Now().UTC()})
+			pin, perr := ps.PinFirst(cr.ctx, server, t.Name, approval.Pin{Digest: digest, Definition: def, At: time.Now().UTC()})
 			if perr == nil && pin.Digest == digest {
-				x.rt.st.clearDrift(t.Name)
+				cr.rt.st.clearDrift(t.Name)
 				continue
 			}
 			sp, inStore = pin, perr == nil
@@ -200,7 +200,7 @@ func (x *exchange) judgePins(tools []catalog.MCPTool) map[string]bool {
 		case inFile:
 			was = pinned{digest: fe.Digest, def: fe.Definition, ok: true}
 		}
-		if x.drifted(t.Name, was, def, digest) {
+		if cr.drifted(t.Name, was, def, digest) {
 			if out == nil {
 				out = map[string]bool{}
 			}
@@ -212,8 +212,8 @@ func (x *exchange) judgePins(tools []catalog.MCPTool) map[string]bool {
 
 // drifted handles one drifted definition by on_drift, and reports whether
 // it is refused.
-func (x *exchange) drifted(tool string, was pinned, def []byte, digest string) bool {
-	p := x.rt.snap.Config.Catalog.Pins
+func (cr *clientRequest) drifted(tool string, was pinned, def []byte, digest string) bool {
+	p := cr.rt.snap.Config.Catalog.Pins
 	action := map[string]string{catalog.DriftBlock: DriftBlocked, catalog.DriftHold: DriftHeld, catalog.DriftWarn: DriftWarned}[p.OnDrift]
 	if digest == "" {
 		// A definition no digest stands for is refused, never held: a
@@ -225,48 +225,48 @@ func (x *exchange) drifted(tool string, was pinned, def []byte, digest string) b
 	}
 	diff := DefinitionDiff(was.def, def)
 	if action == DriftHeld {
-		if ps := x.pinStore(); ps != nil {
-			_, err := ps.Drifted(x.ctx, approval.Drift{Server: x.rt.cfg.Name, Tool: tool, PinnedDigest: was.digest, Pinned: was.def,
+		if ps := cr.pinStore(); ps != nil {
+			_, err := ps.Drifted(cr.ctx, approval.Drift{Server: cr.rt.cfg.Name, Tool: tool, PinnedDigest: was.digest, Pinned: was.def,
 				Digest: digest, Definition: def, Diff: diff, Since: time.Now().UTC()})
 			if err != nil {
-				x.log().Warn("mcp drifted tool definition not recorded for a person", zap.String("tool", tool), zap.Error(err))
+				cr.log().Warn("mcp drifted tool definition not recorded for a person", zap.String("tool", tool), zap.Error(err))
 			}
 		}
 	}
-	if x.rt.st.firstSight(action, tool, digest) {
-		x.rt.pipe.Drift(x.ctx, &Drift{Server: x.rt.cfg.Name, Tool: tool, Action: action, PinnedDigest: was.digest, Digest: digest, Diff: diff})
+	if cr.rt.st.firstSight(action, tool, digest) {
+		cr.rt.pipe.Drift(cr.ctx, &Drift{Server: cr.rt.cfg.Name, Tool: tool, Action: action, PinnedDigest: was.digest, Digest: digest, Diff: diff})
 	}
 	if action == DriftWarned {
-		x.rt.st.clearDrift(tool)
+		cr.rt.st.clearDrift(tool)
 		return false
 	}
-	x.rt.st.setDrift(tool, digest)
+	cr.rt.st.setDrift(tool, digest)
 	return true
 }
 
 // pinRefusal answers a call to a tool whose definition drifted, unless a
 // pin in force now matches it: a person may have accepted it, on any
 // replica, or a reload brought a new pin file.
-func (x *exchange) pinRefusal(m *message, name string) []byte {
-	p := x.rt.snap.Config.Catalog.Pins
+func (cr *clientRequest) pinRefusal(m *message, name string) []byte {
+	p := cr.rt.snap.Config.Catalog.Pins
 	if !p.Enabled() || !p.Refuses() {
 		return nil
 	}
-	digest, ok := x.rt.st.drifted(name)
+	digest, ok := cr.rt.st.drifted(name)
 	if !ok {
 		return nil
 	}
-	if x.rt.snap.Pins != nil && x.rt.snap.Pins.Servers[x.rt.cfg.Name][name].Digest == digest {
-		x.rt.st.clearDrift(name)
+	if cr.rt.snap.Pins != nil && cr.rt.snap.Pins.Servers[cr.rt.cfg.Name][name].Digest == digest {
+		cr.rt.st.clearDrift(name)
 		return nil
 	}
-	if ps := x.pinStore(); ps != nil {
-		if stored, err := ps.Pins(x.ctx, x.rt.cfg.Name); err == nil && stored[name].Digest == digest {
-			x.rt.st.clearDrift(name)
+	if ps := cr.pinStore(); ps != nil {
+		if stored, err := ps.Pins(cr.ctx, cr.rt.cfg.Name); err == nil && stored[name].Digest == digest {
+			cr.rt.st.clearDrift(name)
 			return nil
 		}
 	}
-	x.outcome = outcomeEscalated
+	cr.outcome = outcomeEscalated
 	msg := "Invalid params: the definition of tool " + strconv.Quote(name) + " changed since it was pinned; toolgate did not forward this call"
 	if p.OnDrift == catalog.DriftHold {
 		msg += " (the new definition awaits a person's review)"

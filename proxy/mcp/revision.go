@@ -46,8 +46,8 @@ type routeError struct {
 // stateless revision in its header or its _meta is checked here and served
 // without a session; anything else is a session revision, served as
 // before. It reports false when it answered the request itself.
-func (x *exchange) revision(msgs []message, batch bool) bool {
-	hv := strings.TrimSpace(x.r.Header.Get(hdrProtocol))
+func (cr *clientRequest) revision(msgs []message, batch bool) bool {
+	hv := strings.TrimSpace(cr.r.Header.Get(hdrProtocol))
 	if batch || len(msgs) != 1 || msgs[0].kind == kindResponse {
 		return true // batches are 2025-03-26's; post refuses them otherwise
 	}
@@ -60,13 +60,13 @@ func (x *exchange) revision(msgs []message, batch bool) bool {
 	if mv == "" && !stateless(hv) {
 		return true
 	}
-	x.modern, x.version, x.caps, x.method = true, mv, meta.Get(metaCapabilities), m.method
-	if x.version == "" {
-		x.version = hv
+	cr.modern, cr.version, cr.caps, cr.method = true, mv, meta.Get(metaCapabilities), m.method
+	if cr.version == "" {
+		cr.version = hv
 	}
-	if e := checkRevision(m, x.r.Header, hv, mv); e != nil {
-		x.outcome = outcomeInvalid
-		x.rt.pipe.Write(x.w, http.StatusBadRequest, nil, jsonrpc.ErrorResponse(m.id, e.code, e.msg, e.data))
+	if e := checkRevision(m, cr.r.Header, hv, mv); e != nil {
+		cr.outcome = outcomeInvalid
+		cr.rt.pipe.Write(cr.w, http.StatusBadRequest, nil, jsonrpc.ErrorResponse(m.id, e.code, e.msg, e.data))
 		return false
 	}
 	return true

@@ -133,8 +133,8 @@ func (st *serverState) dropLists() {
 
 // caller names who a private list belongs to: a digest of the client's
 // credentials, never the credentials themselves.
-func (x *exchange) caller() string {
-	a := x.r.Header.Get("Authorization")
+func (cr *clientRequest) caller() string {
+	a := cr.r.Header.Get("Authorization")
 	if a == "" {
 		return ""
 	}
@@ -151,22 +151,22 @@ func knows(set *catalog.MCPSet, name string) bool {
 // statelessSet is the judged tool set for a stateless call to name: the
 // kept list when it is fresh and knows the tool, else the server's list
 // read now.
-func (x *exchange) statelessSet(name string) (*catalog.MCPSet, error) {
+func (cr *clientRequest) statelessSet(name string) (*catalog.MCPSet, error) {
 	now := time.Now()
-	if l := x.rt.st.freshList(x.caller(), now); l != nil {
-		if set := l.under(x.rt.snap, x.rt.cfg.Name); knows(set, name) {
+	if l := cr.rt.st.freshList(cr.caller(), now); l != nil {
+		if set := l.under(cr.rt.snap, cr.rt.cfg.Name); knows(set, name) {
 			return set, nil
 		}
 	}
-	tools, c, err := x.readList()
+	tools, c, err := cr.readList()
 	if err != nil {
 		return nil, err
 	}
-	return x.rt.st.keepList(x.caller(), tools, c, now).under(x.rt.snap, x.rt.cfg.Name), nil
+	return cr.rt.st.keepList(cr.caller(), tools, c, now).under(cr.rt.snap, cr.rt.cfg.Name), nil
 }
 
 // learnStateless keeps a complete list a stateless client read itself.
-func (x *exchange) learnStateless(t tracked, result []byte, tools []catalog.MCPTool, next string) {
+func (cr *clientRequest) learnStateless(t tracked, result []byte, tools []catalog.MCPTool, next string) {
 	if t.cursor != "" || next != "" {
 		return // one page of several; toolgate reads the whole list when it needs it
 	}
@@ -174,7 +174,7 @@ func (x *exchange) learnStateless(t tracked, result []byte, tools []catalog.MCPT
 	if err != nil {
 		return
 	}
-	x.rt.st.keepList(x.caller(), tools, readCache(res), time.Now())
+	cr.rt.st.keepList(cr.caller(), tools, readCache(res), time.Now())
 }
 
 // discovered narrows a server/discover answer's supportedVersions to the

@@ -145,7 +145,7 @@ func parseTools(result []byte) (tools []catalog.MCPTool, raws [][]byte, next str
 // initialized records what the session negotiated and declared.
 // A revision toolgate does not know might carry calls it cannot read, so
 // the handshake fails instead.
-func (x *exchange) initialized(m *message, t tracked) ([]byte, bool) {
+func (cr *clientRequest) initialized(m *message, t tracked) ([]byte, bool) {
 	obj, err := jsonx.ParseObject(m.result)
 	if err != nil {
 		return nil, false
@@ -155,35 +155,35 @@ func (x *exchange) initialized(m *message, t tracked) ([]byte, bool) {
 		return jsonrpc.ErrorResponse(m.id, jsonrpc.CodeInvalidRequest, "toolgate does not serve MCP revision "+strconv.Quote(v)+
 			"; it serves "+strings.Join(supportedProtocols, ", "), nil), true
 	}
-	sid := x.upstreamSession
+	sid := cr.upstreamSession
 	if sid == "" {
-		sid = x.sess.id
+		sid = cr.sess.id
 	}
-	x.rt.st.get(sid, true).setProtocol(v, t.elicit)
+	cr.rt.st.get(sid, true).setProtocol(v, t.elicit)
 	return nil, false
 }
 
 // listed learns a tools/list page and takes out of it the tools whose
 // definitions drifted from their pins under block or hold, and under
 // expose: catalog the hidden ones.
-func (x *exchange) listed(m *message, t tracked) ([]byte, bool) {
+func (cr *clientRequest) listed(m *message, t tracked) ([]byte, bool) {
 	tools, raws, next, err := parseTools(m.result)
 	if err != nil {
 		return nil, false
 	}
-	if x.modern {
-		x.learnStateless(t, m.result, tools, next)
+	if cr.modern {
+		cr.learnStateless(t, m.result, tools, next)
 	} else {
-		x.sess.learnPage(t.cursor, tools, next)
+		cr.sess.learnPage(t.cursor, tools, next)
 	}
-	refused := x.judgePins(tools)
-	exposeAll := x.rt.snap.Config.Catalog.MCP.Expose != catalog.ExposeCatalog
+	refused := cr.judgePins(tools)
+	exposeAll := cr.rt.snap.Config.Catalog.MCP.Expose != catalog.ExposeCatalog
 	if exposeAll && len(refused) == 0 {
 		return nil, false
 	}
 	kept := make([][]byte, 0, len(raws))
 	for i, tool := range tools {
-		if !refused[tool.Name] && (exposeAll || x.rt.snap.MCPTools[x.rt.cfg.Name+"/"+tool.Name] != nil) {
+		if !refused[tool.Name] && (exposeAll || cr.rt.snap.MCPTools[cr.rt.cfg.Name+"/"+tool.Name] != nil) {
 			kept = append(kept, raws[i])
 		}
 	}
@@ -207,30 +207,30 @@ func replaceMember(msg []byte, key string, value []byte) []byte {
 // fetchTools reads the server's whole tool list in this session with
 // toolgate's own requests, for a call toolgate must judge before the
 // client listed the tools (or after they changed).
-func (x *exchange) fetchTools() error {
-	tools, _, err := x.readList()
+func (cr *clientRequest) fetchTools() error {
+	tools, _, err := cr.readList()
 	if err != nil {
 		return err
 	}
-	x.sess.setTools(tools)
+	cr.sess.setTools(tools)
 	return nil
 }
 
 // readList reads the server's whole tool list with toolgate's own
 // requests, and the stricter of its pages' caching terms.
-func (x *exchange) readList() ([]catalog.MCPTool, listCache, error) {
+func (cr *clientRequest) readList() ([]catalog.MCPTool, listCache, error) {
 	var all []catalog.MCPTool
 	var terms listCache
 	cursor := ""
 	for page := range maxPages {
 		id := "toolgate-" + randomHex()
-		res, err := x.ask(request(id, "tools/list", x.listParams(cursor)), id)
+		res, err := cr.ask(request(id, "tools/list", cr.listParams(cursor)), id)
 		if err != nil {
 			return nil, listCache{}, err
 		}
 		tools, _, next, err := parseTools(res)
 		if err != nil {
-			return nil, listCache{}, &listError{server: x.rt.cfg.Name, what: "answered toolgate's tools/list with a result it could not read: " + err.Error()}
+			return nil, listCache{}, &listError{server: cr.rt.cfg.Name, what: "answered toolgate's tools/list with a result it could not read: " + err.Error()}
 		}
 		obj, _ := jsonx.ParseObject(res)
 		if c := readCache(obj); page == 0 {
@@ -240,24 +240,24 @@ func (x *exchange) readList() ([]catalog.MCPTool, listCache, error) {
 		}
 		all = append(all, tools...)
 		if next == "" {
-			x.judgePins(all)
+			cr.judgePins(all)
 			return all, terms, nil
 		}
 		cursor = next
 	}
-	return nil, listCache{}, &listError{server: x.rt.cfg.Name, what: fmt.Sprintf("lists more than %d pages of tools", maxPages)}
+	return nil, listCache{}, &listError{server: cr.rt.cfg.Name, what: fmt.Sprintf("lists more than %d pages of tools", maxPages)}
 }
 
 // listParams are the params of toolgate's own tools/list. A stateless
 // revision wants every request to say which revision it speaks; toolgate
 // declares no capabilities of its own.
-func (x *exchange) listParams(cursor string) any {
+func (cr *clientRequest) listParams(cursor string) any {
 	p := map[string]any{}
 	if cursor != "" {
 		p["cursor"] = cursor
 	}
-	if x.modern {
-		p["_meta"] = map[string]any{metaProtocol: x.version, metaCapabilities: map[string]any{}}
+	if cr.modern {
+		p["_meta"] = map[string]any{metaProtocol: cr.version, metaCapabilities: map[string]any{}}
 	}
 	if len(p) == 0 {
 		return nil
@@ -322,24 +322,24 @@ func bounded(s string) string {
 }
 
 // ask sends one request of toolgate's own and returns its result.
-func (x *exchange) ask(body []byte, id string) ([]byte, error) {
-	resp, cancel, err := x.send(http.MethodPost, body, true, ownHeader)
+func (cr *clientRequest) ask(body []byte, id string) ([]byte, error) {
+	resp, cancel, err := cr.send(http.MethodPost, body, true, ownHeader)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound && x.r.Header.Get(hdrSession) != "" && !x.modern {
-		x.sessionStatus(resp)
+	if resp.StatusCode == http.StatusNotFound && cr.r.Header.Get(hdrSession) != "" && !cr.modern {
+		cr.sessionStatus(resp)
 		body, _ := readLimited(resp.Body, 64<<10)
 		return nil, &sessionGone{header: resp.Header.Clone(), body: body}
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return nil, &listError{server: x.rt.cfg.Name, what: "answered toolgate's tools/list with HTTP " + strconv.Itoa(resp.StatusCode) + ": " + said(b)}
+		return nil, &listError{server: cr.rt.cfg.Name, what: "answered toolgate's tools/list with HTTP " + strconv.Itoa(resp.StatusCode) + ": " + said(b)}
 	}
 	want, _ := json.Marshal(id)
-	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+	limit := cr.rt.snap.Config.Limits.MaxResponseBytes
 	find := func(data []byte) ([]byte, bool, error) {
 		msgs, _, _, perr := parseBody(data)
 		if perr != nil {
@@ -348,7 +348,7 @@ func (x *exchange) ask(body []byte, id string) ([]byte, error) {
 		for _, m := range msgs {
 			if m.kind == kindResponse && bytes.Equal(m.id, want) {
 				if m.err != nil {
-					return nil, true, &listError{server: x.rt.cfg.Name, what: "refused toolgate's tools/list: " + rpcErrorText(m.err)}
+					return nil, true, &listError{server: cr.rt.cfg.Name, what: "refused toolgate's tools/list: " + rpcErrorText(m.err)}
 				}
 				return m.result, true, nil
 			}

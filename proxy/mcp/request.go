@@ -25,8 +25,10 @@ const (
 	hdrProtocol = "Mcp-Protocol-Version"
 )
 
-// exchange is one HTTP request on an MCP route.
-type exchange struct {
+// clientRequest is one HTTP request a client made on an MCP route (a POST's
+// message or batch, the server's GET stream, a DELETE) and what toolgate
+// learned while answering it.
+type clientRequest struct {
 	rt      *Route
 	w       http.ResponseWriter
 	r       *http.Request
@@ -56,73 +58,73 @@ type exchange struct {
 	calls int
 }
 
-func (rt *Route) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
-	return &exchange{rt: rt, w: w, r: r, ctx: r.Context(), rid: w.Header().Get("X-Toolgate-Request-Id"),
+func (rt *Route) newClientRequest(w http.ResponseWriter, r *http.Request) *clientRequest {
+	return &clientRequest{rt: rt, w: w, r: r, ctx: r.Context(), rid: w.Header().Get("X-Toolgate-Request-Id"),
 		outcome: outcomePass, tracked: map[string]tracked{}, start: time.Now()}
 }
 
-func (x *exchange) log() *zap.Logger {
-	return x.rt.g.deps.Log.With(zap.String("request_id", x.rid), zap.String("mcp_server", x.rt.cfg.Name))
+func (cr *clientRequest) log() *zap.Logger {
+	return cr.rt.g.deps.Log.With(zap.String("request_id", cr.rid), zap.String("mcp_server", cr.rt.cfg.Name))
 }
 
 // post handles a client's JSON-RPC message or batch.
-func (x *exchange) post() {
-	body, ok := x.readBody()
+func (cr *clientRequest) post() {
+	body, ok := cr.readBody()
 	if !ok {
 		return
 	}
 	msgs, bad, batch, perr := parseBody(body)
-	x.batch = batch
+	cr.batch = batch
 	if perr != nil {
-		x.outcome = outcomeInvalid
-		x.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(perr.id, perr.code, perr.msg, nil))
+		cr.outcome = outcomeInvalid
+		cr.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(perr.id, perr.code, perr.msg, nil))
 		return
 	}
-	if !x.revision(msgs, batch) {
+	if !cr.revision(msgs, batch) {
 		return
 	}
-	sid := x.r.Header.Get(hdrSession)
-	if x.modern {
+	sid := cr.r.Header.Get(hdrSession)
+	if cr.modern {
 		// Nothing is sticky: whatever a session header says, the request
 		// stands alone, and the server's own tool list judges it.
 		sid = ""
 	}
-	x.sess = x.rt.st.get(sid, true)
+	cr.sess = cr.rt.st.get(sid, true)
 	if batch {
-		if v := x.protocol(); v != protocol20250326 {
-			x.outcome = outcomeInvalid
-			x.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest,
+		if v := cr.protocol(); v != protocol20250326 {
+			cr.outcome = outcomeInvalid
+			cr.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest,
 				"Invalid Request: MCP revision "+v+" has no JSON-RPC batches; send one message per request", nil))
 			return
 		}
 	}
 	if hasRequest(msgs) {
-		if !x.sess.acquire(x.ctx, x.rt.cfg.MaxStreams, x.rt.cfg.IdleTimeout.D()) {
-			x.busy(msgs)
+		if !cr.sess.acquire(cr.ctx, cr.rt.cfg.MaxStreams, cr.rt.cfg.IdleTimeout.D()) {
+			cr.busy(msgs)
 			return
 		}
-		defer x.sess.release()
+		defer cr.sess.release()
 	}
 
-	fwd, local, hold := x.sort(msgs, bad)
+	fwd, local, hold := cr.sort(msgs, bad)
 	if hold != nil {
-		x.confirm(hold)
+		cr.confirm(hold)
 		return
 	}
-	if x.gone != nil {
-		x.outcome = outcomeUpstreamError
-		x.rt.pipe.Write(x.w, http.StatusNotFound, x.gone.header, x.gone.body)
+	if cr.gone != nil {
+		cr.outcome = outcomeUpstreamError
+		cr.rt.pipe.Write(cr.w, http.StatusNotFound, cr.gone.header, cr.gone.body)
 		return
 	}
-	if len(local) > 0 && x.outcome == outcomePass {
-		x.outcome = outcomeEscalated
+	if len(local) > 0 && cr.outcome == outcomePass {
+		cr.outcome = outcomeEscalated
 	}
 	if len(fwd) == 0 {
 		if len(local) == 0 {
-			x.rt.pipe.Write(x.w, http.StatusAccepted, nil, nil)
+			cr.rt.pipe.Write(cr.w, http.StatusAccepted, nil, nil)
 			return
 		}
-		x.writeLocal(local)
+		cr.writeLocal(local)
 		return
 	}
 	out := body
@@ -136,32 +138,32 @@ func (x *exchange) post() {
 			out = joinBatch(elems)
 		}
 	}
-	x.forward(out, fwd, local)
+	cr.forward(out, fwd, local)
 }
 
 // sort decides each message of a POST: answered by toolgate (a refusal or
 // an error), consumed (an answer to toolgate's own question), held for a
 // person's yes, or forwarded.
-func (x *exchange) sort(msgs []message, bad []rpcError) (fwd []message, local [][]byte, hold *held) {
+func (cr *clientRequest) sort(msgs []message, bad []rpcError) (fwd []message, local [][]byte, hold *held) {
 	for _, e := range bad {
 		local = append(local, jsonrpc.ErrorResponse(e.id, e.code, e.msg, nil))
 	}
 	for i := range msgs {
 		m := &msgs[i]
 		switch {
-		case m.kind == kindResponse && x.sess.deliver(m):
-		case m.kind == kindNotification && m.method == "notifications/cancelled" && x.sess.cancelHeld(m.params):
+		case m.kind == kindResponse && cr.sess.deliver(m):
+		case m.kind == kindNotification && m.method == "notifications/cancelled" && cr.sess.cancelHeld(m.params):
 		case m.kind == kindNotification && m.method == "tools/call":
 			// A call without an id would get no answer, and a lax server
 			// might still run it; it is neither judged nor forwarded.
 			local = append(local, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: tools/call is a request and needs an id", nil))
 		case m.kind == kindRequest && m.method == "tools/call":
-			ans, h := x.judge(m)
+			ans, h := cr.judge(m)
 			switch {
 			case ans != nil:
 				local = append(local, ans)
-			case h != nil && x.batch:
-				local = append(local, x.refuseUnconfirmed(h, "a call that needs a person's yes cannot be part of a batch"))
+			case h != nil && cr.batch:
+				local = append(local, cr.refuseUnconfirmed(h, "a call that needs a person's yes cannot be part of a batch"))
 			case h != nil:
 				// Only a single message is held, so nothing else waits.
 				return nil, nil, h
@@ -169,7 +171,7 @@ func (x *exchange) sort(msgs []message, bad []rpcError) (fwd []message, local []
 				fwd = append(fwd, *m)
 			}
 		default:
-			x.trackRequest(m)
+			cr.trackRequest(m)
 			fwd = append(fwd, *m)
 		}
 	}
@@ -177,24 +179,24 @@ func (x *exchange) sort(msgs []message, bad []rpcError) (fwd []message, local []
 }
 
 // trackRequest notes a forwarded request whose answer toolgate reads.
-func (x *exchange) trackRequest(m *message) {
+func (cr *clientRequest) trackRequest(m *message) {
 	if m.kind != kindRequest {
 		return
 	}
 	switch m.method {
 	case "tools/list":
-		x.tracked[m.idKey()] = tracked{kind: trackList, cursor: listCursor(m.params)}
+		cr.tracked[m.idKey()] = tracked{kind: trackList, cursor: listCursor(m.params)}
 	case "initialize":
-		x.tracked[m.idKey()] = tracked{kind: trackInit, elicit: declaresElicitation(m.params)}
+		cr.tracked[m.idKey()] = tracked{kind: trackInit, elicit: declaresElicitation(m.params)}
 	case "server/discover":
-		x.tracked[m.idKey()] = tracked{kind: trackDiscover}
+		cr.tracked[m.idKey()] = tracked{kind: trackDiscover}
 	case "tasks/result":
 		// The result of a judged call that runs as a task: checked
 		// against the tool's outputSchema like the call's own result.
-		if t, ok := x.sess.task(taskIDParam(m.params)); ok {
-			x.tracked[m.idKey()] = t
-			if x.sess.id != "" {
-				x.sess.track(m.idKey(), t)
+		if t, ok := cr.sess.task(taskIDParam(m.params)); ok {
+			cr.tracked[m.idKey()] = t
+			if cr.sess.id != "" {
+				cr.sess.track(m.idKey(), t)
 			}
 		}
 	}
@@ -212,144 +214,144 @@ func hasRequest(msgs []message) bool {
 // busy answers the requests of a POST that found no free slot within
 // idle_timeout, each with a JSON-RPC error the client's SDK hands to the
 // caller, naming the limit.
-func (x *exchange) busy(msgs []message) {
-	if x.ctx.Err() != nil {
-		x.outcome = outcomeCancelled
+func (cr *clientRequest) busy(msgs []message) {
+	if cr.ctx.Err() != nil {
+		cr.outcome = outcomeCancelled
 		return
 	}
-	x.outcome = outcomeLimited
+	cr.outcome = outcomeLimited
 	msg := fmt.Sprintf("this session already has %d calls in flight, the most mcp_servers[].max_streams allows, and none ended within %s",
-		x.rt.cfg.MaxStreams, x.rt.cfg.IdleTimeout.D())
+		cr.rt.cfg.MaxStreams, cr.rt.cfg.IdleTimeout.D())
 	var local [][]byte
 	for _, m := range msgs {
 		if m.kind == kindRequest {
 			local = append(local, jsonrpc.ErrorResponse(m.id, codeBusy, msg, nil))
 		}
 	}
-	x.writeLocal(local)
+	cr.writeLocal(local)
 }
 
 // protocol is the revision this request speaks: its header, else what the
 // session negotiated, else 2025-03-26, which the specification says to
 // assume when a client sends no header.
-func (x *exchange) protocol() string {
-	if v := x.r.Header.Get(hdrProtocol); v != "" {
+func (cr *clientRequest) protocol() string {
+	if v := cr.r.Header.Get(hdrProtocol); v != "" {
 		return v
 	}
-	if v, _ := x.sess.info(); v != "" {
+	if v, _ := cr.sess.info(); v != "" {
 		return v
 	}
 	return protocol20250326
 }
 
 // listening reports a stateless subscriptions/listen: a stream, not a call.
-func (x *exchange) listening() bool { return x.modern && x.method == "subscriptions/listen" }
+func (cr *clientRequest) listening() bool { return cr.modern && cr.method == "subscriptions/listen" }
 
 // forward sends the messages toolgate let through and relays the answer,
 // with local answers (refusals) joined to it.
-func (x *exchange) forward(body []byte, fwd []message, local [][]byte) {
-	resp, done, err := x.sendTimed(body)
+func (cr *clientRequest) forward(body []byte, fwd []message, local [][]byte) {
+	resp, done, err := cr.sendTimed(body)
 	if err != nil {
-		x.upstreamDown(fwd, local, err)
+		cr.upstreamDown(fwd, local, err)
 		return
 	}
 	defer done()
-	x.upstreamSession = resp.Header.Get(hdrSession)
+	cr.upstreamSession = resp.Header.Get(hdrSession)
 	ct := mediaType(resp.Header)
 	switch {
 	case resp.StatusCode == http.StatusOK && ct == "application/json":
-		x.answerJSON(resp, fwd, local)
+		cr.answerJSON(resp, fwd, local)
 	case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
-		x.copyHeader(resp.Header, false)
-		x.w.WriteHeader(http.StatusOK)
+		cr.copyHeader(resp.Header, false)
+		cr.w.WriteHeader(http.StatusOK)
 		for _, l := range local {
-			_, _ = x.w.Write(jsonrpc.Event(nil, l))
+			_, _ = cr.w.Write(jsonrpc.Event(nil, l))
 		}
-		if x.listening() {
-			_ = http.NewResponseController(x.w).Flush()
+		if cr.listening() {
+			_ = http.NewResponseController(cr.w).Flush()
 		}
-		x.pipeSSE(resp.Body, fwd)
+		cr.pipeSSE(resp.Body, fwd)
 	case resp.StatusCode/100 == 2 && len(local) > 0:
 		// The server took the rest (notifications, responses) and had
 		// nothing to say; toolgate's own answers still go out.
-		x.writeLocal(local)
+		cr.writeLocal(local)
 	default:
-		x.passthrough(resp)
+		cr.passthrough(resp)
 	}
 }
 
 // sendTimed posts body to the server for the client. done closes the
 // answer and observes the upstream duration up to that point.
-func (x *exchange) sendTimed(body []byte) (*http.Response, func(), error) {
+func (cr *clientRequest) sendTimed(body []byte) (*http.Response, func(), error) {
 	start := time.Now()
 	// A stateless client's subscriptions/listen is the stream the server's
 	// notifications come on, quiet for as long as nothing changes, as a
 	// session's GET stream is: idle_timeout does not end it.
-	resp, cancel, err := x.send(http.MethodPost, body, !x.listening())
+	resp, cancel, err := cr.send(http.MethodPost, body, !cr.listening())
 	if err != nil {
 		return nil, nil, err
 	}
-	x.sessionStatus(resp)
+	cr.sessionStatus(resp)
 	return resp, func() {
 		resp.Body.Close()
 		cancel()
-		x.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
+		cr.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
 	}, nil
 }
 
 // sessionStatus forgets a session the server no longer knows, so toolgate
 // does not keep judging by a tool list from before.
-func (x *exchange) sessionStatus(resp *http.Response) {
+func (cr *clientRequest) sessionStatus(resp *http.Response) {
 	if resp.StatusCode == http.StatusNotFound {
-		if sid := x.r.Header.Get(hdrSession); sid != "" {
-			x.rt.st.drop(sid)
+		if sid := cr.r.Header.Get(hdrSession); sid != "" {
+			cr.rt.st.drop(sid)
 		}
 	}
 }
 
 // other forwards GET (the server's stream) and DELETE (end of session).
-func (x *exchange) other() {
-	sid := x.r.Header.Get(hdrSession)
-	x.sess = x.rt.st.get(sid, true)
+func (cr *clientRequest) other() {
+	sid := cr.r.Header.Get(hdrSession)
+	cr.sess = cr.rt.st.get(sid, true)
 	// The server's own stream may stay quiet for hours; only a POST's
 	// answer is held to idle_timeout. It is not a call, so max_streams
 	// does not count it.
-	resp, cancel, err := x.send(x.r.Method, nil, false)
+	resp, cancel, err := cr.send(cr.r.Method, nil, false)
 	if err != nil {
-		if x.ctx.Err() != nil {
-			x.outcome = outcomeCancelled // the client left while the server had not answered yet
+		if cr.ctx.Err() != nil {
+			cr.outcome = outcomeCancelled // the client left while the server had not answered yet
 			return
 		}
-		x.outcome = outcomeUpstreamError
-		x.log().Warn("mcp server unreachable", zap.Error(err))
-		x.writeJSON(http.StatusBadGateway, x.failure(nil, upstreamFailure(x.downMessage())))
+		cr.outcome = outcomeUpstreamError
+		cr.log().Warn("mcp server unreachable", zap.Error(err))
+		cr.writeJSON(http.StatusBadGateway, cr.failure(nil, upstreamFailure(cr.downMessage())))
 		return
 	}
 	defer cancel()
 	defer resp.Body.Close()
-	x.sessionStatus(resp)
-	if x.r.Method == http.MethodDelete && resp.StatusCode/100 == 2 && sid != "" {
-		x.rt.st.drop(sid)
+	cr.sessionStatus(resp)
+	if cr.r.Method == http.MethodDelete && resp.StatusCode/100 == 2 && sid != "" {
+		cr.rt.st.drop(sid)
 	}
-	if x.r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && mediaType(resp.Header) == "text/event-stream" {
-		x.copyHeader(resp.Header, false)
-		x.w.WriteHeader(http.StatusOK)
+	if cr.r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && mediaType(resp.Header) == "text/event-stream" {
+		cr.copyHeader(resp.Header, false)
+		cr.w.WriteHeader(http.StatusOK)
 		// The stream may stay quiet for long: the client learns it is open
 		// now, not with the first event.
-		_ = http.NewResponseController(x.w).Flush()
-		x.pipeSSE(resp.Body, nil)
+		_ = http.NewResponseController(cr.w).Flush()
+		cr.pipeSSE(resp.Body, nil)
 		return
 	}
-	x.passthrough(resp)
+	cr.passthrough(resp)
 }
 
 // send makes the upstream request with the client's headers. The cancel
 // func ends the request; with idle set, a body that goes silent for
 // idle_timeout fails instead of hanging.
-func (x *exchange) send(method string, body []byte, idle bool, edit ...func(http.Header)) (*http.Response, func(), error) {
-	ctx, cancel := context.WithCancelCause(x.ctx)
-	t := *x.rt.target
-	t.RawQuery = x.r.URL.RawQuery
+func (cr *clientRequest) send(method string, body []byte, idle bool, edit ...func(http.Header)) (*http.Response, func(), error) {
+	ctx, cancel := context.WithCancelCause(cr.ctx)
+	t := *cr.rt.target
+	t.RawQuery = cr.r.URL.RawQuery
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -359,7 +361,7 @@ func (x *exchange) send(method string, body []byte, idle bool, edit ...func(http
 		cancel(err)
 		return nil, nil, err
 	}
-	req.Header = outboundHeader(x.r.Header)
+	req.Header = outboundHeader(cr.r.Header)
 	for _, f := range edit {
 		f(req.Header)
 	}
@@ -369,102 +371,104 @@ func (x *exchange) send(method string, body []byte, idle bool, edit ...func(http
 			req.Header.Set("Content-Type", "application/json")
 		}
 	}
-	if x.rt.key != "" && req.Header.Get("Authorization") == "" {
-		req.Header.Set("Authorization", "Bearer "+x.rt.key)
+	if cr.rt.key != "" && req.Header.Get("Authorization") == "" {
+		req.Header.Set("Authorization", "Bearer "+cr.rt.key)
 	}
 	sent := time.Now()
-	x.calls++
-	resp, err := x.rt.client.Do(req)
+	cr.calls++
+	resp, err := cr.rt.client.Do(req)
 	// The server's time to answer is not toolgate's: the report's
 	// overhead leaves it out.
-	x.upWait += time.Since(sent)
+	cr.upWait += time.Since(sent)
 	if err != nil {
 		cancel(err)
 		return nil, nil, httpx.WithoutURL(err)
 	}
 	if idle {
-		resp.Body = httpx.NewIdleBody(resp.Body, x.rt.cfg.IdleTimeout.D(), cancel)
+		resp.Body = httpx.NewIdleBody(resp.Body, cr.rt.cfg.IdleTimeout.D(), cancel)
 	}
 	return resp, func() { cancel(context.Canceled) }, nil
 }
 
 // upstreamDown answers every forwarded request with a JSON-RPC error, so
 // a client never waits on a server that is not there.
-func (x *exchange) upstreamDown(fwd []message, local [][]byte, err error) {
-	if x.ctx.Err() != nil {
-		x.outcome = outcomeCancelled // the client left; nobody reads an answer
+func (cr *clientRequest) upstreamDown(fwd []message, local [][]byte, err error) {
+	if cr.ctx.Err() != nil {
+		cr.outcome = outcomeCancelled // the client left; nobody reads an answer
 		return
 	}
-	x.outcome = outcomeUpstreamError
-	x.log().Warn("mcp server unreachable", zap.Error(err))
+	cr.outcome = outcomeUpstreamError
+	cr.log().Warn("mcp server unreachable", zap.Error(err))
 	for _, m := range fwd {
 		if m.kind == kindRequest {
-			local = append(local, x.failure(m.id, upstreamFailure(x.downMessage())))
+			local = append(local, cr.failure(m.id, upstreamFailure(cr.downMessage())))
 		}
 	}
 	if len(local) == 0 {
-		x.writeJSON(http.StatusBadGateway, x.failure(nil, upstreamFailure(x.downMessage())))
+		cr.writeJSON(http.StatusBadGateway, cr.failure(nil, upstreamFailure(cr.downMessage())))
 		return
 	}
-	x.writeLocal(local)
+	cr.writeLocal(local)
 }
 
-func (x *exchange) downMessage() string {
-	return "the MCP server " + strconv.Quote(x.rt.cfg.Name) + " could not be reached or did not answer in time"
+func (cr *clientRequest) downMessage() string {
+	return "the MCP server " + strconv.Quote(cr.rt.cfg.Name) + " could not be reached or did not answer in time"
 }
 
 // writeLocal answers with toolgate's own messages: one object, or an
 // array for a batch.
-func (x *exchange) writeLocal(local [][]byte) {
-	if x.batch {
-		x.writeJSON(http.StatusOK, joinBatch(local))
+func (cr *clientRequest) writeLocal(local [][]byte) {
+	if cr.batch {
+		cr.writeJSON(http.StatusOK, joinBatch(local))
 		return
 	}
-	x.writeJSON(http.StatusOK, local[0])
+	cr.writeJSON(http.StatusOK, local[0])
 }
 
-func (x *exchange) writeJSON(status int, body []byte) { x.rt.pipe.Write(x.w, status, nil, body) }
+func (cr *clientRequest) writeJSON(status int, body []byte) {
+	cr.rt.pipe.Write(cr.w, status, nil, body)
+}
 
 // readBody reads the POST body within limits.max_request_bytes.
-func (x *exchange) readBody() ([]byte, bool) {
-	limit := x.rt.snap.Config.Limits.MaxRequestBytes
+func (cr *clientRequest) readBody() ([]byte, bool) {
+	limit := cr.rt.snap.Config.Limits.MaxRequestBytes
 	tooLarge := func() ([]byte, bool) {
-		x.outcome = outcomeLimited
-		x.w.Header().Set("Connection", "close")
+		cr.outcome = outcomeLimited
+		cr.w.Header().Set("Connection", "close")
 		f := neutral.Failure{Status: http.StatusRequestEntityTooLarge, Code: neutral.CodeRequestTooLarge,
 			Message: fmt.Sprintf("Invalid Request: the body exceeds %d bytes", limit), Refusal: true}
-		x.writeJSON(f.Status, x.failure(nil, f))
+		cr.writeJSON(f.Status, cr.failure(nil, f))
 		return nil, false
 	}
-	if x.r.ContentLength > limit {
+	if cr.r.ContentLength > limit {
 		return tooLarge()
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, limit))
+	b, err := io.ReadAll(http.MaxBytesReader(cr.w, cr.r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return tooLarge()
 		}
-		x.outcome = outcomeInvalid
-		x.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeParseError, "Parse error: the body could not be read", nil))
+		cr.outcome = outcomeInvalid
+		cr.writeJSON(http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeParseError, "Parse error: the body could not be read", nil))
 		return nil, false
 	}
 	return b, true
 }
 
 // passthrough relays the server's answer as it is.
-func (x *exchange) passthrough(resp *http.Response) {
-	if resp.StatusCode >= 400 && x.outcome == outcomePass {
-		x.outcome = outcomeUpstreamError
+func (cr *clientRequest) passthrough(resp *http.Response) {
+	if resp.StatusCode >= 400 && cr.outcome == outcomePass {
+		cr.outcome = outcomeUpstreamError
 	}
-	x.copyHeader(resp.Header, true)
-	x.w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(x.w)
+	cr.copyHeader(resp.Header, true)
+	cr.w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(cr.w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			if _, werr := x.w.Write(buf[:n]); werr != nil {
+			if _, werr := cr.w.Write(buf[:n]); werr != nil {
 				return
 			}
 			_ = rc.Flush()
