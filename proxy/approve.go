@@ -105,7 +105,7 @@ func (r *streamRun) heldCopy(v *verdict) *heldCopy {
 	if v.hold == nil || r.shadow || !r.holding || r.sw.begun() {
 		return nil
 	}
-	return &heldCopy{contentType: contentTypeOf(r.c.resp.Header), stream: true,
+	return &heldCopy{contentType: contentTypeOf(r.c.Resp.Header), stream: true,
 		render: func() ([]byte, error) { return r.heldStream(v.hold) }}
 }
 
@@ -178,7 +178,7 @@ func (x *exchange) holdSpec(v *verdict, escalationID, contentType string, held [
 			}
 		}
 	}
-	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name,
+	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.Name(),
 		Caller: x.caller(), CatalogVersion: x.rt.snap.Version, EscalationID: escalationID, Calls: calls,
 		Held: packHeld(contentType, held), Stream: stream, UserText: x.req.UserText}, nil
 }
@@ -244,7 +244,7 @@ func (x *exchange) resume(body []byte) {
 		return
 	}
 	x.out.approvalID = id
-	m := approval.Match{RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.cfg.Name, Caller: x.caller(), Secret: secret}
+	m := approval.Match{RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.Name(), Caller: x.caller(), Secret: secret}
 	ctx := context.WithoutCancel(x.r.Context())
 	rec, err := svc.Get(ctx, id)
 	if errors.Is(err, approval.ErrUnavailable) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -118,7 +119,7 @@ func classify(err error) neutral.Failure {
 	case errors.As(err, &mbe):
 		return neutral.Failure{Status: http.StatusRequestEntityTooLarge, Code: neutral.CodeRequestTooLarge,
 			Message: fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)}
-	case errors.Is(err, errIdle), isTimeout(err):
+	case errors.Is(err, upstream.ErrIdle), isTimeout(err):
 		f := upstreamFailure("", "the upstream did not answer in time").f
 		f.Status = http.StatusGatewayTimeout
 		return f

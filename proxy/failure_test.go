@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -55,10 +56,10 @@ func TestClassify(t *testing.T) {
 		{"bad event", fmt.Errorf("%w: x", errBadEvent), 502, neutral.CodeUpstream, errBadEvent.Error(), true},
 		{"cut stream", fmt.Errorf("%w: eof", errCut), 502, neutral.CodeUpstream, errCut.Error(), true},
 		{"idle stream", errStreamIdle, 504, neutral.CodeUpstreamTimeout, "the upstream stream went silent for longer than idle_timeout", true},
-		{"idle answer", errIdle, 504, neutral.CodeUpstream, "the upstream did not answer in time", true},
+		{"idle answer", upstream.ErrIdle, 504, neutral.CodeUpstream, "the upstream did not answer in time", true},
 		{"render", errRender, 502, neutral.CodeInternal, errRender.Error(), true},
 		{"repair transport", transportFailure(errors.New("reset")), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
-		{"repair transport idle", transportFailure(errIdle), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
+		{"repair transport idle", transportFailure(upstream.ErrIdle), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
 		{"unreachable", errors.New("dial tcp: refused"), 502, neutral.CodeUpstream, "the upstream could not be reached", true},
 	}
 	for _, tc := range tests {
@@ -88,7 +89,7 @@ func TestRequeryFailure(t *testing.T) {
 			t.Errorf("%v became %v", err, got)
 		}
 	}
-	for _, err := range []error{errIdle, errors.New("connection reset")} {
+	for _, err := range []error{upstream.ErrIdle, errors.New("connection reset")} {
 		var ue *recovery.UpstreamError
 		if !errors.As(requeryFailure(context.Background(), err), &ue) || !ue.Retryable || ue.Status != 0 {
 			t.Errorf("%v: not a retryable transport failure", err)

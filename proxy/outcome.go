@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/openaiwire"
@@ -68,14 +69,14 @@ func writeFailure(w http.ResponseWriter, f neutral.Failure, body []byte) {
 // encoding, which toolgate redoes, hop-by-hop ones and toolgate's own.
 func copyHeader(dst, src http.Header) {
 	for k, v := range src {
-		if isToolgateHeader(k) {
+		if httpx.IsToolgateHeader(k) {
 			// toolgate's namespace is its own: an upstream (a second
 			// toolgate, or a hostile server) cannot speak in its name.
 			continue
 		}
 		dst[k] = append([]string(nil), v...)
 	}
-	removeHop(dst)
+	httpx.RemoveHop(dst)
 	dst.Del("Content-Length")
 	dst.Del("Content-Encoding")
 }

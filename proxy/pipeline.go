@@ -13,9 +13,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -26,7 +28,7 @@ import (
 type exchange struct {
 	s  *Server
 	rt *runtime
-	up *upstream
+	up *upstream.Upstream
 	// api names the wire format; cd translates this request's exchange.
 	api api.API
 	cd  api.Codec
@@ -95,7 +97,7 @@ type usageEntry struct {
 }
 
 // validated returns the handler for a route whose answers are judged.
-func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) http.Handler {
+func (s *Server) validated(rt *runtime, u *upstream.Upstream, a api.API, prefix string) http.Handler {
 	return &apiRoute{s: s, rt: rt, up: u, api: a, series: s.metrics.forAPI(a.Name()), prefix: prefix}
 }
 
@@ -104,7 +106,7 @@ func (s *Server) validated(rt *runtime, u *upstream, a api.API, prefix string) h
 type apiRoute struct {
 	s      *Server
 	rt     *runtime
-	up     *upstream
+	up     *upstream.Upstream
 	api    api.API
 	series *apiSeries
 	prefix string
@@ -130,12 +132,12 @@ func (x *exchange) serve() {
 // the frame a held stream waits under (see serveStream).
 //
 //go:noinline
-func (x *exchange) answerPath(c *call) *streamRun {
-	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
+func (x *exchange) answerPath(c *upstream.Call) *streamRun {
+	if c.Resp.StatusCode < 200 || c.Resp.StatusCode > 299 {
 		x.write(x.relayReply(c))
 		return nil
 	}
-	if undecoded(c.resp.Header) {
+	if undecoded(c.Resp.Header) {
 		// A body toolgate cannot decode can be neither judged nor passed on.
 		x.fail(errEncoding)
 		return nil
@@ -143,10 +145,10 @@ func (x *exchange) answerPath(c *call) *streamRun {
 	// The answer's own framing decides the path, not the request's stream
 	// flag: an upstream may ignore stream: true, and a request toolgate
 	// could not read may still have asked for a stream.
-	if st, rd, ok := x.cd.NewFramedStream(c.resp.Header, c.body); ok {
+	if st, rd, ok := x.cd.NewFramedStream(c.Resp.Header, c.Body); ok {
 		return newStreamRun(x, c, st, rd)
 	}
-	if strings.HasPrefix(c.resp.Header.Get("Content-Type"), "text/event-stream") {
+	if strings.HasPrefix(c.Resp.Header.Get("Content-Type"), "text/event-stream") {
 		return newStreamRun(x, c, x.cd.NewStream(), nil)
 	}
 	x.serveAnswer(c)
@@ -157,7 +159,7 @@ func (x *exchange) answerPath(c *call) *streamRun {
 // exchange is over already (a failure written, or a resumed approval); it
 // is apart from serve so that its frame is gone while a stream is held
 // (see serveStream).
-func (x *exchange) open() (*call, bool) {
+func (x *exchange) open() (*upstream.Call, bool) {
 	snap := x.rt.snap
 	body, err := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
 	if err != nil {
@@ -175,10 +177,10 @@ func (x *exchange) open() (*call, bool) {
 		return nil, false
 	}
 	x.settings = x.rt.settings
-	x.header = outboundHeader(x.r.Header, false)
-	x.query = x.up.applyKey(x.header, x.r.URL.RawQuery, x.api.Name())
+	x.header = upstream.OutboundHeader(x.r.Header, false)
+	x.query = x.up.ApplyKey(x.header, x.r.URL.RawQuery, x.api.Name())
 
-	var c *call
+	var c *upstream.Call
 	if x.abstainOn() || x.strictOn() || x.resultsOn() {
 		c, err = x.sendRead(body)
 	} else {
@@ -206,7 +208,7 @@ type parsing struct {
 // off the path to the first byte. The body is only read by both; the
 // parsed request comes back over a channel, and the exchange takes it once
 // both are done.
-func (x *exchange) sendParsing(body []byte) (*call, error) {
+func (x *exchange) sendParsing(body []byte) (*upstream.Call, error) {
 	done := make(chan parsing, 1)
 	go func() {
 		var out parsing
@@ -231,7 +233,7 @@ func (x *exchange) sendParsing(body []byte) (*call, error) {
 
 // sendRead reads the request, then sends it with the strict flags and the
 // abstain exit, which go into its tools, and handles a refused marking.
-func (x *exchange) sendRead(body []byte) (*call, error) {
+func (x *exchange) sendRead(body []byte) (*upstream.Call, error) {
 	x.take(x.parseRequest(body))
 	if x.resultsOn() {
 		var ok bool
@@ -254,7 +256,7 @@ func (x *exchange) sendRead(body []byte) (*call, error) {
 }
 
 // serveAnswer judges a whole (non-streamed) answer and writes the result.
-func (x *exchange) serveAnswer(c *call) {
+func (x *exchange) serveAnswer(c *upstream.Call) {
 	answer, err := x.readAnswer(c)
 	if err != nil {
 		x.fail(err)
@@ -266,12 +268,12 @@ func (x *exchange) serveAnswer(c *call) {
 		return
 	}
 	x.answerModel(answer)
-	x.note(recovery.KindOriginal, resp.Usage, c.resp.Header)
+	x.note(recovery.KindOriginal, resp.Usage, c.Resp.Header)
 	results, ok := x.judge(resp.Choices, &asker{x: x, prev: resp}, false)
 	if !ok {
 		return
 	}
-	x.finish(resp, c.resp.Header, results)
+	x.finish(resp, c.Resp.Header, results)
 }
 
 // judge runs the ladder on every choice of an answer. It reports false when
@@ -412,9 +414,9 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		return nil, requeryFailure(ctx, err)
 	}
 	defer c.Close()
-	if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(c.body, 1<<20))
-		return nil, statusFailure(c.resp.StatusCode, c.resp.Header.Clone(), b)
+	if c.Resp.StatusCode < 200 || c.Resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(c.Body, 1<<20))
+		return nil, statusFailure(c.Resp.StatusCode, c.Resp.Header.Clone(), b)
 	}
 	answer, err := x.readAnswer(c)
 	if err != nil {
@@ -429,7 +431,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		return nil, fmt.Errorf("%w: no choice", recovery.ErrBadAnswer)
 	}
 	x.answerModel(answer)
-	x.note(q.Kind, resp.Usage, c.resp.Header)
+	x.note(q.Kind, resp.Usage, c.Resp.Header)
 	return resp.Choices[0], nil
 }
 
@@ -464,7 +466,7 @@ func (x *exchange) take(p parsed) {
 }
 
 // send makes one upstream call and times it.
-func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte) (*call, error) {
+func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte) (*upstream.Call, error) {
 	t := time.Now()
 	x.calls++
 	// The transport only reads the header map, and the upstream calls of
@@ -474,7 +476,7 @@ func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte
 		path, query = x.cd.FollowUpRoute(path, query)
 	}
 	ctx, sp, header := x.startUpstream(ctx, kind)
-	c, err := x.up.do(ctx, http.MethodPost, path, query, header, body)
+	c, err := x.up.Do(ctx, http.MethodPost, path, query, header, body)
 	d := time.Since(t)
 	x.upWait += d
 	observe(ctx, x.series.upstreamDuration(x.s.metrics, kind), d.Seconds())
@@ -484,17 +486,17 @@ func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte
 }
 
 // readAnswer reads a whole non-streaming answer within the response limit.
-func (x *exchange) readAnswer(c *call) ([]byte, error) {
+func (x *exchange) readAnswer(c *upstream.Call) ([]byte, error) {
 	t := time.Now()
 	defer func() { x.upWait += time.Since(t) }()
-	if undecoded(c.resp.Header) {
+	if undecoded(c.Resp.Header) {
 		return nil, errEncoding
 	}
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
-	b, err := readAll(io.LimitReader(c.body, limit+1), c.resp.ContentLength)
+	b, err := readAll(io.LimitReader(c.Body, limit+1), c.Resp.ContentLength)
 	if err != nil {
-		if cause := context.Cause(c.ctx); errors.Is(cause, errIdle) {
-			return nil, errIdle
+		if cause := c.Cause(); errors.Is(cause, upstream.ErrIdle) {
+			return nil, upstream.ErrIdle
 		}
 		return nil, err
 	}
@@ -548,6 +550,6 @@ func (x *exchange) fail(err error) {
 	if x.r.Context().Err() != nil {
 		return
 	}
-	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(withoutURL(err)))
+	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(httpx.WithoutURL(err)))
 	x.write(x.failureReply(classify(err)))
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
+	"github.com/toolgate/toolgate/proxy/upstream"
 )
 
 // Escalation replays: an SDK or framework that retries a 422 on its own
@@ -196,7 +197,7 @@ func (x *exchange) replayKey() replayKey {
 	field(x.api.Name())
 	field(x.r.URL.Path)
 	field(x.r.URL.RawQuery)
-	field(x.up.cfg.Name)
+	field(x.up.Name())
 	field(x.rt.snap.Version)
 	field(callerOf(x.w))
 	credentials(x.r.Header, field)
@@ -216,7 +217,7 @@ func (x *exchange) replayKey() replayKey {
 
 // credentials adds the provider credentials the request carries.
 func credentials(hd http.Header, field func(string)) {
-	for _, k := range credentialHeaders {
+	for _, k := range upstream.CredentialHeaders {
 		for _, v := range hd[k] {
 			field(k)
 			field(v)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -121,9 +122,9 @@ func answerReply(upHeader http.Header, body []byte, o recovery.Outcome) reply {
 
 // relayReply passes a non-success upstream answer on as it is: the SDK
 // knows what to do with the provider's own errors and retry-after.
-func (x *exchange) relayReply(c *call) reply {
-	return reply{status: c.resp.StatusCode, label: labelUpstreamStatus, upstream: c.resp.Header, encoded: true,
-		from: c.body, limit: x.rt.snap.Config.Limits.MaxResponseBytes}
+func (x *exchange) relayReply(c *upstream.Call) reply {
+	return reply{status: c.Resp.StatusCode, label: labelUpstreamStatus, upstream: c.Resp.Header, encoded: true,
+		from: c.Body, limit: x.rt.snap.Config.Limits.MaxResponseBytes}
 }
 
 // handBackReply passes a retryable re-query failure to the client as the

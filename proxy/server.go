@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/judge"
@@ -34,6 +35,7 @@ import (
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/responses"
 	"github.com/toolgate/toolgate/proxy/route"
+	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -96,7 +98,7 @@ type runtime struct {
 	snap     *catalog.Snapshot
 	settings recovery.Settings
 	routes   *route.Table
-	ups      []*upstream
+	ups      []*upstream.Upstream
 	// validators call the snapshot's validators; swapped with it.
 	validators *judge.Validators
 	// contextHeaders maps each catalog.context header (canonical) to its
@@ -113,14 +115,6 @@ var apis = map[string]api.API{
 	"messages":  anthropic.API{},
 	"responses": responses.API{},
 	"gemini":    gemini.API{},
-}
-
-// apiKeyHeaders names the header an API's own provider reads its key from,
-// for the APIs that do not take OpenAI's bearer; the upstream's host
-// decides for the others.
-var apiKeyHeaders = map[string]string{
-	"messages": "x-api-key",
-	"gemini":   "x-goog-api-key",
 }
 
 // New builds a Server serving the store's current snapshot.
@@ -163,7 +157,7 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 	s.metrics.SetCatalog(snap.Version, snap.Names)
 	if old != nil {
 		for _, u := range old.ups {
-			u.close()
+			u.Close()
 		}
 		old.validators.Close()
 		for _, m := range old.mcps {
@@ -183,7 +177,7 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 	}
 	routes := route.NewTable()
 	for _, uc := range snap.Config.Upstreams {
-		u, err := newUpstream(uc, snap.Secrets.UpstreamKeys[uc.Name])
+		u, err := upstream.New(uc, snap.Secrets.UpstreamKeys[uc.Name])
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %w", uc.Name, err)
 		}
@@ -307,7 +301,7 @@ func (s *Server) recovered(bw *beganWriter, r *http.Request) {
 // a held stream waits under stays small (see serveStream).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter) {
 	rt := s.rt.Load()
-	caller, ok := checkInbound(r.Header, rt.snap.Secrets.InboundTokens)
+	caller, ok := upstream.CheckInbound(r.Header, rt.snap.Secrets.InboundTokens)
 	if !ok {
 		writeOpenAIFailure(w, authFailure)
 		return
@@ -371,7 +365,7 @@ func (b *beganWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 // The body is read whole first: handing the live inbound body to the
 // transport lets the server close it under the transport's feet and truncate
 // answers (golang/go#40747).
-func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handler {
+func (s *Server) passthrough(rt *runtime, u *upstream.Upstream, prefix string) http.Handler {
 	segments := strings.Count(prefix, "/")
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -379,20 +373,20 @@ func (s *Server) passthrough(rt *runtime, u *upstream, prefix string) http.Handl
 			// checked that no reading of them is a judged route, and
 			// canonical routing never moves a "/", so the prefix is the
 			// path's first segments.
-			dropToolgateHeaders(pr.Out.Header)
-			query := u.applyKey(pr.Out.Header, pr.In.URL.RawQuery, "")
-			pr.Out.URL = u.target(route.AfterSegments(route.RawPath(pr.In.URL), segments), query)
+			httpx.DropToolgateHeaders(pr.Out.Header)
+			query := u.ApplyKey(pr.Out.Header, pr.In.URL.RawQuery, "")
+			pr.Out.URL = u.Target(route.AfterSegments(route.RawPath(pr.In.URL), segments), query)
 			pr.Out.Host = ""
 		},
 		ModifyResponse: func(resp *http.Response) error {
-			dropToolgateHeaders(resp.Header)
+			httpx.DropToolgateHeaders(resp.Header)
 			return nil
 		},
-		Transport:     u.client.Transport,
+		Transport:     u.Transport(),
 		FlushInterval: -1,
 		ErrorLog:      zap.NewStdLog(s.log),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(withoutURL(err)))
+			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(httpx.WithoutURL(err)))
 			writeOpenAIFailure(w, classify(err))
 		},
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -66,7 +67,7 @@ func (x *exchange) startUpstream(ctx context.Context, kind recovery.Kind) (conte
 			attribute.String("toolgate.upstream.kind", string(kind)),
 			attribute.String("gen_ai.operation.name", g[0]),
 			attribute.String("gen_ai.provider.name", g[1]),
-			attribute.String("toolgate.upstream", x.up.cfg.Name),
+			attribute.String("toolgate.upstream", x.up.Name()),
 		))
 	h := x.header.Clone()
 	telemetry.Inject(ctx, h)
@@ -74,7 +75,7 @@ func (x *exchange) startUpstream(ctx context.Context, kind recovery.Kind) (conte
 }
 
 // upstreamSent records how the upstream answered, or that it did not.
-func upstreamSent(sp trace.Span, c *call, err error) {
+func upstreamSent(sp trace.Span, c *upstream.Call, err error) {
 	if sp == nil {
 		return
 	}
@@ -84,11 +85,11 @@ func upstreamSent(sp trace.Span, c *call, err error) {
 		sp.End()
 		return
 	}
-	sp.SetAttributes(attribute.Int("http.response.status_code", c.resp.StatusCode))
-	if c.resp.StatusCode >= 400 {
-		sp.SetStatus(codes.Error, http.StatusText(c.resp.StatusCode))
+	sp.SetAttributes(attribute.Int("http.response.status_code", c.Resp.StatusCode))
+	if c.Resp.StatusCode >= 400 {
+		sp.SetStatus(codes.Error, http.StatusText(c.Resp.StatusCode))
 	}
-	c.span = sp
+	c.EndWith(sp)
 }
 
 // traceUsage puts one answer's model and token usage on its upstream

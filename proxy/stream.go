@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/sse"
+	"github.com/toolgate/toolgate/proxy/upstream"
 )
 
 // maxEvent bounds one SSE event; a larger one fails the stream.
@@ -185,18 +185,18 @@ func (x *exchange) serveStream(r *streamRun) {
 // reader.
 //
 //go:noinline
-func newStreamRun(x *exchange, c *call, st api.Stream, rd api.EventReader) *streamRun {
+func newStreamRun(x *exchange, c *upstream.Call, st api.Stream, rd api.EventReader) *streamRun {
 	r := &streamRun{x: x, c: c, st: st, rd: rd, shadow: x.settings.Shadow, stopKeepalive: func() {}}
 	// Shadow mode changes nothing, so it delays nothing either.
 	r.opening = !r.shadow
 	r.sw = &streamWriter{w: x.w, rc: http.NewResponseController(x.w), status: http.StatusOK,
 		header: func(h http.Header) {
-			copyHeader(h, c.resp.Header)
+			copyHeader(h, c.Resp.Header)
 			// A stream's headers go out before its answer is decided.
 			x.headers(h, false)
 		}}
 	if rd == nil {
-		r.pooled = getReader(c.body)
+		r.pooled = getReader(c.Body)
 		r.rd = r.pooled
 	}
 	return r
@@ -228,7 +228,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 		if cause == nil {
 			cause = io.ErrUnexpectedEOF
 		}
-		if errors.Is(context.Cause(c.ctx), errIdle) {
+		if errors.Is(c.Cause(), upstream.ErrIdle) {
 			r.fail(errStreamIdle)
 			return
 		}
@@ -242,7 +242,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 		r.fail(errNoCallID)
 		return
 	}
-	x.note(neutral.KindOriginal, r.st.Usage(), c.resp.Header)
+	x.note(neutral.KindOriginal, r.st.Usage(), c.Resp.Header)
 	results, ok := x.judge(turns, &asker{x: x}, r.cur.Sent().Committed)
 	if !ok {
 		return
@@ -264,7 +264,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 // streamRun is one streamed answer on its way through the pipeline.
 type streamRun struct {
 	x    *exchange
-	c    *call
+	c    *upstream.Call
 	st   api.Stream
 	sw   *streamWriter
 	held heldEvents
@@ -441,7 +441,7 @@ func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 // relayTail passes on what follows the upstream's error that carries
 // nothing but framing, within tailWait and maxTail.
 func (r *streamRun) relayTail(rd api.EventReader) {
-	t := time.AfterFunc(tailWait, func() { r.c.cancel(errDrained) })
+	t := time.AfterFunc(tailWait, func() { r.c.Cancel(errDrained) })
 	defer t.Stop()
 	sent := 0
 	for sent < maxTail && rd.Next() {
@@ -514,8 +514,8 @@ func keepaliveBytes(st api.Stream) []byte { return st.Keepalive() }
 
 // completeAtEOF reports a stream without a terminal event that ended with
 // its body, cleanly (no read error, no idle timeout) and complete.
-func completeAtEOF(st api.Stream, rd api.EventReader, c *call) bool {
-	return rd.Err() == nil && context.Cause(c.ctx) == nil && st.Complete()
+func completeAtEOF(st api.Stream, rd api.EventReader, c *upstream.Call) bool {
+	return rd.Err() == nil && c.Cause() == nil && st.Complete()
 }
 
 // heldEvents are the events a stream keeps back, copied out of the
@@ -712,9 +712,9 @@ const drainWait = 100 * time.Millisecond
 // body's end. Closing the body before reading that end makes net/http drop
 // the connection, and every stream would then pay a new TCP and TLS
 // handshake to the provider.
-func drain(c *call) {
-	t := time.AfterFunc(drainWait, func() { c.cancel(errDrained) })
-	_, _ = io.CopyN(io.Discard, c.body, 64<<10)
+func drain(c *upstream.Call) {
+	t := time.AfterFunc(drainWait, func() { c.Cancel(errDrained) })
+	_, _ = io.CopyN(io.Discard, c.Body, 64<<10)
 	t.Stop()
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -98,11 +99,11 @@ const maxRefusalBytes = 64 << 10
 // flag) is answered by sending the request once more exactly as the client
 // sent it, with the refused tools remembered for this catalog version. Any
 // other answer is handed back to be served as usual, unread.
-func (x *exchange) strictFallback(ctx context.Context, c *call, client []byte) (*call, error) {
-	if x.strict == nil || c.resp.StatusCode != http.StatusBadRequest || undecoded(c.resp.Header) {
+func (x *exchange) strictFallback(ctx context.Context, c *upstream.Call, client []byte) (*upstream.Call, error) {
+	if x.strict == nil || c.Resp.StatusCode != http.StatusBadRequest || undecoded(c.Resp.Header) {
 		return c, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(c.body, maxRefusalBytes))
+	b, err := io.ReadAll(io.LimitReader(c.Body, maxRefusalBytes))
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -111,8 +112,8 @@ func (x *exchange) strictFallback(ctx context.Context, c *call, client []byte) (
 	// A refusal that points at a tool toolgate did not mark (one the client
 	// marked itself) is the client's to see, as it would be without toolgate.
 	if !refusesStrict(msg) || (tool != "" && !x.strict.marked[tool]) {
-		rest := c.body
-		c.body = struct {
+		rest := c.Body
+		c.Body = struct {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(b), rest), rest}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/upstream"
 )
 
 // caseHeader carries a case's ticket from eval through toolgate to the
@@ -71,10 +71,10 @@ func startFront(up catalog.Upstream, endpoint, key string) (*front, error) {
 			// toolgate plain bytes, as it does for serve.
 			pr.Out.Header.Del("Accept-Encoding")
 			if key != "" {
-				proxy.SetUpstreamKey(pr.Out.Header, host, catalog.APIChat, key)
+				upstream.SetKey(pr.Out.Header, host, catalog.APIChat, key)
 			}
 		},
-		Transport:      proxy.NewUpstreamClient(up).Transport,
+		Transport:      upstream.NewClient(up).Transport,
 		ModifyResponse: noteStatus,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() == nil {

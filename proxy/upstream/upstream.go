@@ -1,4 +1,8 @@
-package proxy
+// Package upstream is the proxy's client of the model APIs it fronts: one
+// connection pool per configured upstream, the round trip with its idle
+// timeout, the headers that go out, the key toolgate holds, and the check
+// of the token a client presents.
+package upstream
 
 import (
 	"bytes"
@@ -8,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -16,46 +19,55 @@ import (
 	"github.com/toolgate/toolgate/internal/httpx"
 )
 
-// upstream is one configured model API with its own connection pool.
-type upstream struct {
+// Upstream is one configured model API with its own connection pool.
+type Upstream struct {
 	cfg    catalog.Upstream
 	base   *url.URL
 	client *http.Client
 	key    string
 }
 
-// errIdle is the cause recorded when an upstream body goes silent.
-var errIdle = httpx.ErrIdle
+// ErrIdle is the cause recorded when an upstream body goes silent.
+var ErrIdle = httpx.ErrIdle
 
-func newUpstream(cfg catalog.Upstream, key string) (*upstream, error) {
+// New is the upstream cfg configures, holding key to send for clients
+// (see ApplyKey).
+func New(cfg catalog.Upstream, key string) (*Upstream, error) {
 	base, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, err
 	}
-	return &upstream{cfg: cfg, base: base, key: key, client: NewUpstreamClient(cfg)}, nil
+	return &Upstream{cfg: cfg, base: base, key: key, client: NewClient(cfg)}, nil
 }
 
-// NewUpstreamClient is the HTTP client toolgate talks to an upstream with:
+// NewClient is the HTTP client toolgate talks to an upstream with:
 // the upstream's connect and first-byte timeouts, a pool sized for a
 // sidecar, and no redirects. toolgate eval uses it too, so it measures the
 // upstream as serve reaches it.
-func NewUpstreamClient(cfg catalog.Upstream) *http.Client {
+func NewClient(cfg catalog.Upstream) *http.Client {
 	return &http.Client{
 		Transport:     httpx.NewTransport(cfg.ConnectTimeout.D(), cfg.FirstByteTimeout.D()),
 		CheckRedirect: httpx.NoRedirects,
 	}
 }
 
-func (u *upstream) close() {
+// Name is the upstream's configured name.
+func (u *Upstream) Name() string { return u.cfg.Name }
+
+// Transport is the upstream's connection pool, for a pass-through.
+func (u *Upstream) Transport() http.RoundTripper { return u.client.Transport }
+
+// Close closes the idle connections of a replaced generation's upstream.
+func (u *Upstream) Close() {
 	if tr, ok := u.client.Transport.(*http.Transport); ok {
 		tr.CloseIdleConnections()
 	}
 }
 
-// target builds the upstream URL for an escaped client path (prefix
+// Target builds the upstream URL for an escaped client path (prefix
 // removed) and query, keeping the path's bytes: decoding it would turn a
 // "%2F" the client sent into a "/" the upstream routes on.
-func (u *upstream) target(escaped, rawQuery string) *url.URL {
+func (u *Upstream) Target(escaped, rawQuery string) *url.URL {
 	t := *u.base
 	t.RawPath = strings.TrimSuffix(u.base.EscapedPath(), "/") + escaped
 	t.Path = t.RawPath
@@ -72,20 +84,33 @@ func (u *upstream) target(escaped, rawQuery string) *url.URL {
 	return &t
 }
 
-// call is one upstream round trip. The returned body enforces idle_timeout:
-// if no byte arrives for that long, the read fails instead of hanging.
-type call struct {
+// Call is one upstream round trip. Its Body enforces idle_timeout: if no
+// byte arrives for that long, the read fails instead of hanging.
+type Call struct {
+	Resp *http.Response
+	// Body is the answer's body to read, in place of Resp.Body.
+	Body   io.ReadCloser
 	ctx    context.Context
-	resp   *http.Response
 	cancel context.CancelCauseFunc
-	body   io.ReadCloser
 	// span is the call's client span, ended once its body is done.
 	span trace.Span
 }
 
-func (c *call) Close() {
-	if c.body != nil {
-		c.body.Close()
+// Cause is why the call's context ended (ErrIdle when the body went
+// silent), or nil while it lasts.
+func (c *Call) Cause() error { return context.Cause(c.ctx) }
+
+// Cancel ends the call for cause.
+func (c *Call) Cancel(cause error) { c.cancel(cause) }
+
+// EndWith makes sp, the call's client span, end when the call is closed,
+// once its body is done.
+func (c *Call) EndWith(sp trace.Span) { c.span = sp }
+
+// Close closes the body, ends the call and its span.
+func (c *Call) Close() {
+	if c.Body != nil {
+		c.Body.Close()
 	}
 	c.cancel(context.Canceled)
 	if c.span != nil {
@@ -93,9 +118,11 @@ func (c *call) Close() {
 	}
 }
 
-func (u *upstream) do(ctx context.Context, method, path, rawQuery string, header http.Header, body []byte) (*call, error) {
+// Do sends one request to the upstream: path is the client's escaped path
+// with the prefix taken off.
+func (u *Upstream) Do(ctx context.Context, method, path, rawQuery string, header http.Header, body []byte) (*Call, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	req, err := http.NewRequestWithContext(ctx, method, u.target(path, rawQuery).String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, u.Target(path, rawQuery).String(), bytes.NewReader(body))
 	if err != nil {
 		cancel(err)
 		return nil, err
@@ -107,27 +134,23 @@ func (u *upstream) do(ctx context.Context, method, path, rawQuery string, header
 		cancel(err)
 		return nil, err
 	}
-	c := &call{ctx: ctx, resp: resp, cancel: cancel}
-	c.body = newIdleBody(resp.Body, u.cfg.IdleTimeout.D(), cancel)
+	c := &Call{ctx: ctx, Resp: resp, cancel: cancel}
+	c.Body = httpx.NewIdleBody(resp.Body, u.cfg.IdleTimeout.D(), cancel)
 	return c, nil
 }
 
-func newIdleBody(rc io.ReadCloser, d time.Duration, cancel context.CancelCauseFunc) io.ReadCloser {
-	return httpx.NewIdleBody(rc, d, cancel)
-}
-
-// outboundHeader copies the client's headers for the upstream: everything but
+// OutboundHeader copies the client's headers for the upstream: everything but
 // hop-by-hop headers, toolgate's own namespace, and framing toolgate redoes.
 // keepEncoding is false on validated routes so the transport negotiates
 // compression itself and toolgate reads plain bytes whatever the client
 // accepts.
-func outboundHeader(in http.Header, keepEncoding bool) http.Header {
+func OutboundHeader(in http.Header, keepEncoding bool) http.Header {
 	out := make(http.Header, len(in))
 	for k, v := range in {
 		out[k] = v
 	}
-	removeHop(out)
-	dropToolgateHeaders(out)
+	httpx.RemoveHop(out)
+	httpx.DropToolgateHeaders(out)
 	out.Del("Content-Length")
 	out.Del("Host")
 	if !keepEncoding {
@@ -136,23 +159,15 @@ func outboundHeader(in http.Header, keepEncoding bool) http.Header {
 	return out
 }
 
-func isToolgateHeader(k string) bool { return httpx.IsToolgateHeader(k) }
+// CredentialHeaders are where SDKs put API keys.
+var CredentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
 
-func dropToolgateHeaders(h http.Header) { httpx.DropToolgateHeaders(h) }
-
-func withoutURL(err error) error { return httpx.WithoutURL(err) }
-
-func removeHop(h http.Header) { httpx.RemoveHop(h) }
-
-// credentialHeaders are where SDKs put API keys.
-var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
-
-// applyKey puts the upstream key toolgate holds into h, following
+// ApplyKey puts the upstream key toolgate holds into h, following
 // api_key_mode: if_missing keeps a key the client sent, replace always uses
 // toolgate's. Google's APIs also take a key as the query parameter key=:
 // it counts as a client key, and replace removes it. The query to send is
 // returned.
-func (u *upstream) applyKey(h http.Header, rawQuery, api string) string {
+func (u *Upstream) ApplyKey(h http.Header, rawQuery, api string) string {
 	if u.key == "" {
 		return rawQuery
 	}
@@ -161,16 +176,16 @@ func (u *upstream) applyKey(h http.Header, rawQuery, api string) string {
 		if google && queryKey(rawQuery) {
 			return rawQuery
 		}
-		for _, k := range credentialHeaders {
+		for _, k := range CredentialHeaders {
 			if h.Get(k) != "" {
 				return rawQuery
 			}
 		}
 	}
-	for _, k := range credentialHeaders {
+	for _, k := range CredentialHeaders {
 		h.Del(k)
 	}
-	SetUpstreamKey(h, u.base.Hostname(), api, u.key)
+	SetKey(h, u.base.Hostname(), api, u.key)
 	if google {
 		rawQuery = withoutQueryKey(rawQuery)
 	}
@@ -201,9 +216,9 @@ func withoutQueryKey(rawQuery string) string {
 	return strings.Join(kept, "&")
 }
 
-// SetUpstreamKey puts key in the header the provider at host reads it from
+// SetKey puts key in the header the provider at host reads it from
 // for the named API (see keyHeader).
-func SetUpstreamKey(h http.Header, host, api, key string) {
+func SetKey(h http.Header, host, api, key string) {
 	switch keyHeader(host, api) {
 	case "x-api-key":
 		h.Set("X-Api-Key", key)
@@ -214,6 +229,14 @@ func SetUpstreamKey(h http.Header, host, api, key string) {
 	default:
 		h.Set("Authorization", "Bearer "+key)
 	}
+}
+
+// apiKeyHeaders names the header an API's own provider reads its key from,
+// for the APIs that do not take OpenAI's bearer; the upstream's host
+// decides for the others.
+var apiKeyHeaders = map[string]string{
+	"messages": "x-api-key",
+	"gemini":   "x-goog-api-key",
 }
 
 // keyHeader picks the header a provider reads its key from: the API's own
@@ -235,14 +258,14 @@ func keyHeader(host, api string) string {
 	return "authorization"
 }
 
-// checkInbound authenticates a client against the configured tokens. The
+// CheckInbound authenticates a client against the configured tokens. The
 // token is read from the headers SDKs send keys in, compared in constant
 // time, and removed so it never reaches the upstream.
-func checkInbound(h http.Header, tokens []string) (caller string, ok bool) {
+func CheckInbound(h http.Header, tokens []string) (caller string, ok bool) {
 	if len(tokens) == 0 {
 		return "", true
 	}
-	for _, k := range credentialHeaders {
+	for _, k := range CredentialHeaders {
 		v := h.Get(k)
 		if v == "" {
 			continue
