@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func FuzzParseDecision(f *testing.F) {
+func FuzzParseProposal(f *testing.F) {
 	for _, s := range []string{
 		sampleSubstitute,
 		sampleEscalate,
@@ -26,10 +26,10 @@ func FuzzParseDecision(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		d, err := ParseDecision(text)
+		d, err := ParseProposal(text)
 		if err != nil {
-			if !errors.Is(err, ErrNoJSON) && !errors.Is(err, ErrInvalidDecision) {
-				t.Fatalf("error %v is neither ErrNoJSON nor ErrInvalidDecision", err)
+			if !errors.Is(err, ErrNoJSON) && !errors.Is(err, ErrInvalidProposal) {
+				t.Fatalf("error %v is neither ErrNoJSON nor ErrInvalidProposal", err)
 			}
 			return
 		}

@@ -378,33 +378,33 @@ func (l *ladder) decide(ctx context.Context, i int) (rung, error) {
 		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
 		return l.escalate(ReasonInvalidDecision, "the model answered the recovery prompt with a tool call instead of a decision", -1), nil
 	}
-	d, perr := ParseDecision(turn.Text)
+	proposal, perr := ParseProposal(turn.Text)
 	if perr != nil {
 		l.event(ev, "invalid_decision")
 		l.attempts = append(l.attempts, Attempt{Kind: "decision", Decision: "invalid"})
 		return l.escalate(ReasonInvalidDecision, "the recovery answer was not a valid decision: "+perr.Error(), -1), nil
 	}
-	conf := d.Confidence
+	conf := proposal.Confidence
 	ev.Confidence = conf
-	ev.Suggested = d.Tool
-	da := Attempt{Kind: "decision", Decision: d.Decision, Confidence: &conf, Tool: d.Tool}
-	if d.Decision == DecisionSubstitute {
-		raw := string(d.Arguments)
-		da.Arguments, da.ArgumentsRaw = objectOrNil(d.Arguments), &raw
+	ev.Suggested = proposal.Tool
+	da := Attempt{Kind: "decision", Decision: proposal.Decision, Confidence: &conf, Tool: proposal.Tool}
+	if proposal.Decision == DecisionSubstitute {
+		raw := string(proposal.Arguments)
+		da.Arguments, da.ArgumentsRaw = objectOrNil(proposal.Arguments), &raw
 	}
 	l.attempts = append(l.attempts, da)
-	if d.Decision == DecisionEscalate {
+	if proposal.Decision == DecisionEscalate {
 		l.event(ev, "escalated")
-		r := l.escalate(code, d.Reason, -1)
-		r.escalation.OriginalIntent = d.OriginalIntent
-		r.escalation.MissingCapability = d.MissingCapability
+		r := l.escalate(code, proposal.Reason, -1)
+		r.escalation.OriginalIntent = proposal.OriginalIntent
+		r.escalation.MissingCapability = proposal.MissingCapability
 		return r, nil
 	}
 	if conf < l.s.Threshold {
 		l.event(ev, "escalated")
 		return l.escalate(code, "the proposed substitute is below the confidence threshold", -1), nil
 	}
-	return l.substitute(ctx, i, &d, ev), nil
+	return l.substitute(ctx, i, &proposal, ev), nil
 }
 
 // decisionQuery asks what the call at position i of the answer meant.
@@ -425,13 +425,13 @@ func (l *ladder) decisionQuery(orig validate.ToolCall, i int) *Query {
 // substitute checks the model's substitute for the call at position i and
 // puts it in place when it may run, or in front of a person when its tool
 // needs one.
-func (l *ladder) substitute(ctx context.Context, i int, d *Decision, ev Event) rung {
-	tool, st, stripped := l.in.Eff.Lookup(d.Tool)
+func (l *ladder) substitute(ctx context.Context, i int, proposal *Proposal, ev Event) rung {
+	tool, st, stripped := l.in.Eff.Lookup(proposal.Tool)
 	if st != catalog.Found || stripped {
 		l.event(ev, "invalid_decision")
 		return l.escalate(ReasonInvalidDecision, "the proposed substitute is not a tool of this request", -1)
 	}
-	sub := validate.ToolCall{ID: l.in.Turn.Calls[i].ID, Name: d.Tool, Args: d.Arguments, Kind: validate.Function}
+	sub := validate.ToolCall{ID: l.in.Turn.Calls[i].ID, Name: proposal.Tool, Args: proposal.Arguments, Kind: validate.Function}
 	confirm := tool.Policy == catalog.PolicyConfirm
 	if !tool.Substitutable && !confirm {
 		l.event(ev, "invalid_decision")

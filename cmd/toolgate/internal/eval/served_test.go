@@ -85,7 +85,7 @@ func TestEvalRunsToolgatesChecks(t *testing.T) {
 	if err := json.Unmarshal(wire.Choices[0].Message["content"], &content); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := recovery.ParseDecision(content); err != nil || d.Decision != recovery.DecisionSubstitute {
+	if d, err := recovery.ParseProposal(content); err != nil || d.Decision != recovery.DecisionSubstitute {
 		t.Fatalf("the content reads %+v, %v; the test needs a substitute", d, err)
 	}
 	rs, err := newSetup(snap, &Options{Model: testModel}, nil)

@@ -17,29 +17,31 @@ const (
 	DecisionEscalate = "escalate"
 )
 
-// Limits that keep ParseDecision's cost proportional to a fixed budget no
+// Limits that keep ParseProposal's cost proportional to a fixed budget no
 // matter what the upstream returns.
 const (
-	// MaxDecisionBytes is how much of the answer is searched for the object;
-	// a genuine decision is a few kilobytes at most.
-	MaxDecisionBytes = 1 << 20
-	// MaxDecisionDepth bounds object and array nesting, well above anything
+	// MaxProposalBytes is how much of the answer is searched for the object;
+	// a genuine proposal is a few kilobytes at most.
+	MaxProposalBytes = 1 << 20
+	// MaxProposalDepth bounds object and array nesting, well above anything
 	// a tool's arguments need and far below what would strain the decoder.
-	MaxDecisionDepth = 512
+	MaxProposalDepth = 512
 )
 
-// Sentinel errors returned (wrapped) by ParseDecision, so callers can map a
+// Sentinel errors returned (wrapped) by ParseProposal, so callers can map a
 // bad answer to the invalid_decision escalation without matching text.
 var (
 	// ErrNoJSON means the answer contains no JSON object at all.
 	ErrNoJSON = errors.New("recovery: no JSON object in the answer")
-	// ErrInvalidDecision means the first JSON object in the answer is
-	// malformed or does not describe a consistent decision.
-	ErrInvalidDecision = errors.New("recovery: invalid decision")
+	// ErrInvalidProposal means the first JSON object in the answer is
+	// malformed or does not describe a consistent proposal.
+	ErrInvalidProposal = errors.New("recovery: invalid decision")
 )
 
-// Decision is a validated recovery answer.
-type Decision struct {
+// Proposal is the model's answer under the decision strategy, validated:
+// a real tool to call in place of the bad call, or an escalation with the
+// model's account of why there is none.
+type Proposal struct {
 	// Decision is DecisionSubstitute or DecisionEscalate.
 	Decision string
 	// Tool is the real tool to call instead; set only for a substitution.
@@ -57,144 +59,144 @@ type Decision struct {
 	Confidence float64
 }
 
-// ParseDecision reads the recovery answer in text.
+// ParseProposal reads the model's proposal in the recovery answer text.
 //
 // Only the first balanced JSON object counts. Markdown fences and prose around
 // it are tolerated because models add them despite being told not to, but if
 // that first object is broken the answer is rejected rather than searched
 // further: a later object may be a quotation or an injected fake decision,
 // and picking it would let the model's prose choose the outcome.
-func ParseDecision(text string) (Decision, error) {
-	if len(text) > MaxDecisionBytes {
-		text = text[:MaxDecisionBytes]
+func ParseProposal(text string) (Proposal, error) {
+	if len(text) > MaxProposalBytes {
+		text = text[:MaxProposalBytes]
 	}
 	start := strings.IndexByte(text, '{')
 	if start < 0 {
-		return Decision{}, ErrNoJSON
+		return Proposal{}, ErrNoJSON
 	}
 	end, err := scanBalanced(text[start:])
 	if err != nil {
-		return Decision{}, err
+		return Proposal{}, err
 	}
 	candidate := []byte(text[start : start+end])
 	if !json.Valid(candidate) {
-		return Decision{}, decisionErr("first JSON object is not valid JSON")
+		return Proposal{}, proposalErr("first JSON object is not valid JSON")
 	}
-	top, err := decisionFields(candidate)
+	top, err := proposalFields(candidate)
 	if err != nil {
-		return Decision{}, err
+		return Proposal{}, err
 	}
 
-	var d Decision
-	if d.Decision, err = decisionString(top, "decision"); err != nil {
-		return Decision{}, err
+	var proposal Proposal
+	if proposal.Decision, err = proposalString(top, "decision"); err != nil {
+		return Proposal{}, err
 	}
-	if d.Confidence, err = parseConfidence(top); err != nil {
-		return Decision{}, err
+	if proposal.Confidence, err = parseConfidence(top); err != nil {
+		return Proposal{}, err
 	}
-	switch d.Decision {
+	switch proposal.Decision {
 	case DecisionSubstitute:
-		err = readSubstituteDecision(top, &d)
+		err = readSubstitution(top, &proposal)
 	case DecisionEscalate:
-		err = readEscalateDecision(top, &d)
+		err = readEscalation(top, &proposal)
 	default:
-		err = decisionErr(`"decision" must be "substitute" or "escalate"`)
+		err = proposalErr(`"decision" must be "substitute" or "escalate"`)
 	}
 	if err != nil {
-		return Decision{}, err
+		return Proposal{}, err
 	}
-	return d, nil
+	return proposal, nil
 }
 
-func readSubstituteDecision(top map[string]json.RawMessage, d *Decision) error {
+func readSubstitution(top map[string]json.RawMessage, proposal *Proposal) error {
 	if !jsonNullOrAbsent(top, "escalation") {
-		return decisionErr(`a substitution must leave "escalation" null`)
+		return proposalErr(`a substitution must leave "escalation" null`)
 	}
 	raw, ok := top["corrected_tool_call"]
 	if !ok || jsonIsNull(raw) {
-		return decisionErr(`a substitution needs "corrected_tool_call"`)
+		return proposalErr(`a substitution needs "corrected_tool_call"`)
 	}
-	call, err := decisionFields(raw)
+	call, err := proposalFields(raw)
 	if err != nil {
 		return fmt.Errorf(`%w (in "corrected_tool_call")`, err)
 	}
-	name, err := decisionString(call, "tool_name")
+	name, err := proposalString(call, "tool_name")
 	if err != nil {
 		return err
 	}
 	if strings.TrimSpace(name) == "" {
-		return decisionErr(`"tool_name" is empty`)
+		return proposalErr(`"tool_name" is empty`)
 	}
 	args, ok := call["arguments"]
 	if !ok {
-		return decisionErr(`"arguments" is missing`)
+		return proposalErr(`"arguments" is missing`)
 	}
-	compact, err := decisionArguments(args)
+	compact, err := proposalArguments(args)
 	if err != nil {
 		return err
 	}
-	d.Tool = name
-	d.Arguments = compact
+	proposal.Tool = name
+	proposal.Arguments = compact
 	return nil
 }
 
-func readEscalateDecision(top map[string]json.RawMessage, d *Decision) error {
+func readEscalation(top map[string]json.RawMessage, proposal *Proposal) error {
 	if !jsonNullOrAbsent(top, "corrected_tool_call") {
-		return decisionErr(`an escalation must leave "corrected_tool_call" null`)
+		return proposalErr(`an escalation must leave "corrected_tool_call" null`)
 	}
 	raw, ok := top["escalation"]
 	if !ok || jsonIsNull(raw) {
-		return decisionErr(`an escalation needs "escalation"`)
+		return proposalErr(`an escalation needs "escalation"`)
 	}
-	esc, err := decisionFields(raw)
+	esc, err := proposalFields(raw)
 	if err != nil {
 		return fmt.Errorf(`%w (in "escalation")`, err)
 	}
-	reason, err := decisionString(esc, "reason")
+	reason, err := proposalString(esc, "reason")
 	if err != nil {
 		return err
 	}
 	if strings.TrimSpace(reason) == "" {
-		return decisionErr(`"reason" is empty`)
+		return proposalErr(`"reason" is empty`)
 	}
-	if d.OriginalIntent, err = decisionOptString(esc, "original_intent"); err != nil {
+	if proposal.OriginalIntent, err = proposalOptString(esc, "original_intent"); err != nil {
 		return err
 	}
-	if d.MissingCapability, err = decisionOptString(esc, "missing_capability"); err != nil {
+	if proposal.MissingCapability, err = proposalOptString(esc, "missing_capability"); err != nil {
 		return err
 	}
-	d.Reason = reason
+	proposal.Reason = reason
 	return nil
 }
 
-// decisionArguments returns the arguments as compact JSON. A JSON string holding
+// proposalArguments returns the arguments as compact JSON. A JSON string holding
 // an object is unwrapped because models often double-encode arguments the way
 // the OpenAI wire format does; anything else that is not an object is refused,
 // since no tool call can take it.
-func decisionArguments(raw json.RawMessage) (json.RawMessage, error) {
+func proposalArguments(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var inner string
 		if err := json.Unmarshal(raw, &inner); err != nil {
-			return nil, decisionErr(`"arguments" is not a JSON object`)
+			return nil, proposalErr(`"arguments" is not a JSON object`)
 		}
 		raw = []byte(strings.TrimSpace(inner))
 		// The unwrapped text never passed the nesting scan, so give it the
 		// same bound before the decoder sees it.
 		if len(raw) == 0 || raw[0] != '{' {
-			return nil, decisionErr(`"arguments" is not a JSON object`)
+			return nil, proposalErr(`"arguments" is not a JSON object`)
 		}
 		end, err := scanBalanced(string(raw))
 		if err != nil || end != len(raw) || !json.Valid(raw) {
-			return nil, decisionErr(`"arguments" string does not hold a JSON object`)
+			return nil, proposalErr(`"arguments" string does not hold a JSON object`)
 		}
 	}
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, decisionErr(`"arguments" is not a JSON object`)
+		return nil, proposalErr(`"arguments" is not a JSON object`)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, decisionErr(`"arguments" is not a JSON object`)
+		return nil, proposalErr(`"arguments" is not a JSON object`)
 	}
 	return buf.Bytes(), nil
 }
@@ -205,18 +207,18 @@ func decisionArguments(raw json.RawMessage) (json.RawMessage, error) {
 func parseConfidence(fields map[string]json.RawMessage) (float64, error) {
 	raw, ok := fields["confidence"]
 	if !ok {
-		return 0, decisionErr(`"confidence" is missing`)
+		return 0, proposalErr(`"confidence" is missing`)
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
-		return 0, decisionErr(`"confidence" is not a number`)
+		return 0, proposalErr(`"confidence" is not a number`)
 	}
 	c, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil {
-		return 0, decisionErr(`"confidence" is not a representable number`)
+		return 0, proposalErr(`"confidence" is not a representable number`)
 	}
 	if !(c >= 0 && c <= 1) {
-		return 0, decisionErr(`"confidence" is outside 0..1`)
+		return 0, proposalErr(`"confidence" is outside 0..1`)
 	}
 	if c == 0 {
 		// Normalise -0 so it never prints as "-0" in escalation records.
@@ -225,70 +227,70 @@ func parseConfidence(fields map[string]json.RawMessage) (float64, error) {
 	return c, nil
 }
 
-// decisionFields splits a JSON object into its members by exact key. The
+// proposalFields splits a JSON object into its members by exact key. The
 // standard decoder matches keys case-insensitively and lets a repeated key
 // silently win, which would let "Decision" or a second "decision" override the
 // one a reviewer reads first; both are refused here instead.
-func decisionFields(raw json.RawMessage) (map[string]json.RawMessage, error) {
+func proposalFields(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, decisionErr("not valid JSON")
+		return nil, proposalErr("not valid JSON")
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, decisionErr("expected a JSON object")
+		return nil, proposalErr("expected a JSON object")
 	}
 	fields := make(map[string]json.RawMessage)
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, decisionErr("not valid JSON")
+			return nil, proposalErr("not valid JSON")
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return nil, decisionErr("not valid JSON")
+			return nil, proposalErr("not valid JSON")
 		}
 		if _, dup := fields[key]; dup {
-			return nil, decisionErr("a key appears more than once")
+			return nil, proposalErr("a key appears more than once")
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, decisionErr("not valid JSON")
+			return nil, proposalErr("not valid JSON")
 		}
 		fields[key] = v
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, decisionErr("not valid JSON")
+		return nil, proposalErr("not valid JSON")
 	}
 	return fields, nil
 }
 
-func decisionString(fields map[string]json.RawMessage, key string) (string, error) {
+func proposalString(fields map[string]json.RawMessage, key string) (string, error) {
 	raw, ok := fields[key]
 	if !ok {
-		return "", decisionErr(strconv.Quote(key) + " is missing")
+		return "", proposalErr(strconv.Quote(key) + " is missing")
 	}
-	return decisionStringValue(raw, key)
+	return proposalStringValue(raw, key)
 }
 
-// decisionOptString treats null like absence because models often write null for
+// proposalOptString treats null like absence because models often write null for
 // an escalation detail they cannot fill; a non-string is still refused.
-func decisionOptString(fields map[string]json.RawMessage, key string) (string, error) {
+func proposalOptString(fields map[string]json.RawMessage, key string) (string, error) {
 	raw, ok := fields[key]
 	if !ok || jsonIsNull(raw) {
 		return "", nil
 	}
-	return decisionStringValue(raw, key)
+	return proposalStringValue(raw, key)
 }
 
-func decisionStringValue(raw json.RawMessage, key string) (string, error) {
+func proposalStringValue(raw json.RawMessage, key string) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
-		return "", decisionErr(strconv.Quote(key) + " is not a string")
+		return "", proposalErr(strconv.Quote(key) + " is not a string")
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", decisionErr(strconv.Quote(key) + " is not a string")
+		return "", proposalErr(strconv.Quote(key) + " is not a string")
 	}
 	return s, nil
 }
@@ -302,8 +304,8 @@ func jsonNullOrAbsent(fields map[string]json.RawMessage, key string) bool {
 	return !ok || jsonIsNull(raw)
 }
 
-func decisionErr(reason string) error {
-	return fmt.Errorf("%w: %s", ErrInvalidDecision, reason)
+func proposalErr(reason string) error {
+	return fmt.Errorf("%w: %s", ErrInvalidProposal, reason)
 }
 
 // scanBalanced returns the length of the balanced object or array at the start of
@@ -330,8 +332,8 @@ func scanBalanced(s string) (int, error) {
 			inString = true
 		case '{', '[':
 			depth++
-			if depth > MaxDecisionDepth {
-				return 0, decisionErr("JSON nested too deeply")
+			if depth > MaxProposalDepth {
+				return 0, proposalErr("JSON nested too deeply")
 			}
 		case '}', ']':
 			depth--
@@ -340,5 +342,5 @@ func scanBalanced(s string) (int, error) {
 			}
 		}
 	}
-	return 0, decisionErr("JSON object is not closed")
+	return 0, proposalErr("JSON object is not closed")
 }
