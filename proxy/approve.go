@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -43,46 +44,12 @@ func (x *exchange) holdable(results []*recovery.Result, begun bool) bool {
 		// its escalation stays what the config says.
 		return false
 	}
-	return confirmOnly(results)
-}
-
-// confirmOnly reports results whose every escalation is only that a valid
-// call needs a person's yes, with at least one such: the calls can wait
-// for one as the model wrote them.
-func confirmOnly(results []*recovery.Result) bool {
-	held := false
-	for _, r := range results {
-		switch e := r.Escalation; {
-		case r.Upstream != nil:
-			return false
-		case e == nil:
-			continue
-		case e.Label != string(validate.ConfirmationRequired) || len(e.Codes) != 1 || r.AnyChanged():
-			return false
-		}
-		held = true
-	}
-	return held
-}
-
-// releasedActions are what each choice becomes once its calls are
-// approved: a held choice goes out as the model wrote it, the others as
-// the ladder decided.
-func releasedActions(results []*recovery.Result) ([]neutral.Action, bool) {
-	actions := make([]neutral.Action, len(results))
-	changed := false
-	for i, r := range results {
-		if r.Escalation == nil {
-			actions[i] = actionFor(r)
-		}
-		changed = changed || actions[i].Touched()
-	}
-	return actions, changed
+	return pipeline.ConfirmOnly(results)
 }
 
 // heldAnswer is the plain answer to release on approval.
 func (x *exchange) heldAnswer(resp *neutral.Answer, results []*recovery.Result) ([]byte, error) {
-	actions, changed := releasedActions(results)
+	actions, changed := pipeline.ReleasedActions(results)
 	if !changed {
 		return resp.Body, nil
 	}
@@ -92,7 +59,7 @@ func (x *exchange) heldAnswer(resp *neutral.Answer, results []*recovery.Result) 
 // heldStream is the stream to replay on approval: every event, since
 // nothing was sent yet.
 func (r *streamRun) heldStream(results []*recovery.Result) ([]byte, error) {
-	actions, changed := releasedActions(results)
+	actions, changed := pipeline.ReleasedActions(results)
 	if !changed {
 		return append([]byte(nil), r.held.buf...), nil
 	}
@@ -101,12 +68,12 @@ func (r *streamRun) heldStream(results []*recovery.Result) ([]byte, error) {
 
 // heldCopy is the copy of a stream to hold for approval: only a stream
 // whose calls were held and none of which went out can be replayed whole.
-func (r *streamRun) heldCopy(v *verdict) *heldCopy {
-	if v.hold == nil || r.shadow || !r.holding || r.sw.begun() {
+func (r *streamRun) heldCopy(v *pipeline.Verdict) *heldCopy {
+	if v.Held() == nil || r.shadow || !r.holding || r.sw.begun() {
 		return nil
 	}
 	return &heldCopy{contentType: contentTypeOf(r.c.Resp.Header), stream: true,
-		render: func() ([]byte, error) { return r.heldStream(v.hold) }}
+		render: func() ([]byte, error) { return r.heldStream(v.Held()) }}
 }
 
 // heldCopy is an answer as it would be released on approval: its content
@@ -128,7 +95,7 @@ const storeDownHeld = "the approval store cannot be reached; the call is held, r
 // held. An answer that cannot be rendered or bound to its request (a body
 // without a canonical form, a call whose arguments are not JSON) escalates
 // as before, with nothing to approve.
-func (x *exchange) hold(v *verdict, e *neutral.Escalated, held *heldCopy) (answering *neutral.Escalated, down bool) {
+func (x *exchange) hold(v *pipeline.Verdict, e *neutral.Escalated, held *heldCopy) (answering *neutral.Escalated, down bool) {
 	body, err := held.render()
 	if err != nil {
 		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
@@ -154,14 +121,14 @@ func (x *exchange) hold(v *verdict, e *neutral.Escalated, held *heldCopy) (answe
 }
 
 // holdSpec gathers what binds a held answer to its request and calls.
-func (x *exchange) holdSpec(v *verdict, escalationID, contentType string, held []byte, stream bool) (approval.Spec, error) {
+func (x *exchange) holdSpec(v *pipeline.Verdict, escalationID, contentType string, held []byte, stream bool) (approval.Spec, error) {
 	digest, err := approval.RequestDigest(x.body)
 	if err != nil {
 		return approval.Spec{}, err
 	}
 	approver := approval.Caller
 	var calls []approval.Call
-	for _, r := range v.hold {
+	for _, r := range v.Held() {
 		for i, c := range r.Calls {
 			if c.Kind == neutral.Other {
 				continue

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -29,14 +30,15 @@ func TestDecideListsEveryEscalation(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			x := decideExchange(mode)
 			v := x.decide([]*recovery.Result{escalating("esc_a"), pass, escalating("esc_b")}, false)
-			if !slices.Equal(v.escalating, []int{0, 2}) {
-				t.Errorf("escalating %v, want [0 2]", v.escalating)
+			actions := v.Actions(&pipeline.Effects{})
+			if !slices.Equal(v.Escalating(), []int{0, 2}) {
+				t.Errorf("escalating %v, want [0 2]", v.Escalating())
 			}
-			if v.errorMode != (mode == catalog.EscalationError) || v.outcome != recovery.Escalated || v.actions[0].Escalation != nil {
+			if v.ErrorMode() != (mode == catalog.EscalationError) || v.Outcome() != recovery.Escalated || actions[0].Escalation != nil {
 				t.Errorf("verdict %+v", v)
 			}
-			if v.actions[0].Kind != neutral.Respond || v.actions[1].Kind != neutral.Keep || v.actions[2].Kind != neutral.Respond {
-				t.Errorf("actions %+v", v.actions)
+			if actions[0].Kind != neutral.Respond || actions[1].Kind != neutral.Keep || actions[2].Kind != neutral.Respond {
+				t.Errorf("actions %+v", actions)
 			}
 			if x.out.escalationID != "" {
 				t.Errorf("decide set the escalation header %q", x.out.escalationID)
@@ -51,7 +53,7 @@ func TestDecideHandsBackUpstreamFailure(t *testing.T) {
 	ue := &recovery.UpstreamError{Status: 503, Retryable: true}
 	v := decideExchange(catalog.EscalationError).decide([]*recovery.Result{escalating("esc_a"),
 		{Outcome: recovery.Escalated, Upstream: ue}}, false)
-	if v.upstream != ue || len(v.escalating) != 0 || v.actions != nil {
+	if v.Upstream() != ue || len(v.Escalating()) != 0 || v.Actions(&pipeline.Effects{}) != nil {
 		t.Errorf("verdict %+v", v)
 	}
 }

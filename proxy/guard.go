@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/openaiwire"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/route"
 )
 
@@ -84,7 +85,7 @@ func (s *Server) countRefusal(r *http.Request, m route.Match, outcome string) {
 		s.metrics.Requests.WithLabelValues(api, outcome).Inc()
 	}
 	s.log.Info("request refused",
-		zap.String("request_id", requestID(r.Context())),
+		zap.String("request_id", pipeline.RequestID(r.Context())),
 		zap.String("api", api),
 		zap.String("method", r.Method),
 		zap.String("reason", string(m.Reason)),

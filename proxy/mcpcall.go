@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/mcp"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -32,7 +33,7 @@ var _ mcp.Pipeline = (*mcpPipeline)(nil)
 // with a refusal's escalation recorded.
 func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Ruling {
 	j := &judge.Judge{
-		Local:          &validate.Context{Eff: c.Set.Eff, Values: contextValues(ctx)},
+		Local:          &validate.Context{Eff: c.Set.Eff, Values: pipeline.ContextValues(ctx)},
 		Validators:     p.rt.validators,
 		RequestID:      c.RequestID,
 		CatalogVersion: c.Set.Version,
@@ -51,13 +52,13 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Ruling {
 	d := mcp.Ruling{Noted: noted}
 	// The same decide as a model's answer: an MCP refusal always answers
 	// in place of the call, and a confirm call waits for a person.
-	v := decide([]*recovery.Result{res}, policy{errorMode: true, hold: confirmOnly([]*recovery.Result{res})})
+	v := pipeline.Decide([]*recovery.Result{res}, pipeline.Policy{ErrorMode: true, Hold: pipeline.ConfirmOnly([]*recovery.Result{res})})
 	tool := res.Reports[0].Tool
 	switch {
-	case len(v.escalating) == 0:
+	case len(v.Escalating()) == 0:
 		d.Disposition = mcp.Forward
 		return d
-	case v.hold != nil:
+	case v.Held() != nil:
 		d.Disposition = mcp.Confirm
 		d.CallerApproves = tool.Approver == catalog.ApproverCaller
 		d.Decline = func(why string) *neutral.Escalated {

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/upstream"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -453,7 +454,7 @@ func (x *exchange) parseRequest(body []byte) parsed {
 	}
 	p.eff = snap.Effective(p.req.Offered, p.req.Choice, !p.unread)
 	p.vctx = validate.Context{Eff: p.eff, Evidence: evidence, HistoryUpstream: p.req.HistoryUpstream,
-		History: validate.HistoryOf(p.req.History), Values: contextValues(x.r.Context())}
+		History: validate.HistoryOf(p.req.History), Values: pipeline.ContextValues(x.r.Context())}
 	return p
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/proxy/gemini"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/openaichat"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/responses"
 	"github.com/toolgate/toolgate/proxy/route"
 	"github.com/toolgate/toolgate/proxy/upstream"
@@ -386,7 +387,7 @@ func (s *Server) passthrough(rt *runtime, u *upstream.Upstream, prefix string) h
 		FlushInterval: -1,
 		ErrorLog:      zap.NewStdLog(s.log),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.log.Warn("pass-through upstream error", zap.String("request_id", requestID(r.Context())), zap.Error(httpx.WithoutURL(err)))
+			s.log.Warn("pass-through upstream error", zap.String("request_id", pipeline.RequestID(r.Context())), zap.Error(httpx.WithoutURL(err)))
 			writeOpenAIFailure(w, classify(err))
 		},
 	}

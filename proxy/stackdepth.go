@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
 // This file holds the small helpers kept out of line (//go:noinline) only
@@ -65,9 +67,9 @@ func (s *Server) serveTraced(w http.ResponseWriter, r *http.Request, rid string,
 //
 //go:noinline
 func requestContext(r *http.Request, rid string, rt *runtime) *http.Request {
-	ctx := withRequestID(r.Context(), rid)
+	ctx := pipeline.WithRequestID(r.Context(), rid)
 	if rt.contextHeaders != nil {
-		ctx = withContextValues(ctx, takeContext(r.Header, rt.contextHeaders))
+		ctx = pipeline.WithContextValues(ctx, takeContext(r.Header, rt.contextHeaders))
 	}
 	return r.WithContext(ctx)
 }
@@ -97,5 +99,5 @@ func atPath(r *http.Request, path string) *http.Request {
 //go:noinline
 func (j *apiRoute) exchange(w http.ResponseWriter, r *http.Request) *exchange {
 	return &exchange{s: j.s, rt: j.rt, up: j.up, api: j.api, cd: j.api.NewCodec(), series: j.series, w: w, r: r,
-		spent: spent{start: time.Now()}, rid: requestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), j.prefix)}
+		spent: spent{start: time.Now()}, rid: pipeline.RequestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), j.prefix)}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/sse"
 	"github.com/toolgate/toolgate/proxy/upstream"
 )
@@ -475,32 +476,32 @@ func framing(raw []byte) bool {
 // events as they came or re-encoded, or an error event; while nothing
 // went out, a failure or an escalation is a plain status instead. Every
 // writer follows what the cursor says the client has.
-func (r *streamRun) deliver(v *verdict, fx *effects) reply {
+func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) reply {
 	x, sw, st, sent := r.x, r.sw, r.st, r.cur.Sent()
-	tail := func(b []byte) reply { return tailReply(sw, b, string(v.outcome), true) }
+	tail := func(b []byte) reply { return tailReply(sw, b, string(v.Outcome()), true) }
 	switch {
 	case r.shadow || !r.holding:
 		return tail(r.held.buf)
-	case v.upstream != nil:
+	case v.Upstream() != nil:
 		if !sw.begun() {
 			// Nothing went out yet: a plain status (the provider's, or a
 			// 504 for a transport failure) is what makes the SDK retry.
-			return x.handBackReply(v.upstream)
+			return x.handBackReply(v.Upstream())
 		}
-		return tail(st.ErrorEvent(repairFailure(v.upstream, true), nil, sent))
-	case fx.answering != nil:
-		e := fx.answering
+		return tail(st.ErrorEvent(repairFailure(v.Upstream(), true), nil, sent))
+	case fx.Answering != nil:
+		e := fx.Answering
 		if sw.begun() {
 			return tail(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(e.Code), Message: e.Text}, e, sent))
 		}
-		if fx.storeDown {
+		if fx.StoreDown {
 			return x.failureReply(storeFailure(storeDownHeld))
 		}
-		return x.escalationReply(e, v.outcome)
-	case !v.changed:
+		return x.escalationReply(e, v.Outcome())
+	case !v.Changed():
 		return tail(r.held.buf)
 	}
-	out, err := st.Encode(r.held.events, answerActions(v, fx), sent)
+	out, err := st.Encode(r.held.events, v.Actions(fx), sent)
 	if err != nil {
 		x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
 		return tail(st.ErrorEvent(classify(errRender), nil, sent))
