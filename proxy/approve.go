@@ -299,7 +299,7 @@ func (x *exchange) approvalFailure(err error) {
 		return
 	}
 	x.s.log.Warn("approval store failed", zap.String("request_id", x.rid), zap.Error(err))
-	x.write(x.failureReply(storeFailure("the approval store cannot be reached; retry the request")))
+	x.write(x.failureReply(pipeline.StoreFailure("the approval store cannot be reached; retry the request")))
 }
 
 // refuseResume answers a refused resume in the route's envelope; a retry

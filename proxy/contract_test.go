@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
 
@@ -83,12 +84,12 @@ func TestAnswerError(t *testing.T) {
 	for _, c := range []struct {
 		in, want error
 	}{
-		{fmt.Errorf("x: %w", api.ErrNotUTF8), errNotUTF8},
-		{fmt.Errorf("x: %w", api.ErrFoldedKey), errFoldedKey},
-		{other, errUnreadable},
+		{fmt.Errorf("x: %w", api.ErrNotUTF8), pipeline.ErrNotUTF8},
+		{fmt.Errorf("x: %w", api.ErrFoldedKey), pipeline.ErrFoldedKey},
+		{other, pipeline.ErrUnreadable},
 	} {
 		got := answerError(c.in)
-		if !errors.Is(got, c.want) || c.want == errUnreadable && !errors.Is(got, other) {
+		if !errors.Is(got, c.want) || c.want == pipeline.ErrUnreadable && !errors.Is(got, other) {
 			t.Errorf("answerError(%v) = %v, want %v", c.in, got, c.want)
 		}
 	}

@@ -67,7 +67,7 @@ func (x *exchange) answerOf(v *pipeline.Verdict, fx *pipeline.Effects, resp *neu
 	case v.Upstream() != nil:
 		return x.handBackReply(v.Upstream())
 	case fx.StoreDown:
-		return x.failureReply(storeFailure(storeDownHeld))
+		return x.failureReply(pipeline.StoreFailure(storeDownHeld))
 	case fx.Answering != nil:
 		return x.escalationReply(fx.Answering, v.Outcome())
 	case !v.Changed():
@@ -77,7 +77,7 @@ func (x *exchange) answerOf(v *pipeline.Verdict, fx *pipeline.Effects, resp *neu
 	body, err := x.cd.EncodeAnswer(resp, v.Actions(fx))
 	if err != nil {
 		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-		return x.failureReply(classify(errRender))
+		return x.failureReply(pipeline.Classify(pipeline.ErrRender))
 	}
 	return answerReply(upHeader, body, v.Outcome())
 }

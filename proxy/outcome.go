@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/openaiwire"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
 // Labels of requests and answers that were not judged, beside the ladder's
@@ -58,7 +59,7 @@ func writeOpenAIFailure(w http.ResponseWriter, f neutral.Failure) {
 func writeFailure(w http.ResponseWriter, f neutral.Failure, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	if v := shouldRetry(f); v != "" {
+	if v := pipeline.ShouldRetry(f); v != "" {
 		h.Set("X-Should-Retry", v)
 	}
 	w.WriteHeader(f.Status)

@@ -17,8 +17,8 @@ import (
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
-	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/proxy/pipeline"
+	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -140,7 +140,7 @@ func (x *exchange) answerPath(c *upstream.Call) *streamRun {
 	}
 	if undecoded(c.Resp.Header) {
 		// A body toolgate cannot decode can be neither judged nor passed on.
-		x.fail(errEncoding)
+		x.fail(pipeline.ErrEncoding)
 		return nil
 	}
 	// The answer's own framing decides the path, not the request's stream
@@ -166,7 +166,7 @@ func (x *exchange) open() (*upstream.Call, bool) {
 	if err != nil {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
-		x.write(x.failureReply(classify(err)))
+		x.write(x.failureReply(pipeline.Classify(err)))
 		return nil, false
 	}
 	x.body = body
@@ -315,7 +315,7 @@ func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 		return nil, answerError(err)
 	}
 	if !x.settings.Shadow && missingCallID(resp.Choices) {
-		return nil, errNoCallID
+		return nil, pipeline.ErrNoCallID
 	}
 	return resp, nil
 }
@@ -328,13 +328,13 @@ func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
 func answerError(err error) error {
 	switch {
 	case errors.Is(err, api.ErrNotUTF8):
-		return errNotUTF8
+		return pipeline.ErrNotUTF8
 	case errors.Is(err, api.ErrFoldedKey):
-		return errFoldedKey
+		return pipeline.ErrFoldedKey
 	case errors.Is(err, api.ErrTwoForms):
-		return errTwoForms
+		return pipeline.ErrTwoForms
 	}
-	return fmt.Errorf("%w: %w", errUnreadable, err)
+	return fmt.Errorf("%w: %w", pipeline.ErrUnreadable, err)
 }
 
 // refuseAnswer answers an upstream answer toolgate cannot judge: it is
@@ -342,7 +342,7 @@ func answerError(err error) error {
 func (x *exchange) refuseAnswer(err error) {
 	x.s.metrics.unvalidated(unreadableResponse)
 	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
-	x.write(x.failureReply(classify(err)))
+	x.write(x.failureReply(pipeline.Classify(err)))
 }
 
 // missingCallID reports a judged call without an id in any complete turn.
@@ -412,16 +412,16 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 	}
 	c, err := x.send(ctx, q.Kind, body)
 	if err != nil {
-		return nil, requeryFailure(ctx, err)
+		return nil, pipeline.RequeryFailure(ctx, err)
 	}
 	defer c.Close()
 	if c.Resp.StatusCode < 200 || c.Resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(c.Body, 1<<20))
-		return nil, statusFailure(c.Resp.StatusCode, c.Resp.Header.Clone(), b)
+		return nil, pipeline.StatusFailure(c.Resp.StatusCode, c.Resp.Header.Clone(), b)
 	}
 	answer, err := x.readAnswer(c)
 	if err != nil {
-		return nil, requeryFailure(ctx, err)
+		return nil, pipeline.RequeryFailure(ctx, err)
 	}
 	// A re-query's calls go to the client as repairs.
 	resp, err := x.cd.DecodeAnswer(answer)
@@ -491,7 +491,7 @@ func (x *exchange) readAnswer(c *upstream.Call) ([]byte, error) {
 	t := time.Now()
 	defer func() { x.upWait += time.Since(t) }()
 	if undecoded(c.Resp.Header) {
-		return nil, errEncoding
+		return nil, pipeline.ErrEncoding
 	}
 	limit := x.rt.snap.Config.Limits.MaxResponseBytes
 	b, err := readAll(io.LimitReader(c.Body, limit+1), c.Resp.ContentLength)
@@ -502,7 +502,7 @@ func (x *exchange) readAnswer(c *upstream.Call) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, errTooLarge
+		return nil, pipeline.ErrTooLarge
 	}
 	return b, nil
 }
@@ -552,5 +552,5 @@ func (x *exchange) fail(err error) {
 		return
 	}
 	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(httpx.WithoutURL(err)))
-	x.write(x.failureReply(classify(err)))
+	x.write(x.failureReply(pipeline.Classify(err)))
 }

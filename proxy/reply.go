@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
@@ -132,7 +133,7 @@ func (x *exchange) relayReply(c *upstream.Call) reply {
 // and the SDK's retry will be judged afresh.
 func (x *exchange) handBackReply(ue *recovery.UpstreamError) reply {
 	if ue.Status == 0 {
-		return x.failureReply(repairFailure(ue, false))
+		return x.failureReply(pipeline.RepairFailure(ue, false))
 	}
 	return reply{status: ue.Status, label: string(neutral.CodeUpstream), upstream: ue.Header, encoded: true, body: ue.Body}
 }
@@ -140,12 +141,12 @@ func (x *exchange) handBackReply(ue *recovery.UpstreamError) reply {
 // failureReply is one of toolgate's own errors in the API's envelope.
 func (x *exchange) failureReply(f neutral.Failure) reply {
 	return reply{status: f.Status, label: string(f.Code), contentType: "application/json", noRetry: !f.Retryable,
-		retryAfter: retryAfterOf(f), body: x.cd.EncodeError(f)}
+		retryAfter: pipeline.RetryAfterOf(f), body: x.cd.EncodeError(f)}
 }
 
 // escalationReply answers in error mode (docs/escalations.md).
 func (x *exchange) escalationReply(e *neutral.Escalated, o recovery.Outcome) reply {
-	return reply{status: statusEscalated, label: string(o), decided: true, contentType: "application/json",
+	return reply{status: pipeline.StatusEscalated, label: string(o), decided: true, contentType: "application/json",
 		noRetry: true, body: x.cd.EncodeEscalation(e), escalation: true}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -320,7 +321,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 // refuseResult answers the request with the route's error envelope naming
 // the tool call whose result was refused; nothing goes upstream.
 func (x *exchange) refuseResult(id string, v resultVerdict) {
-	f := neutral.Failure{Status: statusEscalated, Code: v.code(),
+	f := neutral.Failure{Status: pipeline.StatusEscalated, Code: v.code(),
 		Message: "the tool result for call " + strconv.Quote(id) + " " + v.why}
 	x.write(x.failureReply(f))
 }

@@ -291,7 +291,7 @@ func (s *Server) recovered(bw *beganWriter, r *http.Request) {
 		// client's SDK report a failure.
 		panic(http.ErrAbortHandler)
 	}
-	writeOpenAIFailure(bw, panicFailure(rid))
+	writeOpenAIFailure(bw, pipeline.PanicFailure(rid))
 }
 
 // The functions from ServeHTTP down to the stream reader keep their frames
@@ -304,7 +304,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *b
 	rt := s.rt.Load()
 	caller, ok := upstream.CheckInbound(r.Header, rt.snap.Secrets.InboundTokens)
 	if !ok {
-		writeOpenAIFailure(w, authFailure)
+		writeOpenAIFailure(w, pipeline.AuthFailure)
 		return
 	}
 	bw.caller = caller
@@ -388,13 +388,13 @@ func (s *Server) passthrough(rt *runtime, u *upstream.Upstream, prefix string) h
 		ErrorLog:      zap.NewStdLog(s.log),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.log.Warn("pass-through upstream error", zap.String("request_id", pipeline.RequestID(r.Context())), zap.Error(httpx.WithoutURL(err)))
-			writeOpenAIFailure(w, classify(err))
+			writeOpenAIFailure(w, pipeline.Classify(err))
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes)
 		if err != nil {
-			writeOpenAIFailure(w, classify(err))
+			writeOpenAIFailure(w, pipeline.Classify(err))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -404,7 +404,7 @@ func (s *Server) passthrough(rt *runtime, u *upstream.Upstream, prefix string) h
 }
 
 // readBody reads the whole request body within limit. Over the limit it
-// stops without buffering the rest; the error says why, for classify.
+// stops without buffering the rest; the error says why, for pipeline.Classify.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, &http.MaxBytesError{Limit: limit}
@@ -412,7 +412,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	rd := http.MaxBytesReader(innermost(w), r.Body, limit)
 	body, err := readAll(rd, r.ContentLength)
 	if err != nil {
-		return nil, bodyError(err)
+		return nil, pipeline.BodyError(err)
 	}
 	// Read to its end and closed, the body leaves net/http nothing to
 	// drain when the response begins; left open, it is drained (of

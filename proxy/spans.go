@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
@@ -81,7 +82,7 @@ func upstreamSent(sp trace.Span, c *upstream.Call, err error) {
 	}
 	if err != nil {
 		// The cause is classified, never quoted: an error may hold a URL.
-		sp.SetStatus(codes.Error, string(classify(err).Code))
+		sp.SetStatus(codes.Error, string(pipeline.Classify(err).Code))
 		sp.End()
 		return
 	}

@@ -230,17 +230,17 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 			cause = io.ErrUnexpectedEOF
 		}
 		if errors.Is(c.Cause(), upstream.ErrIdle) {
-			r.fail(errStreamIdle)
+			r.fail(pipeline.ErrStreamIdle)
 			return
 		}
-		r.fail(fmt.Errorf("%w: %w", errCut, cause))
+		r.fail(fmt.Errorf("%w: %w", pipeline.ErrCut, cause))
 		return
 	}
 	// The stream is complete; nothing after the terminal event is read.
 	turns := r.st.Turns()
 	if r.holding && missingCallID(turns) {
 		x.s.metrics.unvalidated(unreadableResponse)
-		r.fail(errNoCallID)
+		r.fail(pipeline.ErrNoCallID)
 		return
 	}
 	x.note(neutral.KindOriginal, r.st.Usage(), c.Resp.Header)
@@ -337,10 +337,10 @@ func (r *streamRun) take() (done, ok bool) {
 	step, err := r.st.Feed(ev)
 	if errors.Is(err, api.ErrFoldedKey) {
 		// Told apart from a whole answer's: it is one event of many.
-		return fail(fmt.Errorf("%w: %v", errBadEvent, errFoldedKey))
+		return fail(fmt.Errorf("%w: %v", pipeline.ErrBadEvent, pipeline.ErrFoldedKey))
 	}
 	if err != nil {
-		return fail(fmt.Errorf("%w: %w", errBadEvent, err))
+		return fail(fmt.Errorf("%w: %w", pipeline.ErrBadEvent, err))
 	}
 	if step.UpstreamError {
 		x.upWait += time.Since(tRead)
@@ -353,7 +353,7 @@ func (r *streamRun) take() (done, ok bool) {
 	}
 	if r.holding || r.opening {
 		if r.held.add(ev) > x.rt.snap.Config.Limits.MaxResponseBytes {
-			return fail(errTooLarge)
+			return fail(pipeline.ErrTooLarge)
 		}
 		return step.Done, true
 	}
@@ -488,14 +488,14 @@ func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) reply {
 			// 504 for a transport failure) is what makes the SDK retry.
 			return x.handBackReply(v.Upstream())
 		}
-		return tail(st.ErrorEvent(repairFailure(v.Upstream(), true), nil, sent))
+		return tail(st.ErrorEvent(pipeline.RepairFailure(v.Upstream(), true), nil, sent))
 	case fx.Answering != nil:
 		e := fx.Answering
 		if sw.begun() {
 			return tail(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(e.Code), Message: e.Text}, e, sent))
 		}
 		if fx.StoreDown {
-			return x.failureReply(storeFailure(storeDownHeld))
+			return x.failureReply(pipeline.StoreFailure(storeDownHeld))
 		}
 		return x.escalationReply(e, v.Outcome())
 	case !v.Changed():
@@ -504,7 +504,7 @@ func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) reply {
 	out, err := st.Encode(r.held.events, v.Actions(fx), sent)
 	if err != nil {
 		x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
-		return tail(st.ErrorEvent(classify(errRender), nil, sent))
+		return tail(st.ErrorEvent(pipeline.Classify(pipeline.ErrRender), nil, sent))
 	}
 	return tail(out)
 }
@@ -728,7 +728,7 @@ var errDrained = errors.New("upstream kept the body open after the terminal even
 // client has.
 func (x *exchange) streamFail(sw *streamWriter, st api.Stream, sent api.Sent, err error) {
 	x.s.log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
-	f := classify(err)
+	f := pipeline.Classify(err)
 	if !sw.begun() {
 		x.write(x.failureReply(f))
 		return

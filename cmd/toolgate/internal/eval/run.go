@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -305,7 +305,7 @@ func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.Up
 			failure = fmt.Sprintf("toolgate answered status %d: %s", ans.status, snippet(ans.body))
 		}
 		row.Error = failure
-		if proxy.RetryableStatus(ans.status) {
+		if pipeline.RetryableStatus(ans.status) {
 			return row, &recovery.UpstreamError{Status: ans.status, Header: ans.header, Retryable: true}, true
 		}
 		return row, nil, true
