@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/toolgate/toolgate/schema"
 )
 
 // VersionRequest is the catalog version of a config without tools: every
@@ -55,10 +57,10 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 		Config:  c,
 		Tools:   make(map[string]*Tool, len(entries)),
 		Names:   make([]string, 0, len(entries)),
-		schemas: requestSchemaCache(c.Catalog.Formats),
+		schemas: schema.RequestCache(c.schemaOptions()),
 	}
 	for _, e := range entries {
-		t := compileTool(ps, e, c.Catalog.Context, schemaOptions{formats: c.Catalog.Formats})
+		t := compileTool(ps, e, c.Catalog.Context, c.schemaOptions())
 		s.AnyResultRules = s.AnyResultRules || len(e.cfg.ResultRules) > 0
 		if strings.Contains(e.cfg.Name, "/") {
 			// server/tool entries refine an MCP server's own tools; a
@@ -156,7 +158,7 @@ func (c *Config) gatherTools(ps *problems, baseDir string) []catalogEntry {
 
 // compileTool builds one Tool, adding a problem for a schema or rule that
 // does not compile or for a rule reading an undeclared context value.
-func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource, opt schemaOptions) *Tool {
+func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource, opt schema.Options) *Tool {
 	tc := &e.cfg
 	t := &Tool{
 		Name:          tc.Name,
@@ -175,12 +177,12 @@ func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource
 	}
 	if params := compactJSON(tc.Parameters); params != nil {
 		t.Parameters = params
-		sch, err := compileSchema("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params, opt)
+		sch, err := schema.Compile("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params, opt)
 		if err != nil {
 			ps.add(where(".parameters"), "tool %q (%s): schema does not compile: %v", tc.Name, tc.Origin, err)
 			ok = false
 		}
-		t.Schema, t.fast = sch, newFastSchema(sch)
+		t.Schema, t.fast = sch, schema.NewFast(sch)
 	}
 	for i, rc := range tc.Rules {
 		r, err := NewRule(rc.Expr, rc.Message)
@@ -202,6 +204,12 @@ func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource
 		return nil
 	}
 	return t
+}
+
+// schemaOptions are the settings of catalog.formats the schema engine
+// compiles with.
+func (c *Config) schemaOptions() schema.Options {
+	return schema.Options{AnnotateFormats: c.Catalog.Formats == FormatsAnnotate}
 }
 
 // compactJSON strips insignificant whitespace, so that reformatting a

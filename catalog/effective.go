@@ -99,13 +99,9 @@ func (s *Snapshot) requestTool(t *Tool, o Offered) *Tool {
 	if len(params) == 0 || string(params) == "null" {
 		return t
 	}
-	cache := s.schemas
-	if cache == nil {
-		cache = requestSchemaCache(FormatsAssert)
-	}
-	e := cache.entry(params)
-	t.Schema, t.SchemaError, t.fast = e.sch, e.err, e.fast
-	if e.err != nil {
+	e := s.schemaCache().Entry(params)
+	t.Schema, t.SchemaError, t.fast = e.Schema, e.Err, e.Fast
+	if e.Err != nil {
 		t.uncompiled = e
 	}
 	return t

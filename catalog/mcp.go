@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate/schema"
 )
 
 // MCPTool is one tool as an MCP server's tools/list answer describes it.
@@ -71,10 +73,10 @@ func (s *Snapshot) MCPSet(server string, listed []MCPTool) *MCPSet {
 		}
 		t := &Tool{Name: lt.Name, Description: lt.Description, Parameters: compactJSON(lt.InputSchema), Policy: PolicyExecute}
 		own := &MCPSchema{}
-		var fast *fastSchema
+		var fast *schema.Fast
 		if t.Parameters != nil {
-			e := s.schemaCache().entry(t.Parameters)
-			own.Schema, own.Err, fast = e.sch, e.err, e.fast
+			e := s.schemaCache().Entry(t.Parameters)
+			own.Schema, own.Err, fast = e.Schema, e.Err, e.Fast
 		}
 		t.Schema, t.SchemaError, t.fast = own.Schema, own.Err, fast
 		if cfg != nil {
@@ -92,7 +94,7 @@ func (s *Snapshot) MCPSet(server string, listed []MCPTool) *MCPSet {
 		}
 		if out := compactJSON(lt.OutputSchema); out != nil {
 			o := &MCPSchema{}
-			o.Schema, o.Err = s.schemaCache().get(out)
+			o.Schema, o.Err = s.schemaCache().Get(out)
 			set.Output[lt.Name] = o
 		}
 		tools[lt.Name] = t
@@ -106,9 +108,11 @@ func (s *Snapshot) MCPSet(server string, listed []MCPTool) *MCPSet {
 	return set
 }
 
-func (s *Snapshot) schemaCache() *schemaCache {
+// schemaCache is the snapshot's cache of request schemas; one made other
+// than by Compile uses the default settings' cache.
+func (s *Snapshot) schemaCache() *schema.Cache {
 	if s.schemas == nil {
-		return requestSchemaCache(FormatsAssert)
+		return schema.RequestCache(schema.Options{})
 	}
 	return s.schemas
 }

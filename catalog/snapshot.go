@@ -9,6 +9,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/schema"
 )
 
 // Tool is one real tool in compiled, ready-to-check form. Tools are shared
@@ -20,8 +21,8 @@ type Tool struct {
 	Parameters json.RawMessage
 	// Schema is nil when the tool declares no parameters or its schema could
 	// not be compiled (request tools only); then arguments must only be a JSON
-	// object. Validate through ValidateArgs, never Schema.Validate: see
-	// ValidateSchema.
+	// object. Validate through ArgsValid and ValidateArgs, never
+	// Schema.Validate: see schema.Validate.
 	Schema *jsonschema.Schema
 	Policy string
 	// Approver is who may say yes to a confirm call: ApproverOperator or
@@ -38,11 +39,11 @@ type Tool struct {
 	SchemaError error
 
 	// fast is Schema's fast path, nil when the schema uses a keyword it
-	// leaves to the library (see fastschema.go).
-	fast *fastSchema
+	// leaves to the library (see schema.NewFast).
+	fast *schema.Fast
 
 	// uncompiled is the shared cache entry of a schema that did not compile.
-	uncompiled *schemaEntry
+	uncompiled *schema.Entry
 }
 
 // ReportSchemaError returns the short hash of the tool's uncompilable
@@ -53,7 +54,26 @@ func (t *Tool) ReportSchemaError() (hash string, first bool) {
 	if t.uncompiled == nil {
 		return "", false
 	}
-	return t.uncompiled.hash, firstReport(t.uncompiled.hash)
+	return t.uncompiled.Hash, schema.FirstReport(t.uncompiled.Hash)
+}
+
+// ArgsValid judges argument text by the schema's fast path alone: true
+// only when the text is one JSON object the schema accepts. False means
+// no ruling: decode the arguments and ValidateArgs them. A pattern that
+// ran out of time comes back as a *schema.PatternError.
+func (t *Tool) ArgsValid(raw []byte) (bool, error) {
+	return t.fast.ValidObject(raw)
+}
+
+// ValidateArgs validates decoded arguments against the tool's schema, by
+// the library, which words the findings. A pattern that could not be
+// evaluated in time is reported as a *schema.PatternError rather than as
+// a finding on the value.
+func (t *Tool) ValidateArgs(args any) error {
+	if t.Schema == nil {
+		return nil
+	}
+	return schema.Validate(t.Schema, args)
 }
 
 // Rule is a compiled semantic rule; its program is filled by the rules
@@ -103,7 +123,7 @@ type Snapshot struct {
 	// Pins is catalog.pins.file as read, nil without one.
 	Pins *PinFile
 
-	schemas *schemaCache
+	schemas *schema.Cache
 	// strict is the strict mode's memory (docs/strict.md). A copy of the
 	// snapshot shares it, as it shares the compiled schemas.
 	strict *strictState

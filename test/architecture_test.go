@@ -66,7 +66,8 @@ func imports(t *testing.T, dir string) []string {
 
 // TestLayering holds the layers ARCHITECTURE.md draws: the neutral values
 // depend on nothing of toolgate's, codecs on the neutral values and their
-// wire helpers only, and the leaves stay leaves.
+// wire helpers only, the schema engine on no config or judging layer (they
+// use it, never the reverse), and the leaves stay leaves.
 func TestLayering(t *testing.T) {
 	forbidden := map[string][]string{
 		"neutral":           {""},
@@ -75,6 +76,7 @@ func TestLayering(t *testing.T) {
 		"proxy/openaiwire":  {"catalog", "validate", "recovery", "judge"},
 		"proxy/sse":         {""},
 		"catalog":           {"validate", "recovery", "judge", "proxy"},
+		"schema":            {"catalog", "neutral", "validate", "recovery", "judge", "proxy", "approval", "sink", "cmd"},
 		"validate":          {"recovery", "judge", "proxy"},
 		"recovery":          {"judge", "proxy"},
 		"judge":             {"recovery", "proxy"},

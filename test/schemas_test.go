@@ -229,7 +229,7 @@ func (w *teeWriter) Write(p []byte) (int, error) {
 
 func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// patternCase is a row of catalog/testdata/ecma262-patterns.json.
+// patternCase is a row of schema/testdata/ecma262-patterns.json.
 type patternCase struct {
 	Name    string `json:"name"`
 	Pattern string `json:"pattern"`
@@ -243,7 +243,7 @@ type patternCase struct {
 // with the upstream's own bytes, the other is reprompted at its pointer
 // with keyword pattern.
 func TestSchemaECMA262Patterns(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "catalog", "testdata", "ecma262-patterns.json"))
+	data, err := os.ReadFile(filepath.Join("..", "schema", "testdata", "ecma262-patterns.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/schema"
 )
 
 // Kind is the type of a tool call as the API spells it.
@@ -187,7 +188,8 @@ func CheckIn(calls []ToolCall, i int, cx *Context) CallReport {
 		rep.Findings = append(rep.Findings, Malformed(msg, msg))
 		return rep
 	}
-	if fastArgs(&rep, tool, c.Args) {
+	held, settled := fastArgs(&rep, tool, c.Args)
+	if settled {
 		return rep
 	}
 	args, f := decodeArgs(c.Args)
@@ -195,21 +197,8 @@ func CheckIn(calls []ToolCall, i int, cx *Context) CallReport {
 		rep.Findings = append(rep.Findings, *f)
 		return rep
 	}
-	if err := tool.ValidateArgs(args); err != nil {
-		var pe *catalog.PatternError
-		if errors.As(err, &pe) {
-			rep.Unvalidated = PatternTimeout
-			rep.Findings = append(rep.Findings, patternFinding(pe, args))
-		} else {
-			rep.Findings = appendSchemaFindings(rep.Findings, err)
-		}
-	} else if tool.SchemaError != nil {
-		// Only a request tool gets here (a catalog schema that does not
-		// compile is a config error). Its author's client and model judge
-		// it by a schema toolgate cannot read, and no re-ask can make the
-		// model satisfy a schema nobody here can check: the call passes
-		// with its object shape checked, counted as unvalidated.
-		rep.Unvalidated = SchemaUncompilable
+	if !held {
+		checkSchema(&rep, tool, args)
 	}
 	if len(rep.Findings) == 0 {
 		rep.Findings = checkProvenance(rep.Findings, tool, args, cx)
@@ -218,28 +207,53 @@ func CheckIn(calls []ToolCall, i int, cx *Context) CallReport {
 	return rep
 }
 
-// fastArgs judges the arguments of a call to a tool that reads nothing of
-// them but its schema (no provenance pointers, no rules) on their text,
-// by the schema's fast path, and reports whether that settled the call.
-// Arguments it finds valid are never decoded; anything else is left to
-// the full path, except a pattern that ran out of time, which is reported
-// here so that one call costs at most one timeout.
-func fastArgs(rep *CallReport, tool *catalog.Tool, raw []byte) bool {
-	if len(tool.Provenance) > 0 || len(tool.Rules) > 0 || len(raw) > maxArgBytes {
-		return false
+// fastArgs judges the arguments on their text by the schema's fast path.
+// held reports that the schema holds for them; settled, that nothing is
+// left to judge: the schema holds and the tool reads nothing of the
+// arguments but its schema (no provenance pointers, no rules), so they
+// are never decoded, or a pattern ran out of time, which is reported here
+// so that one call costs at most one timeout. Anything else is left to
+// the library (checkSchema).
+func fastArgs(rep *CallReport, tool *catalog.Tool, raw []byte) (held, settled bool) {
+	if len(raw) > maxArgBytes {
+		return false, false
 	}
 	ok, err := tool.ArgsValid(raw)
-	var pe *catalog.PatternError
-	if ok || !errors.As(err, &pe) {
-		return ok
+	if err == nil {
+		return ok, ok && len(tool.Provenance) == 0 && len(tool.Rules) == 0
+	}
+	var pe *schema.PatternError
+	if !errors.As(err, &pe) {
+		return false, false
 	}
 	args, f := decodeArgs(raw)
 	if f != nil {
-		return false
+		return false, false
 	}
 	rep.Unvalidated = PatternTimeout
 	rep.Findings = append(rep.Findings, patternFinding(pe, args))
-	return true
+	return false, true
+}
+
+// checkSchema judges decoded arguments the fast path did not find valid
+// by the schema library, which words the findings.
+func checkSchema(rep *CallReport, tool *catalog.Tool, args any) {
+	err := tool.ValidateArgs(args)
+	var pe *schema.PatternError
+	switch {
+	case errors.As(err, &pe):
+		rep.Unvalidated = PatternTimeout
+		rep.Findings = append(rep.Findings, patternFinding(pe, args))
+	case err != nil:
+		rep.Findings = appendSchemaFindings(rep.Findings, err)
+	case tool.SchemaError != nil:
+		// Only a request tool gets here (a catalog schema that does not
+		// compile is a config error). Its author's client and model judge
+		// it by a schema toolgate cannot read, and no re-ask can make the
+		// model satisfy a schema nobody here can check: the call passes
+		// with its object shape checked, counted as unvalidated.
+		rep.Unvalidated = SchemaUncompilable
+	}
 }
 
 // decodeArgs parses argument text into the value form the schema validator
@@ -428,7 +442,7 @@ func siblingValues(calls []ToolCall, self int) []any {
 
 // patternFinding reports a pattern that ran out of time. The pointer is
 // where the value (or, for patternProperties, the key) occurs in args.
-func patternFinding(pe *catalog.PatternError, args any) Finding {
+func patternFinding(pe *schema.PatternError, args any) Finding {
 	ptr, _, isKey := locateString(args, pe.Input, nil)
 	kw := "pattern"
 	if isKey {

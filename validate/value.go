@@ -5,7 +5,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/schema"
 )
 
 // CheckJSON judges a JSON object against a schema outside a tool call: an
@@ -22,7 +22,7 @@ func CheckJSON(sch *jsonschema.Schema, raw []byte, where string) []Finding {
 	if sch == nil {
 		return nil
 	}
-	err := catalog.ValidateSchema(sch, v)
+	err := schema.Validate(sch, v)
 	if err == nil {
 		return nil
 	}

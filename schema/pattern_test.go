@@ -1,4 +1,4 @@
-package catalog
+package schema
 
 import (
 	"encoding/json"
@@ -74,12 +74,12 @@ func TestPatternECMA262Dialect(t *testing.T) {
 					"type":              "object",
 					"patternProperties": map[string]any{c.Pattern: map[string]any{"type": "integer"}},
 				})
-				opt := schemaOptions{formats: FormatsAssert}
-				sch, err := compileSchema("https://toolgate.invalid/p.json", props, opt)
+				opt := Options{}
+				sch, err := Compile("https://toolgate.invalid/p.json", props, opt)
 				if err != nil {
 					t.Fatalf("does not compile: %v", err)
 				}
-				ksch, err := compileSchema("https://toolgate.invalid/k.json", keys, opt)
+				ksch, err := Compile("https://toolgate.invalid/k.json", keys, opt)
 				if err != nil {
 					t.Fatalf("does not compile as a patternProperties key: %v", err)
 				}
@@ -151,13 +151,12 @@ func TestPatternFastPathOnlyWhenSafe(t *testing.T) {
 // the pattern off the RE2 fast path, which would never backtrack.)
 func TestPatternTimeout(t *testing.T) {
 	schema := []byte(`{"type":"object","properties":{"v":{"type":"array","items":{"type":"string","pattern":"^(?=a)(a+)+$"}}}}`)
-	sch, err := compileSchema("https://toolgate.invalid/t.json", schema, schemaOptions{formats: FormatsAssert})
+	sch, err := Compile("https://toolgate.invalid/t.json", schema, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool := &Tool{Name: "t", Schema: sch}
 	hostile := strings.Repeat("a", 40) + "!"
-	err = tool.ValidateArgs(map[string]any{"v": []any{"aaa", hostile, hostile}})
+	err = Validate(sch, map[string]any{"v": []any{"aaa", hostile, hostile}})
 	var pe *PatternError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a *PatternError", err)
@@ -165,11 +164,22 @@ func TestPatternTimeout(t *testing.T) {
 	if pe.Pattern != "^(?=a)(a+)+$" || pe.Input != hostile {
 		t.Errorf("PatternError = %+v", pe)
 	}
-	if err := tool.ValidateArgs(map[string]any{"v": []any{"aaaa"}}); err != nil {
+	if err := Validate(sch, map[string]any{"v": []any{"aaaa"}}); err != nil {
 		t.Errorf("a short value fails: %v", err)
 	}
-	if err := tool.ValidateArgs(map[string]any{"v": []any{"aab"}}); err == nil {
+	if err := Validate(sch, map[string]any{"v": []any{"aab"}}); err == nil {
 		t.Error("a value that does not match passes")
+	}
+	// The fast path over the text stops at the same budget, and the value
+	// it reports is its own, not the caller's buffer.
+	text := []byte(`{"v":["aaa","` + hostile + `","` + hostile + `"]}`)
+	ok, err := NewFast(sch).ValidObject(text)
+	if pe = nil; ok || !errors.As(err, &pe) || pe.Input != hostile {
+		t.Fatalf("fast path: %v, %v, want a *PatternError on the hostile value", ok, err)
+	}
+	clear(text)
+	if pe.Input != hostile {
+		t.Errorf("the reported value changed with the caller's buffer: %q", pe.Input)
 	}
 }
 
@@ -211,53 +221,6 @@ func FuzzPatternFastPath(f *testing.F) {
 			t.Fatalf("pattern %q on %q: RE2 says %v, regexp2 %v (RE2 form %q)", pattern, input, got, want, fp.re.String())
 		}
 	})
-}
-
-// TestCatalogSchemaErrors: in the config catalog a schema toolgate cannot
-// compile stays a config error the operator can fix, while every valid
-// ECMA-262 pattern (Zod's email one among them) compiles.
-func TestCatalogSchemaErrors(t *testing.T) {
-	zodEmail := dialectCases(t)[0].Pattern
-	quoted, _ := json.Marshal(zodEmail)
-	cases := []struct {
-		name, params, wantErr string
-	}{
-		{"zod email pattern", `{"type":"object","properties":{"email":{"type":"string","pattern":` + string(quoted) + `}}}`, ""},
-		{"lookbehind", `{"type":"object","properties":{"v":{"type":"string","pattern":"(?<=\\$)\\d+"}}}`, ""},
-		{"invalid regex", `{"type":"object","properties":{"v":{"type":"string","pattern":"(unclosed"}}}`, "schema does not compile"},
-		{".NET inline flags", `{"type":"object","properties":{"v":{"type":"string","pattern":"(?i)abc"}}}`, "not ECMA-262"},
-		{"remote $ref", `{"$ref":"https://schemas.example.com/order.json"}`, "external schema references"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			yaml := "upstreams:\n  - url: https://api.example.com\ncatalog:\n  tools:\n    - name: t\n      parameters: " + c.params + "\n"
-			cfg, err := Parse([]byte(yaml), "config.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Compile(cfg, t.TempDir())
-			switch {
-			case c.wantErr == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
-				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
-			}
-		})
-	}
-}
-
-// TestCatalogFormatsSetting: catalog.formats takes assert or annotate, and
-// anything else is a config error at that field.
-func TestCatalogFormatsSetting(t *testing.T) {
-	for _, v := range []string{"assert", "annotate"} {
-		if _, err := Parse([]byte("upstreams:\n  - url: https://api.example.com\ncatalog:\n  formats: "+v+"\n"), "config.yaml"); err != nil {
-			t.Errorf("formats %s: %v", v, err)
-		}
-	}
-	_, err := Parse([]byte("upstreams:\n  - url: https://api.example.com\ncatalog:\n  formats: strict\n"), "config.yaml")
-	if err == nil || !strings.Contains(err.Error(), "catalog.formats") {
-		t.Errorf("formats strict: err = %v, want one naming catalog.formats", err)
-	}
 }
 
 // TestFixturePatternsTakeTheFastPath: every pattern of the load workload's

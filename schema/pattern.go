@@ -1,4 +1,4 @@
-package catalog
+package schema
 
 import (
 	"errors"
@@ -31,42 +31,26 @@ var (
 	ecmaLegacy  = regexp2.ECMAScript
 )
 
-// PatternError reports a pattern that could not be matched against a
-// string within its budget (time, or the backtracking engine's stack). The
-// string is the model's output: it is kept for locating the value, never for
-// logs.
-type PatternError struct {
-	Pattern string
-	Input   string
-	Err     error
-}
-
-func (e *PatternError) Error() string {
-	return fmt.Sprintf("pattern %q could not be evaluated in time: %v", e.Pattern, e.Err)
-}
-
-func (e *PatternError) Unwrap() error { return e.Err }
-
 // compilePattern is the RegexpEngine of every schema compiler.
 func compilePattern(p string) (jsonschema.Regexp, error) {
-	re2src, fast, err := scanPattern(p)
+	re2Source, fast, err := scanPattern(p)
 	if err != nil {
 		return nil, err
 	}
-	bt, err := regexp2.Compile(p, ecmaUnicode)
+	backtracking, err := regexp2.Compile(p, ecmaUnicode)
 	if err != nil {
-		var err2 error
-		if bt, err2 = regexp2.Compile(p, ecmaLegacy); err2 != nil {
+		var legacyErr error
+		if backtracking, legacyErr = regexp2.Compile(p, ecmaLegacy); legacyErr != nil {
 			return nil, err
 		}
 	}
 	if fast && patternFastPath {
-		if re, err := regexp.Compile(re2src); err == nil {
+		if re, err := regexp.Compile(re2Source); err == nil {
 			return &fastPattern{src: p, re: re}, nil
 		}
 	}
-	bt.MatchTimeout = patternTimeout
-	return &ecmaPattern{src: p, re: bt}, nil
+	backtracking.MatchTimeout = patternTimeout
+	return &ecmaPattern{src: p, re: backtracking}, nil
 }
 
 // fastPattern is a pattern whose every construct means the same in RE2.
@@ -88,8 +72,8 @@ type ecmaPattern struct {
 // answering false would make a value that was never judged look invalid
 // for the wrong reason, while answering true would let a long enough value
 // skip the pattern. So a match over budget panics with a *PatternError,
-// which Tool.ValidateArgs recovers: it also stops the rest of the
-// validation, so one call costs at most one timeout.
+// which Validate and Fast.ValidObject recover: it also stops the rest of
+// the validation, so one call costs at most one timeout.
 func (p *ecmaPattern) MatchString(s string) bool {
 	ok, err := p.re.MatchString(s)
 	if err != nil {
@@ -99,51 +83,6 @@ func (p *ecmaPattern) MatchString(s string) bool {
 }
 
 func (p *ecmaPattern) String() string { return p.src }
-
-// ValidateArgs validates decoded arguments against the tool's schema. A
-// pattern that could not be evaluated in time is reported as a
-// *PatternError rather than as a verdict on the value.
-//
-// A schema with a fast path is judged by it first; only a value it does
-// not find valid goes to the library, which gives the findings.
-func (t *Tool) ValidateArgs(args any) error {
-	if t.Schema == nil {
-		return nil
-	}
-	return validateWith(t.Schema, t.fast, args)
-}
-
-// ValidateSchema validates v against a schema compiled by this package.
-// Every such validation must go through here (or Tool.ValidateArgs): a
-// pattern over its budget panics inside the schema library, and this is
-// where that becomes a *PatternError; any other panic of the library
-// becomes ErrUnjudgeable.
-func ValidateSchema(sch *jsonschema.Schema, v any) error {
-	return validateWith(sch, nil, v)
-}
-
-// ErrUnjudgeable reports a value the schema library failed on instead of
-// judging it. The one known case is a number big.Rat does not read (an
-// exponent beyond ±1e6) under a numeric keyword: the library dereferences
-// the nil it gets back. A value nobody could judge must not pass.
-var ErrUnjudgeable = errors.New("the arguments hold a value the schema validator cannot judge, such as a number with an exponent beyond ±1000000")
-
-// validateWith judges v by fast when it has an answer, else by sch.
-func validateWith(sch *jsonschema.Schema, fast *fastSchema, v any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if pe, ok := r.(*PatternError); ok {
-				err = pe
-				return
-			}
-			err = ErrUnjudgeable
-		}
-	}()
-	if fast != nil && fast.check(v) == verdictValid {
-		return nil
-	}
-	return sch.Validate(v)
-}
 
 // errNotECMA names a group syntax that regexp2 takes from .NET but ECMA-262
 // has not: compiling it would judge values by a dialect the schema's author
@@ -164,7 +103,7 @@ const ecmaDot = `[^\n\r\x{2028}\x{2029}]`
 // spelling and fast=true. Anything it is unsure of (lookaround, back
 // references, \u, \p, \c, class subtleties, literal braces) is left to
 // regexp2.
-func scanPattern(p string) (re2src string, fast bool, err error) {
+func scanPattern(p string) (re2Source string, fast bool, err error) {
 	var b strings.Builder
 	fast = true
 	inClass := false

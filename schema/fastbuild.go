@@ -1,4 +1,4 @@
-package catalog
+package schema
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// newFastSchema translates a compiled schema into the fast path, or
+// NewFast translates a compiled schema into the fast path, or
 // returns nil when any of its subschemas uses a keyword the fast path does
 // not implement (if/then/else, patternProperties, propertyNames,
 // dependencies, contains, unevaluated*, content*, $dynamicRef,
@@ -18,30 +18,30 @@ import (
 //
 // Keywords the library compiles to nothing (title, description, default,
 // examples, $comment, unknown keywords) are no-ops on both paths.
-func newFastSchema(sch *jsonschema.Schema) *fastSchema {
+func NewFast(sch *jsonschema.Schema) *Fast {
 	if sch == nil {
 		return nil
 	}
-	b := fastBuilder{nodes: map[*jsonschema.Schema]*fastNode{}, ok: true}
-	root := b.node(sch)
+	b := builder{nodes: map[*jsonschema.Schema]*node{}, ok: true}
+	root := b.build(sch)
 	if !b.ok || b.cyclic() {
 		return nil
 	}
-	return &fastSchema{root: root}
+	return &Fast{root: root}
 }
 
-type fastBuilder struct {
-	nodes map[*jsonschema.Schema]*fastNode
+type builder struct {
+	nodes map[*jsonschema.Schema]*node
 	ok    bool
 }
 
-// node returns the fastNode of s, building it once: references make the
+// build returns the node of s, building it once: references make the
 // schema a graph, which the nodes mirror.
-func (b *fastBuilder) node(s *jsonschema.Schema) *fastNode {
+func (b *builder) build(s *jsonschema.Schema) *node {
 	if n := b.nodes[s]; n != nil {
 		return n
 	}
-	n := &fastNode{minProps: absent, maxProps: absent, minItems: absent, maxItems: absent, minLen: absent, maxLen: absent}
+	n := &node{minProperties: absent, maxProperties: absent, minItems: absent, maxItems: absent, minLength: absent, maxLength: absent}
 	b.nodes[s] = n
 	if s.Bool != nil {
 		v := *s.Bool
@@ -58,11 +58,11 @@ func (b *fastBuilder) node(s *jsonschema.Schema) *fastNode {
 	b.stringKeywords(n, s)
 	b.numberKeywords(n, s)
 	if s.Ref != nil {
-		n.ref = b.node(s.Ref)
+		n.ref = b.build(s.Ref)
 		n.refAlone = s.DraftVersion < 2019
 	}
 	if s.Not != nil {
-		n.not = b.node(s.Not)
+		n.not = b.build(s.Not)
 	}
 	n.allOf, n.anyOf, n.oneOf = b.nodeList(s.AllOf), b.nodeList(s.AnyOf), b.nodeList(s.OneOf)
 	return n
@@ -81,26 +81,26 @@ func unsupportedKeywords(s *jsonschema.Schema) bool {
 		len(s.Extensions) > 0
 }
 
-func (b *fastBuilder) nodeList(list []*jsonschema.Schema) []*fastNode {
+func (b *builder) nodeList(list []*jsonschema.Schema) []*node {
 	if len(list) == 0 {
 		return nil
 	}
-	out := make([]*fastNode, len(list))
+	out := make([]*node, len(list))
 	for i, s := range list {
-		out[i] = b.node(s)
+		out[i] = b.build(s)
 	}
 	return out
 }
 
-func (b *fastBuilder) anyKeywords(n *fastNode, s *jsonschema.Schema) {
+func (b *builder) anyKeywords(n *node, s *jsonschema.Schema) {
 	if s.Types != nil {
 		for _, name := range s.Types.ToStrings() {
 			n.types |= kindNames[name]
 		}
 	}
 	if s.Const != nil {
-		n.hasConst, n.constVal = true, *s.Const
-		b.ok = b.ok && comparable(n.constVal)
+		n.hasConst, n.constant = true, *s.Const
+		b.ok = b.ok && comparable(n.constant)
 	}
 	if s.Enum != nil {
 		n.enum = s.Enum.Values
@@ -140,77 +140,77 @@ func comparable(v any) bool {
 	return kindOf(v) != 0
 }
 
-func (b *fastBuilder) objectKeywords(n *fastNode, s *jsonschema.Schema) {
-	n.minProps, n.maxProps = count(s.MinProperties), count(s.MaxProperties)
+func (b *builder) objectKeywords(n *node, s *jsonschema.Schema) {
+	n.minProperties, n.maxProperties = count(s.MinProperties), count(s.MaxProperties)
 	n.required = s.Required
 	if len(s.Properties) > 0 {
-		n.props = make(map[string]*fastNode, len(s.Properties))
+		n.properties = make(map[string]*node, len(s.Properties))
 		for name, sub := range s.Properties {
-			n.props[name] = b.node(sub)
+			n.properties[name] = b.build(sub)
 		}
 	}
 	switch a := s.AdditionalProperties.(type) {
 	case bool:
-		n.addlFalse = !a
+		n.noAdditional = !a
 	case *jsonschema.Schema:
-		n.addl = b.node(a)
+		n.additional = b.build(a)
 	}
 }
 
 // arrayKeywords maps both spellings of positional items onto prefix and
 // rest: prefixItems and items from 2020-12, items (one schema or a list)
 // and additionalItems before, as the library reads them.
-func (b *fastBuilder) arrayKeywords(n *fastNode, s *jsonschema.Schema) {
+func (b *builder) arrayKeywords(n *node, s *jsonschema.Schema) {
 	n.minItems, n.maxItems = count(s.MinItems), count(s.MaxItems)
 	n.unique = s.UniqueItems
 	if s.DraftVersion >= 2020 {
 		n.prefix = b.nodeList(s.PrefixItems)
 		if s.Items2020 != nil {
-			n.rest = b.node(s.Items2020)
+			n.rest = b.build(s.Items2020)
 		}
 		return
 	}
 	switch items := s.Items.(type) {
 	case *jsonschema.Schema:
-		n.rest = b.node(items)
+		n.rest = b.build(items)
 		return // every item is evaluated: additionalItems has none left
 	case []*jsonschema.Schema:
 		n.prefix = b.nodeList(items)
 		if n.prefix == nil {
-			n.prefix = []*fastNode{}
+			n.prefix = []*node{}
 		}
 	}
 	switch a := s.AdditionalItems.(type) {
 	case bool:
-		n.restFalse = !a
+		n.noRest = !a
 	case *jsonschema.Schema:
-		n.rest = b.node(a)
+		n.rest = b.build(a)
 	}
 }
 
-func (b *fastBuilder) stringKeywords(n *fastNode, s *jsonschema.Schema) {
-	n.minLen, n.maxLen = count(s.MinLength), count(s.MaxLength)
+func (b *builder) stringKeywords(n *node, s *jsonschema.Schema) {
+	n.minLength, n.maxLength = count(s.MinLength), count(s.MaxLength)
 	n.pattern = s.Pattern
 }
 
-func (b *fastBuilder) numberKeywords(n *fastNode, s *jsonschema.Schema) {
+func (b *builder) numberKeywords(n *node, s *jsonschema.Schema) {
 	for _, k := range []struct {
-		kw boundKind
-		r  *big.Rat
+		keyword boundKeyword
+		operand *big.Rat
 	}{
 		{boundMin, s.Minimum}, {boundMax, s.Maximum},
 		{boundExclusiveMin, s.ExclusiveMinimum}, {boundExclusiveMax, s.ExclusiveMaximum},
 		{boundMultipleOf, s.MultipleOf},
 	} {
-		if k.r == nil {
+		if k.operand == nil {
 			continue
 		}
-		d, ok := ratDecimal(k.r)
-		if !ok || k.kw == boundMultipleOf && (d.isZero() || d.neg) {
+		d, ok := ratDecimal(k.operand)
+		if !ok || k.keyword == boundMultipleOf && (d.isZero() || d.neg) {
 			b.ok = false
 			return
 		}
-		n.bounds = append(n.bounds, bound{kw: k.kw, val: d})
+		n.bounds = append(n.bounds, bound{keyword: k.keyword, operand: d})
 	}
 }
 
@@ -223,15 +223,15 @@ func count(p *int) int {
 
 // cyclic reports whether some node can reach itself through keywords that
 // judge the same instance ($ref, allOf, anyOf, oneOf, not).
-func (b *fastBuilder) cyclic() bool {
+func (b *builder) cyclic() bool {
 	const (
 		unseen = iota
 		active
 		done
 	)
-	state := make(map[*fastNode]int, len(b.nodes))
-	var visit func(n *fastNode) bool
-	visit = func(n *fastNode) bool {
+	state := make(map[*node]int, len(b.nodes))
+	var visit func(n *node) bool
+	visit = func(n *node) bool {
 		switch state[n] {
 		case active:
 			return true
@@ -256,8 +256,8 @@ func (b *fastBuilder) cyclic() bool {
 }
 
 // sameInstance lists the nodes n applies to the value n itself judges.
-func (n *fastNode) sameInstance() []*fastNode {
-	out := make([]*fastNode, 0, 2+len(n.allOf)+len(n.anyOf)+len(n.oneOf))
+func (n *node) sameInstance() []*node {
+	out := make([]*node, 0, 2+len(n.allOf)+len(n.anyOf)+len(n.oneOf))
 	if n.ref != nil {
 		out = append(out, n.ref)
 	}

@@ -1,4 +1,4 @@
-package catalog
+package schema
 
 import (
 	"encoding/json"
@@ -8,16 +8,15 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
-// The fast path over argument text. Decoding arguments into maps, strings
-// and numbers costs more allocations than judging them, and a tool without
-// provenance pointers or rules needs the decoded value for nothing else.
-// So such a call is read once into a tape of nodes (jsonx.AppendTape) and
-// judged on it by the same fastNodes; only a call the fast path does not
-// find valid is decoded and given to the library, as before.
+// The walker. Decoding arguments into maps, strings and numbers costs more
+// allocations than judging them, so the fast path judges the argument
+// text itself: it is read once into a tape of nodes (jsonx.AppendTape) and
+// walked here; only a value the fast path does not find valid is decoded
+// and given to the library.
 
-// tape is one argument text being judged: the text as a string (one copy,
-// so that every string and number in it is a substring, not an
-// allocation) and its nodes.
+// tape is one argument text being judged: the text as a string (so that
+// every string and number in it is a substring, not an allocation) and its
+// nodes.
 type tape struct {
 	text  string
 	nodes []jsonx.Node
@@ -27,42 +26,6 @@ var tapePool = sync.Pool{New: func() any { return new([]jsonx.Node) }}
 
 // maxPooledNodes keeps one huge argument from pinning its tape's memory.
 const maxPooledNodes = 1 << 12
-
-// ArgsValid judges argument text by the fast path alone. It reports true
-// only when the text is valid UTF-8 holding one JSON object that the tool's
-// schema accepts, exactly when decoding it and ValidateArgs would find no
-// fault. False means no verdict: decode the arguments and validate them.
-// A pattern that runs out of time is returned as a *PatternError, which
-// the caller reports rather than meeting it again on the full path.
-func (t *Tool) ArgsValid(raw []byte) (ok bool, err error) {
-	if t.fast == nil || !utf8.Valid(raw) {
-		return false, nil
-	}
-	buf := tapePool.Get().(*[]jsonx.Node)
-	defer func() {
-		if cap(*buf) <= maxPooledNodes {
-			*buf = (*buf)[:0]
-			tapePool.Put(buf)
-		}
-	}()
-	nodes, parsed := jsonx.AppendTape((*buf)[:0], raw)
-	*buf = nodes
-	if !parsed || nodes[0].Kind != '{' {
-		return false, nil
-	}
-	defer func() {
-		// A pattern over its budget is reported; any other failure is
-		// left to the full path, which reports it as ValidateSchema does.
-		if r := recover(); r != nil {
-			ok, err = false, nil
-			if pe, isPattern := r.(*PatternError); isPattern {
-				err = pe
-			}
-		}
-	}()
-	tp := &tape{text: string(raw), nodes: nodes}
-	return t.fast.root.checkTape(tp, 0) == verdictValid, nil
-}
 
 // kind returns the JSON type of node i.
 func (tp *tape) kind(i int32) jsonKind {
@@ -97,83 +60,102 @@ func (tp *tape) str(i int32) (string, bool) {
 	return string(b), ok
 }
 
-// checkTape is check over node i.
-func (n *fastNode) checkTape(tp *tape, i int32) verdict {
+// check decides node i against n, in the library's order of keywords.
+func (n *node) check(tp *tape, i int32) ruling {
 	if n.boolean != nil {
 		if *n.boolean {
-			return verdictValid
+			return valid
 		}
-		return verdictInvalid
+		return invalid
 	}
 	k := tp.kind(i)
-	r := n.checkAnyTape(tp, i, k)
-	if r == verdictInvalid {
+	r := n.checkAny(tp, i, k)
+	if r == invalid {
 		return r
 	}
 	if n.ref != nil {
 		if n.refAlone {
-			return r.and(n.ref.checkTape(tp, i))
+			return r.and(n.ref.check(tp, i))
 		}
-		if r = r.and(n.ref.checkTape(tp, i)); r == verdictInvalid {
+		if r = r.and(n.ref.check(tp, i)); r == invalid {
 			return r
 		}
 	}
 	switch k {
 	case kindObject:
-		r = r.and(n.checkObjectTape(tp, i))
+		r = r.and(n.checkObject(tp, i))
 	case kindArray:
-		r = r.and(n.checkArrayTape(tp, i))
+		r = r.and(n.checkArray(tp, i))
 	case kindString:
 		if s, ok := tp.str(i); ok {
 			r = r.and(n.checkString(s))
 		} else {
-			r = verdictUnknown
+			r = undecided
 		}
 	case kindNumber:
 		r = r.and(n.checkNumber(tp.raw(i)))
 	}
-	if r == verdictInvalid {
+	if r == invalid {
 		return r
 	}
-	return r.and(n.checkApplicatorsTape(tp, i))
+	return r.and(n.checkApplicators(tp, i))
 }
 
-func (n *fastNode) checkAnyTape(tp *tape, i int32, k jsonKind) verdict {
+// checkAny holds the keywords that apply to every type: type, const, enum
+// and format.
+func (n *node) checkAny(tp *tape, i int32, k jsonKind) ruling {
 	if n.types != 0 && n.types&k == 0 {
-		if r := typeMismatch(n.types, k, tp.raw(i)); r != verdictValid {
+		if r := typeMismatch(n.types, k, tp.raw(i)); r != valid {
 			return r
 		}
 	}
-	r := verdictValid
+	r := valid
 	if n.hasConst {
-		if r = r.and(equalTapeVerdict(tp, i, n.constVal)); r == verdictInvalid {
+		if r = r.and(tp.equalRuling(i, n.constant)); r == invalid {
 			return r
 		}
 	}
 	if n.enum != nil {
 		if n.enumKinds&k == 0 {
-			return verdictInvalid
+			return invalid
 		}
-		e := verdictInvalid
-		for _, v := range n.enum {
-			if e = anyOf(e, equalTapeVerdict(tp, i, v)); e == verdictValid {
+		inEnum := invalid
+		for _, member := range n.enum {
+			if inEnum = inEnum.or(tp.equalRuling(i, member)); inEnum == valid {
 				break
 			}
 		}
-		if r = r.and(e); r == verdictInvalid {
+		if r = r.and(inEnum); r == invalid {
 			return r
 		}
 	}
 	if n.format != nil {
 		v, ok := tp.scalar(i, k)
 		if !ok {
-			return verdictUnknown.and(r)
+			return undecided.and(r)
 		}
 		if n.format.Validate(v) != nil {
-			return verdictInvalid
+			return invalid
 		}
 	}
 	return r
+}
+
+// typeMismatch decides a value whose kind is not among types: only an
+// integral number passes, where integer is allowed. num is the number's
+// text, read only when k is a number.
+func typeMismatch(types, k jsonKind, num string) ruling {
+	if types&kindInteger == 0 || k != kindNumber {
+		return invalid
+	}
+	d, ok := parseDecimal(num)
+	switch {
+	case !ok:
+		return undecided
+	case !d.isInt():
+		return invalid
+	}
+	return valid
 }
 
 // scalar returns node i as the decoded value a format checker is given.
@@ -191,17 +173,6 @@ func (tp *tape) scalar(i int32, k jsonKind) (any, bool) {
 		return tp.nodes[i].Kind == 't', true
 	}
 	return nil, false
-}
-
-// anyOf combines the verdicts of alternatives of which one must hold.
-func anyOf(v, w verdict) verdict {
-	switch {
-	case v == verdictValid || w == verdictValid:
-		return verdictValid
-	case v == verdictUnknown || w == verdictUnknown:
-		return verdictUnknown
-	}
-	return verdictInvalid
 }
 
 // plainNames reports whether the object at i has no escaped name and no
@@ -235,142 +206,196 @@ func (tp *tape) lookup(i int32, name string) int32 {
 	return -1
 }
 
-func (n *fastNode) checkObjectTape(tp *tape, i int32) verdict {
+func (n *node) checkObject(tp *tape, i int32) ruling {
 	if !tp.plainNames(i) {
-		return verdictUnknown
+		return undecided
 	}
 	size := int(tp.nodes[i].Len)
-	if n.minProps != absent && size < n.minProps || n.maxProps != absent && size > n.maxProps {
-		return verdictInvalid
+	if n.minProperties != absent && size < n.minProperties || n.maxProperties != absent && size > n.maxProperties {
+		return invalid
 	}
 	for _, name := range n.required {
 		if tp.lookup(i, name) < 0 {
-			return verdictInvalid
+			return invalid
 		}
 	}
-	r := verdictValid
+	r := valid
 	for a, m := i+1, int32(0); m < tp.nodes[i].Len; a, m = tp.nodes[a+1].Next, m+1 {
-		sub, ok := n.props[tp.raw(a)]
+		sub, ok := n.properties[tp.raw(a)]
 		switch {
 		case ok:
-		case n.addlFalse:
-			return verdictInvalid
-		case n.addl != nil:
-			sub = n.addl
+		case n.noAdditional:
+			return invalid
+		case n.additional != nil:
+			sub = n.additional
 		default:
 			continue
 		}
-		if r = r.and(sub.checkTape(tp, a+1)); r == verdictInvalid {
+		if r = r.and(sub.check(tp, a+1)); r == invalid {
 			return r
 		}
 	}
 	return r
 }
 
-func (n *fastNode) checkArrayTape(tp *tape, i int32) verdict {
+func (n *node) checkArray(tp *tape, i int32) ruling {
 	size := int(tp.nodes[i].Len)
 	if n.minItems != absent && size < n.minItems || n.maxItems != absent && size > n.maxItems {
-		return verdictInvalid
+		return invalid
 	}
-	r := verdictValid
+	r := valid
 	if n.unique && size > 1 {
-		if r = tp.uniqueVerdict(i); r == verdictInvalid {
+		if r = tp.uniqueRuling(i); r == invalid {
 			return r
 		}
 	}
 	done := min(len(n.prefix), size)
-	e := i + 1
+	item := i + 1
 	for k := range done {
-		if r = r.and(n.prefix[k].checkTape(tp, e)); r == verdictInvalid {
+		if r = r.and(n.prefix[k].check(tp, item)); r == invalid {
 			return r
 		}
-		e = tp.nodes[e].Next
+		item = tp.nodes[item].Next
 	}
-	if n.restFalse && done < size {
-		return verdictInvalid
+	if n.noRest && done < size {
+		return invalid
 	}
 	if n.rest != nil {
 		for range size - done {
-			if r = r.and(n.rest.checkTape(tp, e)); r == verdictInvalid {
+			if r = r.and(n.rest.check(tp, item)); r == invalid {
 				return r
 			}
-			e = tp.nodes[e].Next
+			item = tp.nodes[item].Next
 		}
 	}
 	return r
 }
 
-func (tp *tape) uniqueVerdict(i int32) verdict {
+func (tp *tape) uniqueRuling(i int32) ruling {
 	if tp.nodes[i].Len > maxUniqueScan {
-		return verdictUnknown
+		return undecided
 	}
-	r := verdictValid
+	r := valid
 	for a, m := i+1, int32(0); m < tp.nodes[i].Len; a, m = tp.nodes[a].Next, m+1 {
 		for b := i + 1; b < a; b = tp.nodes[b].Next {
 			switch eq, ok := tp.equalNodes(a, b); {
 			case !ok:
-				r = verdictUnknown
+				r = undecided
 			case eq:
-				return verdictInvalid
+				return invalid
 			}
 		}
 	}
 	return r
 }
 
-func (n *fastNode) checkApplicatorsTape(tp *tape, i int32) verdict {
-	r := verdictValid
+// checkString counts length in code points, as JSON Schema does.
+func (n *node) checkString(s string) ruling {
+	if n.minLength != absent || n.maxLength != absent {
+		l := utf8.RuneCountInString(s)
+		if n.minLength != absent && l < n.minLength || n.maxLength != absent && l > n.maxLength {
+			return invalid
+		}
+	}
+	if n.pattern != nil && !n.pattern.MatchString(s) {
+		return invalid
+	}
+	return valid
+}
+
+// checkNumber judges a number given as its JSON text.
+func (n *node) checkNumber(num string) ruling {
+	if len(n.bounds) == 0 {
+		return valid
+	}
+	d, ok := parseDecimal(num)
+	if !ok {
+		return undecided
+	}
+	r := valid
+	for i := range n.bounds {
+		b := &n.bounds[i]
+		var fails bool
+		switch c := d.cmp(&b.operand); b.keyword {
+		case boundMin:
+			fails = c < 0
+		case boundMax:
+			fails = c > 0
+		case boundExclusiveMin:
+			fails = c <= 0
+		case boundExclusiveMax:
+			fails = c >= 0
+		case boundMultipleOf:
+			yes, known := d.multipleOf(&b.operand)
+			if !known {
+				r = undecided
+				continue
+			}
+			fails = !yes
+		}
+		if fails {
+			return invalid
+		}
+	}
+	return r
+}
+
+// checkApplicators holds not, allOf, anyOf and oneOf.
+func (n *node) checkApplicators(tp *tape, i int32) ruling {
+	r := valid
 	if n.not != nil {
-		switch n.not.checkTape(tp, i) {
-		case verdictValid:
-			return verdictInvalid
-		case verdictUnknown:
-			r = verdictUnknown
+		switch n.not.check(tp, i) {
+		case valid:
+			return invalid
+		case undecided:
+			r = undecided
 		}
 	}
 	for _, s := range n.allOf {
-		if r = r.and(s.checkTape(tp, i)); r == verdictInvalid {
+		if r = r.and(s.check(tp, i)); r == invalid {
 			return r
 		}
 	}
 	if len(n.anyOf) > 0 {
-		a := verdictInvalid
+		some := invalid
 		for _, s := range n.anyOf {
-			if a = anyOf(a, s.checkTape(tp, i)); a == verdictValid {
+			if some = some.or(s.check(tp, i)); some == valid {
 				break
 			}
 		}
-		if r = r.and(a); r == verdictInvalid {
+		if r = r.and(some); r == invalid {
 			return r
 		}
 	}
 	if len(n.oneOf) > 0 {
-		valid, unknown := 0, false
+		held, someUndecided := 0, false
 		for _, s := range n.oneOf {
-			switch s.checkTape(tp, i) {
-			case verdictValid:
-				valid++
-			case verdictUnknown:
-				unknown = true
+			switch s.check(tp, i) {
+			case valid:
+				held++
+			case undecided:
+				someUndecided = true
 			}
 		}
-		r = r.and(oneOfVerdict(valid, unknown))
+		r = r.and(oneOfRuling(held, someUndecided))
 	}
 	return r
 }
 
-// equalTapeVerdict is valid when node i equals the schema constant c.
-func equalTapeVerdict(tp *tape, i int32, c any) verdict {
+// equalRuling is valid when node i equals the schema constant c.
+func (tp *tape) equalRuling(i int32, c any) ruling {
 	switch eq, ok := tp.equalValue(i, c); {
 	case !ok:
-		return verdictUnknown
+		return undecided
 	case eq:
-		return verdictValid
+		return valid
 	}
-	return verdictInvalid
+	return invalid
 }
 
-// equalValue compares node i with a decoded value as equal does.
+// equalValue compares node i with a decoded schema constant as the
+// library does: numbers by value, objects regardless of member order. ok
+// is false when a number is beyond exact comparison here.
 func (tp *tape) equalValue(i int32, c any) (eq, ok bool) {
 	k := tp.kind(i)
 	if kindOf(c) != k {
@@ -378,34 +403,18 @@ func (tp *tape) equalValue(i int32, c any) (eq, ok bool) {
 	}
 	switch k {
 	case kindObject:
-		obj := c.(map[string]any)
-		if !tp.plainNames(i) {
-			return false, false
-		}
-		if int(tp.nodes[i].Len) != len(obj) {
-			return false, true
-		}
-		for a, m := i+1, int32(0); m < tp.nodes[i].Len; a, m = tp.nodes[a+1].Next, m+1 {
-			v, has := obj[tp.raw(a)]
-			if !has {
-				return false, true
-			}
-			if eq, ok := tp.equalValue(a+1, v); !eq || !ok {
-				return eq, ok
-			}
-		}
-		return true, true
+		return tp.equalObject(i, c.(map[string]any))
 	case kindArray:
 		arr := c.([]any)
 		if int(tp.nodes[i].Len) != len(arr) {
 			return false, true
 		}
-		e := i + 1
+		item := i + 1
 		for _, v := range arr {
-			if eq, ok := tp.equalValue(e, v); !eq || !ok {
+			if eq, ok := tp.equalValue(item, v); !eq || !ok {
 				return eq, ok
 			}
-			e = tp.nodes[e].Next
+			item = tp.nodes[item].Next
 		}
 		return true, true
 	case kindString:
@@ -419,7 +428,26 @@ func (tp *tape) equalValue(i int32, c any) (eq, ok bool) {
 	return true, true // null
 }
 
-// equalNodes compares two nodes of the tape as equal does.
+func (tp *tape) equalObject(i int32, obj map[string]any) (eq, ok bool) {
+	if !tp.plainNames(i) {
+		return false, false
+	}
+	if int(tp.nodes[i].Len) != len(obj) {
+		return false, true
+	}
+	for a, m := i+1, int32(0); m < tp.nodes[i].Len; a, m = tp.nodes[a+1].Next, m+1 {
+		v, has := obj[tp.raw(a)]
+		if !has {
+			return false, true
+		}
+		if eq, ok := tp.equalValue(a+1, v); !eq || !ok {
+			return eq, ok
+		}
+	}
+	return true, true
+}
+
+// equalNodes compares two nodes of the tape as equalValue does.
 func (tp *tape) equalNodes(a, b int32) (eq, ok bool) {
 	k := tp.kind(a)
 	if k != tp.kind(b) {

@@ -1,4 +1,4 @@
-package catalog
+package schema
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ func benchFixtureCalls(b *testing.B) (schemas []*jsonschema.Schema, args []any) 
 		if err != nil {
 			b.Fatal(err)
 		}
-		sch, err := compileSchema("https://toolgate.invalid/"+c.name+".json", text, schemaOptions{formats: FormatsAssert})
+		sch, err := Compile("https://toolgate.invalid/"+c.name+".json", text, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func BenchmarkFixturePatterns(b *testing.B) {
 			start := processCPU()
 			for b.Loop() {
 				for i, sch := range schemas {
-					if err := ValidateSchema(sch, args[i]); err != nil {
+					if err := Validate(sch, args[i]); err != nil {
 						b.Fatal(err)
 					}
 				}

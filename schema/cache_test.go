@@ -1,4 +1,4 @@
-package catalog
+package schema
 
 import (
 	"fmt"
@@ -28,9 +28,9 @@ func TestSchemaCache(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newSchemaCache(8, 1<<20, schemaOptions{})
-			s1, err1 := c.get([]byte(tt.text))
-			s2, err2 := c.get([]byte(tt.text))
+			c := NewCache(8, 1<<20, Options{})
+			s1, err1 := c.Get([]byte(tt.text))
+			s2, err2 := c.Get([]byte(tt.text))
 			if tt.wantErr != "" {
 				if err1 == nil || !strings.Contains(err1.Error(), tt.wantErr) {
 					t.Fatalf("want error containing %q, got %v", tt.wantErr, err1)
@@ -52,21 +52,21 @@ func TestSchemaCache(t *testing.T) {
 
 func TestSchemaCacheIsBounded(t *testing.T) {
 	t.Run("entries", func(t *testing.T) {
-		c := newSchemaCache(4, 1<<20, schemaOptions{})
+		c := NewCache(4, 1<<20, Options{})
 		for i := 0; i < 10; i++ {
-			if _, err := c.get([]byte(fmt.Sprintf(`{"maxLength":%d}`, i))); err != nil {
+			if _, err := c.Get([]byte(fmt.Sprintf(`{"maxLength":%d}`, i))); err != nil {
 				t.Fatal(err)
 			}
-			if c.len() > 4 {
-				t.Fatalf("%d entries", c.len())
+			if c.Len() > 4 {
+				t.Fatalf("%d entries", c.Len())
 			}
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
-		c := newSchemaCache(100, 64, schemaOptions{})
+		c := NewCache(100, 64, Options{})
 		for i := 0; i < 10; i++ {
 			text := fmt.Sprintf(`{"description":"%030d"}`, i)
-			if _, err := c.get([]byte(text)); err != nil {
+			if _, err := c.Get([]byte(text)); err != nil {
 				t.Fatal(err)
 			}
 			if c.size > 64 {
@@ -75,19 +75,19 @@ func TestSchemaCacheIsBounded(t *testing.T) {
 		}
 	})
 	t.Run("huge schema not kept", func(t *testing.T) {
-		c := newSchemaCache(4, 1<<30, schemaOptions{})
-		text := `{"description":"` + strings.Repeat("x", schemaCacheMaxKey) + `"}`
-		if _, err := c.get([]byte(text)); err != nil {
+		c := NewCache(4, 1<<30, Options{})
+		text := `{"description":"` + strings.Repeat("x", CacheMaxKey) + `"}`
+		if _, err := c.Get([]byte(text)); err != nil {
 			t.Fatal(err)
 		}
-		if c.len() != 0 {
+		if c.Len() != 0 {
 			t.Error("huge schema cached")
 		}
 	})
 }
 
 func TestSchemaCacheConcurrent(t *testing.T) {
-	c := newSchemaCache(8, 1<<20, schemaOptions{})
+	c := NewCache(8, 1<<20, Options{})
 	text := []byte(`{"type":"object","required":["x"]}`)
 	var wg sync.WaitGroup
 	got := make([]*jsonschema.Schema, 32)
@@ -95,7 +95,7 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], _ = c.get(text)
+			got[i], _ = c.Get(text)
 		}()
 	}
 	wg.Wait()
@@ -103,37 +103,5 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 		if s == nil || s != got[0] {
 			t.Fatal("concurrent misses compiled different schemas")
 		}
-	}
-}
-
-// TestReportSchemaErrorOnce: an uncompilable request schema is reported
-// once per text, across requests and even when the cache does not keep
-// it (a schema over the cache's key limit); a compiled one never.
-func TestReportSchemaErrorOnce(t *testing.T) {
-	snap := &Snapshot{schemas: newSchemaCache(8, 1<<20, schemaOptions{formats: FormatsAssert})}
-	huge := `{"description":"` + strings.Repeat("x", schemaCacheMaxKey) + `","$ref":"https://example.com/x.json"}`
-	for _, text := range []string{`{"$ref":"https://example.com/once.json"}`, huge} {
-		var firsts int
-		var hash string
-		for range 3 {
-			var tool Tool
-			snap.requestTool(&tool, Offered{Name: "t", Parameters: []byte(text)})
-			h, first := tool.ReportSchemaError()
-			if h == "" || (hash != "" && h != hash) {
-				t.Fatalf("hash %q, then %q", hash, h)
-			}
-			hash = h
-			if first {
-				firsts++
-			}
-		}
-		if firsts != 1 {
-			t.Errorf("reported %d times, want once", firsts)
-		}
-	}
-	var ok Tool
-	snap.requestTool(&ok, Offered{Name: "t", Parameters: []byte(`{"type":"object"}`)})
-	if h, first := ok.ReportSchemaError(); h != "" || first {
-		t.Errorf("a compiled schema reports %q, %v", h, first)
 	}
 }

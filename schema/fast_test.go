@@ -1,4 +1,4 @@
-package catalog
+package schema
 
 import (
 	"bytes"
@@ -17,66 +17,79 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
-// The fast path must give jsonschema v6's verdict wherever it answers.
+// The fast path must give jsonschema v6's answer wherever it answers.
 // These tests compile each schema once, as the catalog does, and judge
 // every instance both ways: by the fast path alone, and by the library
 // alone. A fast "valid" where the library finds the value invalid (or the
 // reverse) is a bug in the fast path. When the fast path has no answer
-// (verdictUnknown) the library decides, so only the count is kept.
+// (undecided) the library decides, so only the count is kept.
+
+// formatSettings are both settings of catalog.formats, by name.
+var formatSettings = []struct {
+	name string
+	opt  Options
+}{{"assert", Options{}}, {"annotate", Options{AnnotateFormats: true}}}
 
 // differential compares the paths on one value, given decoded (v) and as
 // JSON text (text, or nil to write v as JSON), and says what the fast path
-// answered on the decoded value and on the text. The fast path is judged three ways: over
-// the decoded value, over the text's tape, and through Tool.ArgsValid as
-// validate.Check calls it. The findings of validateWith (which the checks
-// use) must be the library's: the same instance pointers and keywords.
-func differential(t testing.TB, sch *jsonschema.Schema, fast *fastSchema, v any, text []byte, what string) (decoded, onText verdict) {
+// answered on the text. The fast path is judged two ways: over the text's
+// tape whatever its root, and through Fast.ValidObject as validate.Check
+// calls it. The findings of Validate (which the checks use) must be the
+// library's own: the same instance pointers and keywords.
+func differential(t testing.TB, sch *jsonschema.Schema, fast *Fast, v any, text []byte, what string) (onText ruling) {
 	t.Helper()
-	want := ValidateSchema(sch, v)
-	got := fast.check(v)
-	sameVerdict(t, got, want, what+" (decoded)")
+	want := Validate(sch, v)
 	if text == nil {
 		var err error
 		if text, err = json.Marshal(v); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	onText = tapeVerdict(t, fast, text)
-	sameVerdict(t, onText, want, what+" (tape)")
-	tool := &Tool{Schema: sch, fast: fast}
-	if ok, err := tool.ArgsValid(text); ok && want != nil || err != nil {
-		t.Fatalf("%s: ArgsValid says %v (%v), jsonschema v6 says %v", what, ok, err, want)
+	onText = tapeRuling(t, fast, text)
+	sameRuling(t, onText, want, what+" (tape)")
+	if ok, err := fast.ValidObject(text); ok && want != nil || err != nil {
+		t.Fatalf("%s: ValidObject says %v (%v), jsonschema v6 says %v", what, ok, err, want)
 	}
-	err := validateWith(sch, fast, v)
-	if (err == nil) != (want == nil) {
-		t.Fatalf("%s: validateWith says %v, jsonschema v6 says %v", what, err, want)
-	}
-	if a, b := findingKeys(err), findingKeys(want); !slices.Equal(a, b) {
+	if a, b := findingKeys(want), findingKeys(libraryValidate(sch, v)); !slices.Equal(a, b) {
 		t.Fatalf("%s: findings %q, jsonschema v6 gives %q", what, a, b)
 	}
-	return got, onText
+	return onText
 }
 
-func sameVerdict(t testing.TB, got verdict, want error, what string) {
+// libraryValidate is jsonschema v6 alone, its panics reported as Validate
+// reports them.
+func libraryValidate(sch *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = ErrUnjudgeable
+			if pe, ok := r.(*PatternError); ok {
+				err = pe
+			}
+		}
+	}()
+	return sch.Validate(v)
+}
+
+func sameRuling(t testing.TB, got ruling, want error, what string) {
 	t.Helper()
 	switch {
-	case got == verdictValid && want != nil:
+	case got == valid && want != nil:
 		t.Fatalf("%s: fast path says valid, jsonschema v6 says %v", what, want)
-	case got == verdictInvalid && want == nil:
+	case got == invalid && want == nil:
 		t.Fatalf("%s: fast path says invalid, jsonschema v6 says valid", what)
 	}
 }
 
-// tapeVerdict runs the fast path over text's tape, whatever its root.
-// Text that is not UTF-8 (which ArgsValid refuses) or nests deeper than a
-// tape reads has no verdict.
-func tapeVerdict(t testing.TB, fast *fastSchema, text []byte) verdict {
+// tapeRuling runs the fast path over text's tape, whatever its root.
+// Text that is not UTF-8 (which ValidObject refuses) or nests deeper than
+// a tape reads has no ruling.
+func tapeRuling(t testing.TB, fast *Fast, text []byte) ruling {
 	t.Helper()
 	nodes, ok := jsonx.AppendTape(nil, text)
 	if !ok || !utf8.Valid(text) {
-		return verdictUnknown
+		return undecided
 	}
-	return fast.root.checkTape(&tape{text: string(text), nodes: nodes}, 0)
+	return fast.root.check(&tape{text: string(text), nodes: nodes}, 0)
 }
 
 // findingKeys lists the leaves of a validation error as pointer and
@@ -149,58 +162,52 @@ type suiteCounts struct {
 	schemas, compiled, taken   int
 	tests, onFast, unknown     int
 	validOnFast, invalidOnFast int
-	// onText counts the tests the fast path decided on the text's tape.
-	onText int
 }
 
 // TestFastPathSuite runs the whole JSON Schema Test Suite (draft 2020-12)
 // through both paths, under both settings of catalog.formats.
 func TestFastPathSuite(t *testing.T) {
 	groups := suiteGroups(t)
-	for _, formats := range []string{FormatsAssert, FormatsAnnotate} {
-		t.Run(formats, func(t *testing.T) {
+	for _, formats := range formatSettings {
+		t.Run(formats.name, func(t *testing.T) {
 			var c suiteCounts
 			for _, name := range sortedKeys(groups) {
 				for gi, g := range groups[name] {
 					c.schemas++
-					sch, err := compileSchema("https://toolgate.invalid/suite.json", g.Schema, schemaOptions{formats: formats})
+					sch, err := Compile("https://toolgate.invalid/suite.json", g.Schema, formats.opt)
 					if err != nil {
 						continue
 					}
 					c.compiled++
-					fast := newFastSchema(sch)
+					fast := NewFast(sch)
 					if fast == nil {
 						continue
 					}
 					c.taken++
 					for ti, tc := range g.Tests {
 						what := fmt.Sprintf("%s #%d %q, test #%d %q", name, gi, g.Description, ti, tc.Description)
-						decoded, onText := differential(t, sch, fast, decodeInstance(t, tc.Data), tc.Data, what)
-						c.count(decoded)
-						if onText != verdictUnknown {
-							c.onText++
-						}
+						c.count(differential(t, sch, fast, decodeInstance(t, tc.Data), tc.Data, what))
 					}
 				}
 			}
-			t.Logf("suite, formats %s: %d schemas, %d compile, fast path takes %d; of their %d tests it decides %d on the decoded value (%d valid, %d invalid, %d left to the library) and %d on the text",
-				formats, c.schemas, c.compiled, c.taken, c.tests, c.onFast, c.validOnFast, c.invalidOnFast, c.unknown, c.onText)
+			t.Logf("suite, formats %s: %d schemas, %d compile, fast path takes %d; of their %d tests it decides %d on the text (%d valid, %d invalid, %d left to the library)",
+				formats.name, c.schemas, c.compiled, c.taken, c.tests, c.onFast, c.validOnFast, c.invalidOnFast, c.unknown)
 			// The differential check means nothing if the fast path takes
 			// nothing: most of the suite is the common keywords.
 			if c.taken*2 < c.compiled || c.validOnFast == 0 || c.invalidOnFast == 0 {
-				t.Fatalf("the fast path takes %d of %d compiled schemas (%d valid, %d invalid verdicts)", c.taken, c.compiled, c.validOnFast, c.invalidOnFast)
+				t.Fatalf("the fast path takes %d of %d compiled schemas (%d valid, %d invalid rulings)", c.taken, c.compiled, c.validOnFast, c.invalidOnFast)
 			}
 		})
 	}
 }
 
-func (c *suiteCounts) count(v verdict) {
+func (c *suiteCounts) count(v ruling) {
 	c.tests++
 	switch v {
-	case verdictValid:
+	case valid:
 		c.onFast++
 		c.validOnFast++
-	case verdictInvalid:
+	case invalid:
 		c.onFast++
 		c.invalidOnFast++
 	default:
@@ -237,18 +244,18 @@ func TestFastPathTakes(t *testing.T) {
 		{`{"anyOf":[{"type":"string"},{"$ref":"#"}]}`, false},
 	}
 	for _, tc := range cases {
-		sch, err := compileSchema("https://toolgate.invalid/t.json", []byte(tc.schema), schemaOptions{formats: FormatsAssert})
+		sch, err := Compile("https://toolgate.invalid/t.json", []byte(tc.schema), Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.schema, err)
 		}
-		if got := newFastSchema(sch) != nil; got != tc.takes {
+		if got := NewFast(sch) != nil; got != tc.takes {
 			t.Errorf("%s: fast path takes it = %v, want %v", tc.schema, got, tc.takes)
 		}
 	}
 }
 
 // TestFastPathNumbersBigRatRefuses: a number big.Rat does not read (an
-// exponent beyond ±1e6) gets no verdict from the fast path, whose digits
+// exponent beyond ±1e6) gets no ruling from the fast path, whose digits
 // could compare it, since the library's answer is another: not an
 // integer, equal to nothing.
 func TestFastPathNumbersBigRatRefuses(t *testing.T) {
@@ -260,30 +267,27 @@ func TestFastPathNumbersBigRatRefuses(t *testing.T) {
 		{`{"minimum":0}`, "1e1000001"},
 		{`{"multipleOf":2}`, "4e-1000001"},
 	} {
-		sch, err := compileSchema("https://toolgate.invalid/t.json", []byte(c.schema), schemaOptions{formats: FormatsAssert})
+		sch, err := Compile("https://toolgate.invalid/t.json", []byte(c.schema), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		fast := newFastSchema(sch)
+		fast := NewFast(sch)
 		if fast == nil {
 			t.Fatalf("%s: the fast path does not take it", c.schema)
 		}
-		if got := fast.check(json.Number(c.num)); got != verdictUnknown {
-			t.Errorf("%s, %s: fast path verdict %d, want none", c.schema, c.num, got)
-		}
-		if got := tapeVerdict(t, fast, []byte(c.num)); got != verdictUnknown {
-			t.Errorf("%s, %s: fast path verdict on the text %d, want none", c.schema, c.num, got)
+		if got := tapeRuling(t, fast, []byte(c.num)); got != undecided {
+			t.Errorf("%s, %s: fast path ruling on the text %d, want none", c.schema, c.num, got)
 		}
 	}
 	// A schema holding such a number stays on the library.
-	sch, err := compileSchema("https://toolgate.invalid/t.json", []byte(`{"enum":[1e1000001]}`), schemaOptions{formats: FormatsAssert})
-	if err != nil || newFastSchema(sch) != nil {
-		t.Errorf("a schema whose enum holds 1e1000001: err %v, fast path taken %v", err, newFastSchema(sch) != nil)
+	sch, err := Compile("https://toolgate.invalid/t.json", []byte(`{"enum":[1e1000001]}`), Options{})
+	if err != nil || NewFast(sch) != nil {
+		t.Errorf("a schema whose enum holds 1e1000001: err %v, fast path taken %v", err, NewFast(sch) != nil)
 	}
 	// Zero reads whatever its exponent, and is an integer.
-	sch, err = compileSchema("https://toolgate.invalid/t.json", []byte(`{"type":"integer"}`), schemaOptions{formats: FormatsAssert})
+	sch, err = Compile("https://toolgate.invalid/t.json", []byte(`{"type":"integer"}`), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	differential(t, sch, newFastSchema(sch), json.Number("0e1000001"), nil, "zero")
+	differential(t, sch, NewFast(sch), json.Number("0e1000001"), nil, "zero")
 }
