@@ -29,9 +29,9 @@ type Reply struct {
 	IsError bool
 }
 
-// Exchange is a replayed assistant turn followed by a reply to each of its
-// calls, in the turn's order.
-type Exchange struct {
+// Round is one round of a re-query's history: a replayed assistant turn
+// followed by a reply to each of its calls, in the turn's order.
+type Round struct {
 	Turn    *Turn
 	Replies []Reply
 }
@@ -49,7 +49,7 @@ const (
 // Query is one re-query: the original request with History appended.
 type Query struct {
 	Kind    QueryKind
-	History []Exchange
+	History []Round
 	// Decision asks for a text answer: tool_choice none, no response_format.
 	Decision bool
 }

@@ -416,7 +416,7 @@ func (l *ladder) decisionQuery(orig validate.ToolCall, i int) *Query {
 		Tools:        l.promptTools(orig),
 		Threshold:    l.s.Threshold,
 	})
-	return &Query{Kind: KindRecovery, Decision: true, History: []Exchange{{
+	return &Query{Kind: KindRecovery, Decision: true, History: []Round{{
 		Turn:    l.in.Turn,
 		Replies: replies(l.in.Turn, map[int]string{i: prompt}),
 	}}}
@@ -488,15 +488,15 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, e
 		at[j] = j
 	}
 	pending := positions
-	var history []Exchange
+	var history []Round
 	for {
 		qkind, spent := l.spend(pending)
 		if spent {
 			return l.escalate(ReasonBudget, "the "+budgetName(qkind)+" budget is spent", -1), nil
 		}
-		history = append(history, Exchange{Turn: turn, Replies: replies(turn, l.rejections(turn, at, pending))})
+		history = append(history, Round{Turn: turn, Replies: replies(turn, l.rejections(turn, at, pending))})
 		start := time.Now()
-		next, err := l.ask(ctx, &Query{Kind: qkind, History: append([]Exchange(nil), history...)})
+		next, err := l.ask(ctx, &Query{Kind: qkind, History: append([]Round(nil), history...)})
 		ev := Event{Strategy: chainStrategy(qkind), Confidence: -1, Duration: time.Since(start)}
 		if len(pending) > 0 {
 			ev.Name = l.in.Turn.Calls[pending[0]].Name

@@ -112,7 +112,7 @@ type fakeAsker struct {
 func (f *fakeAsker) Ask(ctx context.Context, q *Query) (*Turn, error) {
 	f.mu.Lock()
 	cp := *q
-	cp.History = append([]Exchange(nil), q.History...)
+	cp.History = append([]Round(nil), q.History...)
 	f.queries = append(f.queries, &cp)
 	if len(f.steps) == 0 {
 		f.extra++
@@ -754,7 +754,7 @@ func TestRunReprompt(t *testing.T) {
 			t.Fatalf("history lengths %d, %d", len(q1.History), len(q2.History))
 		}
 		if q2.History[0].Turn != q1.History[0].Turn || !reflect.DeepEqual(q2.History[0].Replies, q1.History[0].Replies) {
-			t.Error("the second re-query rewrote the first exchange")
+			t.Error("the second re-query rewrote the first round")
 		}
 		ex := q2.History[1]
 		if ex.Turn != first {
@@ -762,7 +762,7 @@ func TestRunReprompt(t *testing.T) {
 		}
 		if len(ex.Replies) != 2 || ex.Replies[0].CallID != "call_r1" || ex.Replies[0].IsError || ex.Replies[0].Content != heldText ||
 			ex.Replies[1].CallID != "call_r2" || !ex.Replies[1].IsError || !strings.Contains(ex.Replies[1].Content, "arguments/unit") {
-			t.Errorf("second exchange replies = %+v", ex.Replies)
+			t.Errorf("second round replies = %+v", ex.Replies)
 		}
 		want := []validate.ToolCall{validSearch, {ID: "call_b", Name: "get_weather", Args: []byte(`{"city":"Paris","unit":"c"}`), Kind: validate.Function}}
 		if !reflect.DeepEqual(r.res.Calls, want) || !reflect.DeepEqual(r.res.Changed, []bool{false, true}) {

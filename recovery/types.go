@@ -24,9 +24,9 @@ type Usage = neutral.Usage
 // Reply answers one call of a replayed turn.
 type Reply = neutral.Reply
 
-// Exchange is a replayed assistant turn followed by a reply to each of its
-// calls, in the turn's order.
-type Exchange = neutral.Exchange
+// Round is one round of a re-query's history: a replayed assistant turn
+// followed by a reply to each of its calls, in the turn's order.
+type Round = neutral.Round
 
 // Kind says why the upstream is asked again; it labels metrics.
 type Kind = neutral.QueryKind

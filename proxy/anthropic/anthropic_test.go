@@ -338,7 +338,7 @@ func TestFollowUpDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn := resp.Choices[0]
-	q := &neutral.Query{Kind: neutral.KindRecovery, Decision: true, History: []neutral.Exchange{{
+	q := &neutral.Query{Kind: neutral.KindRecovery, Decision: true, History: []neutral.Round{{
 		Turn: turn,
 		Replies: []neutral.Reply{
 			{CallID: "toolu_A", Content: "no tool named get_weather; decide", IsError: true},
@@ -413,7 +413,7 @@ func TestFollowUpRepromptChain(t *testing.T) {
 	c, _ := mustDecode(t, body)
 	first, _ := c.DecodeAnswer(fixture(t, "parallel_tool_use.json"))
 	second, _ := newCodec().DecodeAnswer([]byte(`{"type":"message","content":[{"type":"tool_use","id":"toolu_2nd","name":"get_stock_price","input":{"ticker":"AAPL"}}],"stop_reason":"tool_use"}`))
-	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Exchange{
+	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{
 		{Turn: first.Choices[0], Replies: []neutral.Reply{
 			{CallID: "toolu_01WVn2RNagKZ58sFy76HJ3zr", Content: "held"},
 			{CallID: "toolu_01CJq9uUwkuHSAbZdYmM6J4t", Content: "bad", IsError: true}}},
@@ -436,10 +436,10 @@ func TestFollowUpRepromptChain(t *testing.T) {
 		t.Errorf("the API would reject the re-query: %s", msg)
 	}
 	// A turn from another codec, or one without replies, is refused.
-	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Exchange{{Turn: &neutral.Turn{Raw: "x"}, Replies: []neutral.Reply{{}}}}}); err == nil {
+	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Round{{Turn: &neutral.Turn{Raw: "x"}, Replies: []neutral.Reply{{}}}}}); err == nil {
 		t.Error("foreign turn accepted")
 	}
-	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Exchange{{Turn: first.Choices[0]}}}); err == nil {
+	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Round{{Turn: first.Choices[0]}}}); err == nil {
 		t.Error("turn without replies accepted")
 	}
 }

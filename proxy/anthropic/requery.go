@@ -23,8 +23,8 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 		return nil, fmt.Errorf("anthropic: messages: %w", err)
 	}
 	msgs = append([][]byte(nil), msgs...)
-	for _, ex := range q.History {
-		if msgs, err = appendExchange(msgs, ex); err != nil {
+	for _, round := range q.History {
+		if msgs, err = appendRound(msgs, round); err != nil {
 			return nil, err
 		}
 	}
@@ -38,14 +38,14 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 	return obj.Bytes(), nil
 }
 
-// appendExchange appends a replayed assistant turn and the user turn that
+// appendRound appends a replayed assistant turn and the user turn that
 // answers its calls.
-func appendExchange(msgs [][]byte, ex neutral.Exchange) ([][]byte, error) {
-	c, ok := ex.Turn.Raw.(content)
+func appendRound(msgs [][]byte, round neutral.Round) ([][]byte, error) {
+	c, ok := round.Turn.Raw.(content)
 	if !ok {
 		return nil, errors.New("anthropic: turn from another codec")
 	}
-	if len(ex.Replies) == 0 {
+	if len(round.Replies) == 0 {
 		// A user turn needs content; a turn without calls is never
 		// replayed by the ladder.
 		return nil, errors.New("anthropic: replayed turn has no calls to answer")
@@ -54,8 +54,8 @@ func appendExchange(msgs [][]byte, ex neutral.Exchange) ([][]byte, error) {
 		{Key: "role", Value: []byte(`"assistant"`)},
 		{Key: "content", Value: c},
 	}.Bytes())
-	results := make([][]byte, len(ex.Replies))
-	for i, r := range ex.Replies {
+	results := make([][]byte, len(round.Replies))
+	for i, r := range round.Replies {
 		res := jsonx.Object{
 			{Key: "type", Value: []byte(`"tool_result"`)},
 			{Key: "tool_use_id", Value: jsonx.String(r.CallID)},

@@ -168,7 +168,7 @@ func (cc *conformanceCase) readCut(t *testing.T, body []byte, pieces []int) stri
 	for _, call := range turns[0].Calls {
 		replies = append(replies, neutral.Reply{CallID: call.ID, Content: "checked", IsError: true})
 	}
-	q, err := c.ReQuery(nil, &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Exchange{{Turn: turns[0], Replies: replies}}})
+	q, err := c.ReQuery(nil, &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{{Turn: turns[0], Replies: replies}}})
 	fmt.Fprintf(&b, "re-query %v %s\n", err, q)
 	if len(run.Held) == 0 {
 		return b.String()

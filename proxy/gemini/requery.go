@@ -25,8 +25,8 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 		return nil, errors.New("gemini: contents is not an array")
 	}
 	contents = append([][]byte(nil), contents...)
-	for _, ex := range q.History {
-		turns, err := replay(ex)
+	for _, round := range q.History {
+		turns, err := replay(round)
 		if err != nil {
 			return nil, err
 		}
@@ -53,19 +53,19 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 	return obj.Bytes(), nil
 }
 
-// replay is one exchange as two turns: the model's content as received,
+// replay is one round as two turns: the model's content as received,
 // then the user's functionResponse parts, one per call in order.
-func replay(ex neutral.Exchange) ([][]byte, error) {
-	t, ok := ex.Turn.Raw.(*turn)
+func replay(round neutral.Round) ([][]byte, error) {
+	t, ok := round.Turn.Raw.(*turn)
 	if !ok || t.content == nil {
 		return nil, errors.New("gemini: replayed turn has no content of this codec")
 	}
-	if len(ex.Replies) == 0 || len(ex.Replies) != len(ex.Turn.Calls) {
+	if len(round.Replies) == 0 || len(round.Replies) != len(round.Turn.Calls) {
 		return nil, errors.New("gemini: a replayed turn needs one reply per call")
 	}
-	parts := make([][]byte, len(ex.Replies))
-	for i, r := range ex.Replies {
-		call := ex.Turn.Calls[i]
+	parts := make([][]byte, len(round.Replies))
+	for i, r := range round.Replies {
+		call := round.Turn.Calls[i]
 		if r.CallID != call.ID {
 			return nil, errors.New("gemini: replies are not in the order of the calls")
 		}

@@ -249,7 +249,7 @@ func TestReQueryReplaysTurns(t *testing.T) {
 		chunkLine(argFrag(`"{\"location\":\"Paris\"}"`), "tool_calls")+"data: [DONE]\n\n"))
 	streamed := st.Turns()[0]
 	gap := &neutral.Turn{Raw: rawMessage(`{"role":"assistant","content":""}`)}
-	q := &neutral.Query{Kind: neutral.KindRecovery, History: []neutral.Exchange{
+	q := &neutral.Query{Kind: neutral.KindRecovery, History: []neutral.Round{
 		{Turn: a.Choices[0], Replies: []neutral.Reply{{CallID: "call_1", Content: "bad \"args\""}}},
 		{Turn: streamed, Replies: []neutral.Reply{{CallID: "call_1", Content: "again"}}},
 		{Turn: gap},
@@ -287,7 +287,7 @@ func TestReQueryReplaysTurns(t *testing.T) {
 	if string(msgs[8]) != wantStreamed || string(msgs[10]) != `{"role":"assistant","content":""}` {
 		t.Errorf("streamed turn %s, gap %s", msgs[8], msgs[10])
 	}
-	if _, err := c.ReQuery(a, &neutral.Query{History: []neutral.Exchange{{Turn: &neutral.Turn{Raw: "foreign"}}}}); err == nil {
+	if _, err := c.ReQuery(a, &neutral.Query{History: []neutral.Round{{Turn: &neutral.Turn{Raw: "foreign"}}}}); err == nil {
 		t.Error("a turn of another codec was replayed")
 	}
 }

@@ -29,8 +29,8 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openaichat: messages: %w", err)
 	}
-	for _, ex := range q.History {
-		rp, ok := ex.Turn.Raw.(replayed)
+	for _, round := range q.History {
+		rp, ok := round.Turn.Raw.(replayed)
 		if !ok {
 			return nil, errors.New("openaichat: turn from another codec")
 		}
@@ -39,8 +39,8 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 			return nil, err
 		}
 		msgs = append(msgs, m)
-		for j, r := range ex.Replies {
-			msgs = append(msgs, replyMessage(ex.Turn, j, r, rp.legacyCall()))
+		for j, r := range round.Replies {
+			msgs = append(msgs, replyMessage(round.Turn, j, r, rp.legacyCall()))
 		}
 	}
 	obj = obj.Set("messages", jsonx.AppendArray(nil, msgs))

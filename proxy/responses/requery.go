@@ -61,19 +61,19 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 }
 
 // replayInput is a stateless re-query's input: the original input, then
-// each exchange's output items and the outputs that answer its calls.
-func (c *codec) replayInput(orig []byte, history []neutral.Exchange) ([][]byte, error) {
+// each round's output items and the outputs that answer its calls.
+func (c *codec) replayInput(orig []byte, history []neutral.Round) ([][]byte, error) {
 	input, err := originalInput(orig)
 	if err != nil {
 		return nil, err
 	}
-	for _, ex := range history {
-		ti, ok := ex.Turn.Raw.(*turnItems)
+	for _, round := range history {
+		ti, ok := round.Turn.Raw.(*turnItems)
 		if !ok {
 			return nil, errForeignTurn
 		}
 		input = append(input, replayItems(ti.items, c.info.store)...)
-		input = appendOutputs(input, ex)
+		input = appendOutputs(input, round)
 	}
 	return input, nil
 }
@@ -154,13 +154,13 @@ func replayItems(items [][]byte, store bool) [][]byte {
 	return out
 }
 
-// appendOutputs answers every call of an exchange's turn, in order: a
+// appendOutputs answers every call of a round's turn, in order: a
 // function_call_output per function call, a custom_tool_call_output per
 // custom call. The Responses API has no error flag; the text says it.
-func appendOutputs(dst [][]byte, ex neutral.Exchange) [][]byte {
-	for _, r := range ex.Replies {
+func appendOutputs(dst [][]byte, round neutral.Round) [][]byte {
+	for _, r := range round.Replies {
 		typ := "function_call_output"
-		for _, c := range ex.Turn.Calls {
+		for _, c := range round.Turn.Calls {
 			if c.ID == r.CallID {
 				if c.Kind == neutral.Custom {
 					typ = "custom_tool_call_output"

@@ -492,7 +492,7 @@ func FuzzResponsesStream(f *testing.F) {
 		case 2:
 			act = abstaining("none")
 		default:
-			_, _ = c.ReQuery(nil, &neutral.Query{Decision: true, History: []neutral.Exchange{{Turn: turn}}})
+			_, _ = c.ReQuery(nil, &neutral.Query{Decision: true, History: []neutral.Round{{Turn: turn}}})
 			_ = st.ErrorEvent(neutral.Failure{Code: neutral.CodeUpstream, Message: "cut"}, nil, p.Sent())
 			return
 		}
