@@ -288,7 +288,7 @@ func (x *exchange) stillValid(calls []approval.Call) bool {
 func (x *exchange) release(rec *approval.Record) {
 	ct, body := unpackHeld(rec.Held)
 	x.out.escalationID = rec.EscalationID
-	x.write(reply{status: http.StatusOK, label: outcomeApproved, decided: true, contentType: ct, noCache: rec.Stream, body: body})
+	x.write(pipeline.Reply{Status: http.StatusOK, Label: outcomeApproved, Decided: true, ContentType: ct, NoCache: rec.Stream, Body: body})
 	x.s.log.Info("approved call released", zap.String("request_id", x.rid), zap.String("approval_id", rec.ID))
 }
 
@@ -299,14 +299,14 @@ func (x *exchange) approvalFailure(err error) {
 		return
 	}
 	x.s.log.Warn("approval store failed", zap.String("request_id", x.rid), zap.Error(err))
-	x.write(x.failureReply(pipeline.StoreFailure("the approval store cannot be reached; retry the request")))
+	x.write(pipeline.FailureReply(x.cd, pipeline.StoreFailure("the approval store cannot be reached; retry the request")))
 }
 
 // refuseResume answers a refused resume in the route's envelope; a retry
 // of the same request would be refused again.
 func (x *exchange) refuseResume(code approval.Code) {
 	rf := &approval.Refusal{Code: code}
-	x.write(x.failureReply(neutral.Failure{Status: rf.Status(), Code: neutral.FailureCode(code), Message: approvalRefusalText[code]}))
+	x.write(pipeline.FailureReply(x.cd, neutral.Failure{Status: rf.Status(), Code: neutral.FailureCode(code), Message: approvalRefusalText[code]}))
 }
 
 var approvalRefusalText = map[approval.Code]string{

@@ -62,22 +62,22 @@ func (x *exchange) finish(resp *neutral.Answer, upHeader http.Header, results []
 }
 
 // answerOf is the reply a verdict and its effects make of a plain answer.
-func (x *exchange) answerOf(v *pipeline.Verdict, fx *pipeline.Effects, resp *neutral.Answer, upHeader http.Header) reply {
+func (x *exchange) answerOf(v *pipeline.Verdict, fx *pipeline.Effects, resp *neutral.Answer, upHeader http.Header) pipeline.Reply {
 	switch {
 	case v.Upstream() != nil:
-		return x.handBackReply(v.Upstream())
+		return pipeline.HandBackReply(x.cd, v.Upstream())
 	case fx.StoreDown:
-		return x.failureReply(pipeline.StoreFailure(storeDownHeld))
+		return pipeline.FailureReply(x.cd, pipeline.StoreFailure(storeDownHeld))
 	case fx.Answering != nil:
-		return x.escalationReply(fx.Answering, v.Outcome())
+		return pipeline.EscalationReply(x.cd, fx.Answering, v.Outcome())
 	case !v.Changed():
 		// The common case: every call valid, the upstream's bytes go out as is.
-		return answerReply(upHeader, resp.Body, v.Outcome())
+		return pipeline.AnswerReply(upHeader, resp.Body, v.Outcome())
 	}
 	body, err := x.cd.EncodeAnswer(resp, v.Actions(fx))
 	if err != nil {
 		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-		return x.failureReply(pipeline.Classify(pipeline.ErrRender))
+		return pipeline.FailureReply(x.cd, pipeline.Classify(pipeline.ErrRender))
 	}
-	return answerReply(upHeader, body, v.Outcome())
+	return pipeline.AnswerReply(upHeader, body, v.Outcome())
 }

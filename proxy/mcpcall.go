@@ -111,13 +111,13 @@ func (p *mcpPipeline) Output(o *mcp.Output) ([]byte, []neutral.Finding) {
 // the server's answer, changed or not) through the writer a model route's
 // answers go through.
 func (p *mcpPipeline) Write(w http.ResponseWriter, status int, upstream http.Header, body []byte) {
-	rp := reply{status: status, upstream: upstream, body: body}
+	rp := pipeline.Reply{Status: status, Upstream: upstream, Body: body}
 	if upstream == nil && len(body) > 0 {
 		// toolgate's own JSON-RPC messages; a server's answer keeps the
 		// server's Content-Type.
-		rp.contentType = "application/json"
+		rp.ContentType = "application/json"
 	}
-	rp.send(w, nil)
+	sendReply(w, &rp, nil)
 }
 
 // Done counts the request and writes its one log line, as report does for

@@ -14,21 +14,6 @@ import (
 	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
-// Labels of requests and answers that were not judged, beside the ladder's
-// outcomes and the failure codes.
-const (
-	// labelUpstreamStatus: the upstream answered with an error status,
-	// relayed as it came.
-	labelUpstreamStatus = "upstream_status"
-	// labelUpstreamError: the upstream reported an error inside its
-	// stream, passed on as it came.
-	labelUpstreamError = "upstream_stream_error"
-	// unreadableRequest, unreadableResponse: toolgate_unvalidated_total
-	// reasons for a request or an answer the codec could not read.
-	unreadableRequest  = "request_unreadable"
-	unreadableResponse = "response_unreadable"
-)
-
 // outcome is what one request came to. It is filled in as the request is
 // decided and concluded by write, and everything that reports the request
 // reads it, here: the X-Toolgate response headers (docs/routes.md,

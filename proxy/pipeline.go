@@ -59,6 +59,9 @@ type exchange struct {
 	jd       *judge.Judge
 	settings recovery.Settings
 	header   http.Header
+	// sw writes the stream's events once a streamed answer's run began;
+	// a reply's tail goes out through it.
+	sw *streamWriter
 	// strict is what strict mode marked on this request, or nil.
 	strict *strictRun
 	// out is what the request comes to, filled in as it is decided.
@@ -135,7 +138,7 @@ func (x *exchange) serve() {
 //go:noinline
 func (x *exchange) answerPath(c *upstream.Call) *streamRun {
 	if c.Resp.StatusCode < 200 || c.Resp.StatusCode > 299 {
-		x.write(x.relayReply(c))
+		x.write(pipeline.RelayReply(c.Resp.StatusCode, c.Resp.Header, c.Body, x.rt.snap.Config.Limits.MaxResponseBytes))
 		return nil
 	}
 	if undecoded(c.Resp.Header) {
@@ -166,7 +169,7 @@ func (x *exchange) open() (*upstream.Call, bool) {
 	if err != nil {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
-		x.write(x.failureReply(pipeline.Classify(err)))
+		x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
 		return nil, false
 	}
 	x.body = body
@@ -340,9 +343,9 @@ func answerError(err error) error {
 // refuseAnswer answers an upstream answer toolgate cannot judge: it is
 // not forwarded.
 func (x *exchange) refuseAnswer(err error) {
-	x.s.metrics.unvalidated(unreadableResponse)
+	x.s.metrics.unvalidated(pipeline.UnreadableResponse)
 	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
-	x.write(x.failureReply(pipeline.Classify(err)))
+	x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
 }
 
 // missingCallID reports a judged call without an id in any complete turn.
@@ -448,7 +451,7 @@ func (x *exchange) parseRequest(body []byte) parsed {
 	if err == nil {
 		evidence = validate.NewCorpus(req.Vouching)
 	} else {
-		x.s.metrics.unvalidated(unreadableRequest)
+		x.s.metrics.unvalidated(pipeline.UnreadableRequest)
 		p.req = &neutral.Request{Body: body}
 		p.unread = true
 	}
@@ -552,5 +555,5 @@ func (x *exchange) fail(err error) {
 		return
 	}
 	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(httpx.WithoutURL(err)))
-	x.write(x.failureReply(pipeline.Classify(err)))
+	x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
 }

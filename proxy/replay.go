@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/upstream"
 )
 
@@ -154,8 +155,8 @@ func (x *exchange) replay() bool {
 	x.out.escalationID, x.out.approvalID = e.escalation, e.approval
 	x.s.metrics.EscalationReplays.WithLabelValues(x.api.Name()).Inc()
 	x.s.log.Info("escalation replayed", zap.String("request_id", x.rid), zap.String("escalation_id", e.escalation))
-	x.write(reply{status: statusReplayed, label: e.label, decided: true, contentType: "application/json",
-		noRetry: true, body: e.body})
+	x.write(pipeline.Reply{Status: statusReplayed, Label: e.label, Decided: true, ContentType: "application/json",
+		NoRetry: true, Body: e.body})
 	return true
 }
 
@@ -170,13 +171,13 @@ func (x *exchange) pending(id string) bool {
 }
 
 // keepReplay remembers an escalation reply for the request's retries.
-func (x *exchange) keepReplay(rp *reply) {
+func (x *exchange) keepReplay(rp *pipeline.Reply) {
 	w := x.replayWindow()
 	if w <= 0 || x.body == nil {
 		return
 	}
-	x.s.replays.keep(&replayed{key: x.replayKey(), expires: time.Now().Add(w), label: rp.label,
-		escalation: x.out.escalationID, approval: x.out.approvalID, body: rp.body})
+	x.s.replays.keep(&replayed{key: x.replayKey(), expires: time.Now().Add(w), label: rp.Label,
+		escalation: x.out.escalationID, approval: x.out.approvalID, body: rp.Body})
 }
 
 // replayKey is the request's key, worked out once. The caller is the

@@ -323,7 +323,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 func (x *exchange) refuseResult(id string, v resultVerdict) {
 	f := neutral.Failure{Status: pipeline.StatusEscalated, Code: v.code(),
 		Message: "the tool result for call " + strconv.Quote(id) + " " + v.why}
-	x.write(x.failureReply(f))
+	x.write(pipeline.FailureReply(x.cd, f))
 }
 
 // recordResult hands a refused result to the sinks as an escalation:

@@ -196,6 +196,7 @@ func newStreamRun(x *exchange, c *upstream.Call, st api.Stream, rd api.EventRead
 			// A stream's headers go out before its answer is decided.
 			x.headers(h, false)
 		}}
+	x.sw = r.sw
 	if rd == nil {
 		r.pooled = getReader(c.Body)
 		r.rd = r.pooled
@@ -239,7 +240,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 	// The stream is complete; nothing after the terminal event is read.
 	turns := r.st.Turns()
 	if r.holding && missingCallID(turns) {
-		x.s.metrics.unvalidated(unreadableResponse)
+		x.s.metrics.unvalidated(pipeline.UnreadableResponse)
 		r.fail(pipeline.ErrNoCallID)
 		return
 	}
@@ -257,7 +258,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 	x.s.metrics.StreamsHeldEvents.Observe(float64(len(r.held.events)))
 	rp := r.deliver(&v, &fx)
 	x.write(rp)
-	if rp.tail != nil {
+	if rp.Tail {
 		drain(c)
 	}
 }
@@ -433,7 +434,7 @@ func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 	out := r.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data}, r.cur.Sent())
 	x.s.log.Info("upstream error in the stream passed on", zap.String("request_id", x.rid),
 		zap.String("api", x.api.Name()), zap.Bool("held_call_dropped", dropped))
-	x.write(tailReply(r.sw, out, labelUpstreamError, false))
+	x.write(pipeline.TailReply(out, pipeline.LabelUpstreamError, false))
 	if !r.sw.failed() {
 		r.relayTail(rd)
 	}
@@ -476,9 +477,9 @@ func framing(raw []byte) bool {
 // events as they came or re-encoded, or an error event; while nothing
 // went out, a failure or an escalation is a plain status instead. Every
 // writer follows what the cursor says the client has.
-func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) reply {
+func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) pipeline.Reply {
 	x, sw, st, sent := r.x, r.sw, r.st, r.cur.Sent()
-	tail := func(b []byte) reply { return tailReply(sw, b, string(v.Outcome()), true) }
+	tail := func(b []byte) pipeline.Reply { return pipeline.TailReply(b, string(v.Outcome()), true) }
 	switch {
 	case r.shadow || !r.holding:
 		return tail(r.held.buf)
@@ -486,7 +487,7 @@ func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) reply {
 		if !sw.begun() {
 			// Nothing went out yet: a plain status (the provider's, or a
 			// 504 for a transport failure) is what makes the SDK retry.
-			return x.handBackReply(v.Upstream())
+			return pipeline.HandBackReply(x.cd, v.Upstream())
 		}
 		return tail(st.ErrorEvent(pipeline.RepairFailure(v.Upstream(), true), nil, sent))
 	case fx.Answering != nil:
@@ -495,9 +496,9 @@ func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) reply {
 			return tail(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(e.Code), Message: e.Text}, e, sent))
 		}
 		if fx.StoreDown {
-			return x.failureReply(pipeline.StoreFailure(storeDownHeld))
+			return pipeline.FailureReply(x.cd, pipeline.StoreFailure(storeDownHeld))
 		}
-		return x.escalationReply(e, v.Outcome())
+		return pipeline.EscalationReply(x.cd, e, v.Outcome())
 	case !v.Changed():
 		return tail(r.held.buf)
 	}
@@ -730,8 +731,8 @@ func (x *exchange) streamFail(sw *streamWriter, st api.Stream, sent api.Sent, er
 	x.s.log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
 	f := pipeline.Classify(err)
 	if !sw.begun() {
-		x.write(x.failureReply(f))
+		x.write(pipeline.FailureReply(x.cd, f))
 		return
 	}
-	x.write(tailReply(sw, st.ErrorEvent(f, nil, sent), string(f.Code), false))
+	x.write(pipeline.TailReply(st.ErrorEvent(f, nil, sent), string(f.Code), false))
 }

@@ -493,7 +493,7 @@ func receiverWrites(body *ast.BlockStmt, recv string) []token.Pos {
 // notes it.
 func TestOneWriter(t *testing.T) {
 	allowed := map[string]map[string]bool{
-		"WriteHeader": {"reply.send": true, "streamWriter.writeLocked": true, "streamWriter.start": true,
+		"WriteHeader": {"sendReply": true, "streamWriter.writeLocked": true, "streamWriter.start": true,
 			"writeFailure": true, "Server.refuse": true, "beganWriter.WriteHeader": true},
 		"conclude": {"exchange.write": true},
 		"report":   {"exchange.write": true},
@@ -504,8 +504,8 @@ func TestOneWriter(t *testing.T) {
 	// stream it relays or asks a person on, to relay a server's answer
 	// as it arrives, and to refuse a request before it is served.
 	checkWriters(t, "proxy/mcp", map[string]map[string]bool{
-		"WriteHeader": {"exchange.forward": true, "exchange.other": true, "exchange.confirm": true,
-			"exchange.passthrough": true, "Route.rebinding": true, "statusWriter.WriteHeader": true},
+		"WriteHeader": {"clientRequest.forward": true, "clientRequest.other": true, "clientRequest.confirm": true,
+			"clientRequest.passthrough": true, "Route.rebinding": true, "statusWriter.WriteHeader": true},
 	})
 }
 
