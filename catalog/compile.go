@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolgate/toolgate/catalog/strict"
 	"github.com/toolgate/toolgate/schema"
 )
 
@@ -53,7 +54,7 @@ func compile(c *Config, baseDir string, lookupEnv func(string) (string, bool)) (
 
 	entries := c.gatherTools(ps, baseDir)
 	s := &Snapshot{
-		strict:  newStrictState(),
+		strict:  strict.NewMemory(),
 		Config:  c,
 		Tools:   make(map[string]*Tool, len(entries)),
 		Names:   make([]string, 0, len(entries)),

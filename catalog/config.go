@@ -178,6 +178,12 @@ const (
 	FormatsAnnotate = "annotate"
 )
 
+// catalog.strict values (docs/strict.md).
+const (
+	StrictOff  = "off"
+	StrictAuto = "auto"
+)
+
 // Tool policies.
 const (
 	PolicyExecute = "execute"

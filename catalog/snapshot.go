@@ -8,6 +8,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/toolgate/toolgate/catalog/strict"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/schema"
 )
@@ -126,7 +127,7 @@ type Snapshot struct {
 	schemas *schema.Cache
 	// strict is the strict mode's memory (docs/strict.md). A copy of the
 	// snapshot shares it, as it shares the compiled schemas.
-	strict *strictState
+	strict *strict.Memory
 	// all is the Effective of the whole catalog, built once and shared by
 	// every request that needs no other.
 	all *Effective
@@ -297,4 +298,26 @@ func (e *Effective) lookup(name string) (*Tool, Status) {
 		return nil, NotOffered
 	}
 	return nil, Unknown
+}
+
+// PlanStrict decides which of a request's function tools to mark strict
+// (strict.Memory.Plan), from what upstreams refused under this snapshot's
+// catalog version.
+func (s *Snapshot) PlanStrict(p strict.Provider, tools []strict.Tool, perRequest bool) strict.Plan {
+	return s.strictMemory().Plan(p, tools, perRequest)
+}
+
+// RefuseStrict remembers that the upstream refused t marked strict, so
+// no later request under this catalog version marks it again.
+func (s *Snapshot) RefuseStrict(p strict.Provider, t strict.Tool) {
+	s.strictMemory().Refuse(p, t)
+}
+
+// strictMemory is the snapshot's memory; one made other than by Compile
+// has none, and then remembers nothing.
+func (s *Snapshot) strictMemory() *strict.Memory {
+	if s.strict == nil {
+		return strict.NewMemory()
+	}
+	return s.strict
 }

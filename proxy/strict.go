@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/catalog/strict"
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
@@ -19,17 +20,17 @@ import (
 // marked, so that a refusal can be undone and their calls counted apart.
 type strictRun struct {
 	marker   api.Codec
-	provider catalog.StrictProvider
-	tools    []catalog.StrictTool
+	provider strict.Provider
+	tools    []strict.Tool
 	marked   map[string]bool
 }
 
 // strictProviders maps each API to the strict subset of its provider.
-var strictProviders = map[string]catalog.StrictProvider{
-	"chat":      catalog.StrictOpenAI,
-	"responses": catalog.StrictOpenAI,
-	"messages":  catalog.StrictAnthropic,
-	"gemini":    catalog.StrictGemini,
+var strictProviders = map[string]strict.Provider{
+	"chat":      strict.OpenAI,
+	"responses": strict.OpenAI,
+	"messages":  strict.Anthropic,
+	"gemini":    strict.Gemini,
 }
 
 // strictOn reports whether this request may be marked: catalog.strict is
@@ -53,9 +54,9 @@ func (x *exchange) markStrict(body []byte) []byte {
 	if len(offered) == 0 {
 		return body
 	}
-	tools := make([]catalog.StrictTool, len(offered))
+	tools := make([]strict.Tool, len(offered))
 	for i, t := range offered {
-		tools[i] = catalog.StrictTool{Name: t.Name, Schema: t.Schema, Client: t.Client}
+		tools[i] = strict.Tool{Name: t.Name, Schema: t.Schema, Client: t.Client}
 	}
 	plan := x.rt.snap.PlanStrict(provider, tools, m.StrictPerRequest())
 	nb, err := body, error(nil)
@@ -63,8 +64,8 @@ func (x *exchange) markStrict(body []byte) []byte {
 		nb, err = m.MarkStrict(plan.Mark)
 	}
 	for _, r := range plan.Results {
-		if err != nil && r == catalog.StrictMarked {
-			r = catalog.StrictUnfit
+		if err != nil && r == strict.Marked {
+			r = strict.Unfit
 		}
 		x.s.metrics.StrictTools.WithLabelValues(x.api.Name(), string(r)).Inc()
 	}
@@ -145,7 +146,7 @@ func (x *exchange) forgetStrict(tool string) {
 			continue
 		}
 		x.rt.snap.RefuseStrict(run.provider, t)
-		x.s.metrics.StrictTools.WithLabelValues(x.api.Name(), string(catalog.StrictRefused)).Inc()
+		x.s.metrics.StrictTools.WithLabelValues(x.api.Name(), string(strict.Refused)).Inc()
 	}
 }
 

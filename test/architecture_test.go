@@ -77,6 +77,7 @@ func TestLayering(t *testing.T) {
 		"proxy/sse":         {""},
 		"catalog":           {"validate", "recovery", "judge", "proxy"},
 		"schema":            {"catalog", "neutral", "validate", "recovery", "judge", "proxy", "approval", "sink", "cmd"},
+		"catalog/strict":    {"catalog", "schema", "neutral", "validate", "recovery", "judge", "proxy", "approval", "sink", "cmd"},
 		"validate":          {"recovery", "judge", "proxy"},
 		"recovery":          {"judge", "proxy"},
 		"judge":             {"recovery", "proxy"},

@@ -5,13 +5,14 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/catalog/strict"
 )
 
 // strictAPIs names the routes each strict subset applies to.
-var strictAPIs = map[catalog.StrictProvider]string{
-	catalog.StrictOpenAI:    "chat, responses",
-	catalog.StrictAnthropic: "messages",
-	catalog.StrictGemini:    "gemini; the mode is set only when every offered declaration fits",
+var strictAPIs = map[strict.Provider]string{
+	strict.OpenAI:    "chat, responses",
+	strict.Anthropic: "messages",
+	strict.Gemini:    "gemini; the mode is set only when every offered declaration fits",
 }
 
 // Strict reports, per provider, which catalog tools fit its strict subset
@@ -26,10 +27,10 @@ func Strict(s *catalog.Snapshot) []string {
 	if len(s.Names) == 0 {
 		return append(out, "  no catalog tools; with auto, each request's own tools are judged as they come")
 	}
-	for _, p := range catalog.StrictProviders {
+	for _, p := range strict.Providers {
 		var fit, unfit []string
 		for _, n := range s.Names {
-			f := catalog.CheckStrict(p, s.Tools[n].Parameters)
+			f := strict.Check(p, s.Tools[n].Parameters)
 			if f.OK {
 				fit = append(fit, n)
 				continue

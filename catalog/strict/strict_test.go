@@ -1,4 +1,4 @@
-package catalog
+package strict
 
 import (
 	"encoding/json"
@@ -72,8 +72,8 @@ func TestCheckStrictGeneratedSchemas(t *testing.T) {
 		if !ok {
 			t.Fatalf("no generated schema %q", name)
 		}
-		for i, p := range StrictProviders {
-			f := CheckStrict(p, schema)
+		for i, p := range Providers {
+			f := Check(p, schema)
 			if reasons[i] == "" {
 				if !f.OK {
 					t.Errorf("%s for %s: unfit (%s), want it to fit", name, p, f.Reason)
@@ -142,8 +142,8 @@ func TestCheckStrictRules(t *testing.T) {
 		{"not JSON", `{"type":`, [3]string{"/: not a JSON object", "/: not a JSON object", "/: not a JSON object"}},
 	}
 	for _, c := range cases {
-		for i, p := range StrictProviders {
-			f := CheckStrict(p, []byte(c.schema))
+		for i, p := range Providers {
+			f := Check(p, []byte(c.schema))
 			if c.want[i] == "" {
 				if !f.OK {
 					t.Errorf("%s for %s: unfit (%s), want it to fit", c.name, p, f.Reason)
@@ -158,7 +158,7 @@ func TestCheckStrictRules(t *testing.T) {
 }
 
 func TestCheckStrictCountsWhatAnthropicLimits(t *testing.T) {
-	f := CheckStrict(StrictAnthropic, []byte(`{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"anyOf":[{"type":"string"},{"type":"integer"}]},"c":{"type":"string"}},"required":["a"],"additionalProperties":false}`))
+	f := Check(Anthropic, []byte(`{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"anyOf":[{"type":"string"},{"type":"integer"}]},"c":{"type":"string"}},"required":["a"],"additionalProperties":false}`))
 	if !f.OK || f.Optional != 2 || f.Unions != 2 {
 		t.Errorf("got %+v, want fit with 2 optional properties and 2 unions", f)
 	}
@@ -172,8 +172,8 @@ func FuzzCheckStrict(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, schema []byte) {
-		for _, p := range StrictProviders {
-			a, b := CheckStrict(p, schema), CheckStrict(p, schema)
+		for _, p := range Providers {
+			a, b := Check(p, schema), Check(p, schema)
 			if a != b {
 				t.Fatalf("%s: %+v then %+v", p, a, b)
 			}

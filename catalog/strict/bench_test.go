@@ -1,7 +1,6 @@
-package catalog
+package strict
 
 import (
-	"strconv"
 	"testing"
 )
 
@@ -15,33 +14,11 @@ const benchStrictSchema = `{"type":"object","properties":{"order_id":{"type":"st
 
 // BenchmarkCheckStrict is the check of one schema not seen before.
 func BenchmarkCheckStrict(b *testing.B) {
-	for _, p := range StrictProviders {
+	for _, p := range Providers {
 		b.Run(p.String(), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				CheckStrict(p, []byte(benchStrictSchema))
+				Check(p, []byte(benchStrictSchema))
 			}
 		})
-	}
-}
-
-// BenchmarkPlanStrict is what a request with ten tools pays once their
-// schemas are known: the plan, from the snapshot's cache.
-func BenchmarkPlanStrict(b *testing.B) {
-	c, err := Parse([]byte(minimalYAML+"catalog:\n  strict: auto\n"), "config.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := Compile(c, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	tools := make([]StrictTool, 10)
-	for i := range tools {
-		tools[i] = StrictTool{Name: "t" + strconv.Itoa(i), Schema: []byte(benchStrictSchema)}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		s.PlanStrict(StrictOpenAI, tools, false)
 	}
 }

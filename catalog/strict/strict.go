@@ -1,4 +1,9 @@
-package catalog
+// Package strict is strict mode's analysis (docs/strict.md): whether a
+// tool's parameter schema lies inside a provider's strict subset of JSON
+// Schema, and which of a request's tools to mark, remembering what an
+// upstream refused. It reads schemas as JSON text and knows nothing of
+// the config; catalog keeps one Memory per snapshot.
+package strict
 
 import (
 	"fmt"
@@ -9,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
-// StrictProvider names one provider's strict subset of JSON Schema: the
+// Provider names one provider's strict subset of JSON Schema: the
 // schemas it can constrain decoding to (docs/strict.md, "What fits"). The subsets are the
 // providers' documented ones, read from their references:
 //
@@ -26,32 +31,32 @@ import (
 // Where a reference is silent on a keyword the check leaves the schema
 // out: a tool wrongly left unmarked costs nothing, a tool wrongly marked
 // costs a refused request (which toolgate then sends again unmarked).
-type StrictProvider uint8
+type Provider uint8
 
 // The strict subsets.
 const (
-	StrictOpenAI StrictProvider = iota
-	StrictAnthropic
-	StrictGemini
+	OpenAI Provider = iota
+	Anthropic
+	Gemini
 )
 
-// StrictProviders are all subsets, in the order reports list them.
-var StrictProviders = []StrictProvider{StrictOpenAI, StrictAnthropic, StrictGemini}
+// Providers are all subsets, in the order reports list them.
+var Providers = []Provider{OpenAI, Anthropic, Gemini}
 
-func (p StrictProvider) String() string {
+func (p Provider) String() string {
 	switch p {
-	case StrictAnthropic:
+	case Anthropic:
 		return "anthropic"
-	case StrictGemini:
+	case Gemini:
 		return "gemini"
 	}
 	return "openai"
 }
 
-// StrictFit is the verdict on one schema: whether it lies inside a
+// Fit is what the check finds of one schema: whether it lies inside a
 // provider's strict subset, and if not, the first keyword or shape that
 // keeps it out, as "pointer: what".
-type StrictFit struct {
+type Fit struct {
 	OK     bool
 	Reason string
 	// Optional and Unions count what Anthropic limits per request: the
@@ -76,28 +81,28 @@ const (
 	anthropicMaxUnions      = 16
 )
 
-// strictKeywords are the keywords each subset accepts anywhere in a
+// keywords are the keywords each subset accepts anywhere in a
 // schema; $schema is accepted at the root only.
-var strictKeywords = [...]map[string]bool{
-	StrictOpenAI: set("type", "properties", "required", "additionalProperties", "items", "enum", "const",
+var keywords = [...]map[string]bool{
+	OpenAI: set("type", "properties", "required", "additionalProperties", "items", "enum", "const",
 		"anyOf", "$ref", "$defs", "definitions", "description", "title", "pattern", "format",
 		"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
 		// Not in the documented list, but OpenAI's own strict helpers
 		// (zodFunction in the openai package) send them with strict: true
 		// and the API takes them.
 		"minLength", "maxLength"),
-	StrictAnthropic: set("type", "properties", "required", "additionalProperties", "items", "enum", "const",
+	Anthropic: set("type", "properties", "required", "additionalProperties", "items", "enum", "const",
 		"anyOf", "allOf", "$ref", "$defs", "definitions", "description", "title", "default", "pattern", "format", "minItems"),
-	StrictGemini: set("type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum",
+	Gemini: set("type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum",
 		"anyOf", "$ref", "$defs", "$id", "$anchor", "description", "title", "format", "minimum", "maximum",
 		"minItems", "maxItems", "propertyOrdering"),
 }
 
-// strictFormats are the string formats each subset constrains.
-var strictFormats = [...]map[string]bool{
-	StrictOpenAI:    set("date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"),
-	StrictAnthropic: set("date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"),
-	StrictGemini:    set("date-time", "date", "time", "enum", "int32", "int64", "float", "double"),
+// formats are the string formats each subset constrains.
+var formats = [...]map[string]bool{
+	OpenAI:    set("date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"),
+	Anthropic: set("date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"),
+	Gemini:    set("date-time", "date", "time", "enum", "int32", "int64", "float", "double"),
 }
 
 func set(names ...string) map[string]bool {
@@ -108,31 +113,31 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-// CheckStrict judges one function's parameter schema, as the request
+// Check judges one function's parameter schema, as the request
 // declares it, against p's strict subset. It never changes the schema:
 // a schema outside the subset is reported, not made to fit.
-func CheckStrict(p StrictProvider, schema []byte) StrictFit {
+func Check(p Provider, schema []byte) Fit {
 	if jsonx.IsNull(schema) {
-		return StrictFit{Reason: "/: no parameters schema"}
+		return Fit{Reason: "/: no parameters schema"}
 	}
 	root, err := jsonx.ParseObject(schema)
 	if err != nil {
-		return StrictFit{Reason: "/: not a JSON object"}
+		return Fit{Reason: "/: not a JSON object"}
 	}
-	w := &strictWalk{p: p, root: root, refs: map[string][]string{}}
+	w := &walk{p: p, root: root, refs: map[string][]string{}}
 	if !w.rootShape(root) {
-		return StrictFit{Reason: w.reason}
+		return Fit{Reason: w.reason}
 	}
 	if !w.schema(root, "", "", 1) || !w.limits() {
-		return StrictFit{Reason: w.reason}
+		return Fit{Reason: w.reason}
 	}
-	return StrictFit{OK: true, Optional: w.optional, Unions: w.unions}
+	return Fit{OK: true, Optional: w.optional, Unions: w.unions}
 }
 
-// strictWalk is one schema's check: where it failed and the totals the
+// walk is one schema's check: where it failed and the totals the
 // providers limit.
-type strictWalk struct {
-	p      StrictProvider
+type walk struct {
+	p      Provider
 	root   jsonx.Object
 	reason string
 	// refs are the local references each definition ("" for the root)
@@ -143,7 +148,7 @@ type strictWalk struct {
 	bigEnumChars, bigEnumAt string
 }
 
-func (w *strictWalk) fail(ptr, format string, args ...any) bool {
+func (w *walk) fail(ptr, format string, args ...any) bool {
 	if ptr == "" {
 		ptr = "/"
 	}
@@ -153,11 +158,11 @@ func (w *strictWalk) fail(ptr, format string, args ...any) bool {
 
 // rootShape holds the root to what every provider asks of function
 // parameters: an object, and for OpenAI not a union.
-func (w *strictWalk) rootShape(root jsonx.Object) bool {
+func (w *walk) rootShape(root jsonx.Object) bool {
 	if string(root.Get("type")) != `"object"` {
 		return w.fail("", "the root must be type object")
 	}
-	if w.p == StrictOpenAI && root.Has("anyOf") {
+	if w.p == OpenAI && root.Has("anyOf") {
 		return w.fail("", "anyOf at the root")
 	}
 	return true
@@ -165,9 +170,9 @@ func (w *strictWalk) rootShape(root jsonx.Object) bool {
 
 // schema checks one schema object at ptr; def names the definition it
 // belongs to ("" for the root's own tree).
-func (w *strictWalk) schema(s jsonx.Object, ptr, def string, depth int) bool {
+func (w *walk) schema(s jsonx.Object, ptr, def string, depth int) bool {
 	for _, f := range s {
-		if !strictKeywords[w.p][f.Key] && (f.Key != "$schema" || ptr != "") {
+		if !keywords[w.p][f.Key] && (f.Key != "$schema" || ptr != "") {
 			return w.fail(ptr, "%s is outside the subset", f.Key)
 		}
 	}
@@ -197,7 +202,7 @@ func (w *strictWalk) schema(s jsonx.Object, ptr, def string, depth int) bool {
 }
 
 // sub checks a nested schema; boolean schemas are outside every subset.
-func (w *strictWalk) sub(raw []byte, ptr, def string, depth int) bool {
+func (w *walk) sub(raw []byte, ptr, def string, depth int) bool {
 	obj, err := jsonx.SplitObject(raw)
 	if err != nil {
 		return w.fail(ptr, "a boolean or malformed schema")
@@ -206,7 +211,7 @@ func (w *strictWalk) sub(raw []byte, ptr, def string, depth int) bool {
 }
 
 // list checks each schema of an anyOf, allOf or prefixItems.
-func (w *strictWalk) list(s jsonx.Object, key, ptr, def string, depth int) bool {
+func (w *walk) list(s jsonx.Object, key, ptr, def string, depth int) bool {
 	raw := s.Get(key)
 	if raw == nil {
 		return true
@@ -218,7 +223,7 @@ func (w *strictWalk) list(s jsonx.Object, key, ptr, def string, depth int) bool 
 	if key == "anyOf" {
 		w.unions++
 	}
-	if key == "allOf" && w.p == StrictAnthropic && strings.Contains(string(raw), `"$ref"`) {
+	if key == "allOf" && w.p == Anthropic && strings.Contains(string(raw), `"$ref"`) {
 		return w.fail(ptr+"/allOf", "allOf with $ref")
 	}
 	for i, e := range elems {
@@ -230,7 +235,7 @@ func (w *strictWalk) list(s jsonx.Object, key, ptr, def string, depth int) bool 
 }
 
 // typeList reads type: one name, or a list of them (a union).
-func (w *strictWalk) typeList(s jsonx.Object, ptr string) bool {
+func (w *walk) typeList(s jsonx.Object, ptr string) bool {
 	raw := s.Get("type")
 	if raw == nil {
 		return true
@@ -252,7 +257,7 @@ func (w *strictWalk) typeList(s jsonx.Object, ptr string) bool {
 }
 
 // values checks enum, const, format, pattern.
-func (w *strictWalk) values(s jsonx.Object, ptr string) bool {
+func (w *walk) values(s jsonx.Object, ptr string) bool {
 	if raw := s.Get("enum"); raw != nil {
 		if !w.enum(raw, ptr) {
 			return false
@@ -263,11 +268,11 @@ func (w *strictWalk) values(s jsonx.Object, ptr string) bool {
 	}
 	if raw := s.Get("format"); raw != nil {
 		f, _ := jsonx.Unquote(raw)
-		if !strictFormats[w.p][f] {
+		if !formats[w.p][f] {
 			return w.fail(ptr, "format %q is outside the subset", f)
 		}
 	}
-	if raw := s.Get("pattern"); raw != nil && w.p == StrictAnthropic {
+	if raw := s.Get("pattern"); raw != nil && w.p == Anthropic {
 		pat, _ := jsonx.Unquote(raw)
 		if what := unsupportedRegex(pat); what != "" {
 			return w.fail(ptr, "pattern uses %s", what)
@@ -278,7 +283,7 @@ func (w *strictWalk) values(s jsonx.Object, ptr string) bool {
 
 // enum counts an enum's values for OpenAI's limits and holds Anthropic's
 // enums to primitive values.
-func (w *strictWalk) enum(raw []byte, ptr string) bool {
+func (w *walk) enum(raw []byte, ptr string) bool {
 	vals, err := jsonx.SplitArray(raw)
 	if err != nil || len(vals) == 0 {
 		return w.fail(ptr, "enum must be a non-empty array")
@@ -286,7 +291,7 @@ func (w *strictWalk) enum(raw []byte, ptr string) bool {
 	total := 0
 	for _, v := range vals {
 		if v[0] == '{' || v[0] == '[' {
-			if w.p == StrictAnthropic {
+			if w.p == Anthropic {
 				return w.fail(ptr, "enum with an object or array value")
 			}
 		}
@@ -326,7 +331,7 @@ func unsupportedRegex(p string) string {
 }
 
 // ref checks a $ref: local only, and recorded for the recursion check.
-func (w *strictWalk) ref(s jsonx.Object, ptr, def string) bool {
+func (w *walk) ref(s jsonx.Object, ptr, def string) bool {
 	raw := s.Get("$ref")
 	if raw == nil {
 		return true
@@ -351,13 +356,13 @@ func refTarget(r string) string {
 
 // object checks an object schema's properties, required and
 // additionalProperties.
-func (w *strictWalk) object(s jsonx.Object, ptr, def string, depth int) bool {
+func (w *walk) object(s jsonx.Object, ptr, def string, depth int) bool {
 	props := s.Get("properties")
 	isObject := props != nil || typeNames(s.Get("type"))["object"]
 	if !isObject {
 		return true
 	}
-	if w.p == StrictOpenAI && depth > openAIMaxDepth {
+	if w.p == OpenAI && depth > openAIMaxDepth {
 		return w.fail(ptr, "more than %d levels of nesting", openAIMaxDepth)
 	}
 	if !w.closed(s, ptr, def, depth) {
@@ -385,7 +390,7 @@ func (w *strictWalk) object(s jsonx.Object, ptr, def string, depth int) bool {
 		w.props++
 		w.chars += len(m.Key)
 		if !required[m.Key] {
-			if w.p == StrictOpenAI {
+			if w.p == OpenAI {
 				return w.fail(ptr, "property %q is optional: every property must be required", m.Key)
 			}
 			w.optional++
@@ -400,9 +405,9 @@ func (w *strictWalk) object(s jsonx.Object, ptr, def string, depth int) bool {
 // closed holds additionalProperties to what the subset asks: false on
 // every object for OpenAI and Anthropic; anything, checked as a schema
 // when it is one, for Gemini.
-func (w *strictWalk) closed(s jsonx.Object, ptr, def string, depth int) bool {
+func (w *walk) closed(s jsonx.Object, ptr, def string, depth int) bool {
 	ap := s.Get("additionalProperties")
-	if w.p == StrictGemini {
+	if w.p == Gemini {
 		if ap != nil && ap[0] == '{' {
 			return w.sub(ap, ptr+"/additionalProperties", def, depth+1)
 		}
@@ -415,8 +420,8 @@ func (w *strictWalk) closed(s jsonx.Object, ptr, def string, depth int) bool {
 }
 
 // array checks the array limits a subset allows.
-func (w *strictWalk) array(s jsonx.Object, ptr string) bool {
-	if w.p != StrictAnthropic {
+func (w *walk) array(s jsonx.Object, ptr string) bool {
+	if w.p != Anthropic {
 		return true
 	}
 	if raw := s.Get("minItems"); raw != nil {
@@ -428,7 +433,7 @@ func (w *strictWalk) array(s jsonx.Object, ptr string) bool {
 }
 
 // defs checks the definitions a schema carries ($defs, definitions).
-func (w *strictWalk) defs(s jsonx.Object, ptr string, depth int) bool {
+func (w *walk) defs(s jsonx.Object, ptr string, depth int) bool {
 	for _, key := range []string{"$defs", "definitions"} {
 		raw := s.Get(key)
 		if raw == nil {
@@ -450,9 +455,9 @@ func (w *strictWalk) defs(s jsonx.Object, ptr string, depth int) bool {
 
 // limits holds the totals to OpenAI's per-schema limits and rules out
 // recursion for Anthropic, once the whole schema is walked.
-func (w *strictWalk) limits() bool {
+func (w *walk) limits() bool {
 	switch w.p {
-	case StrictOpenAI:
+	case OpenAI:
 		switch {
 		case w.props > openAIMaxProperties:
 			return w.fail("", "more than %d properties", openAIMaxProperties)
@@ -463,7 +468,7 @@ func (w *strictWalk) limits() bool {
 		case w.bigEnumAt != "":
 			return w.fail(w.bigEnumAt, "an enum of more than %d values longer than %d characters", openAIBigEnum, openAIBigEnumChars)
 		}
-	case StrictAnthropic:
+	case Anthropic:
 		if at := w.cycle(); at != "" {
 			return w.fail(at, "a recursive schema")
 		}
@@ -473,7 +478,7 @@ func (w *strictWalk) limits() bool {
 
 // cycle finds a definition that reaches itself through $ref, and names
 // it, or returns "".
-func (w *strictWalk) cycle() string {
+func (w *walk) cycle() string {
 	state := map[string]uint8{} // 1 visiting, 2 done
 	var visit func(n string) (string, bool)
 	visit = func(n string) (string, bool) {
