@@ -237,7 +237,7 @@ func (s *Server) accountUnvalidated(rid string, v validate.CallReport) {
 	if v.Unvalidated == "" {
 		return
 	}
-	s.metrics.unvalidated(string(v.Unvalidated))
+	s.metrics.CountUnvalidated(string(v.Unvalidated))
 	if v.Unvalidated != validate.SchemaUncompilable || v.Tool == nil {
 		return
 	}
@@ -248,8 +248,4 @@ func (s *Server) accountUnvalidated(rid string, v validate.CallReport) {
 			zap.String("schema_sha256", hash),
 			zap.Error(v.Tool.SchemaError))
 	}
-}
-
-func (m *Metrics) unvalidated(reason string) {
-	m.Unvalidated.WithLabelValues(reason).Inc()
 }

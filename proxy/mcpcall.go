@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/mcp"
+	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
@@ -124,7 +125,7 @@ func (p *mcpPipeline) Write(w http.ResponseWriter, status int, upstream http.Hea
 // a model route.
 func (p *mcpPipeline) Done(ctx context.Context, d *mcp.Done) {
 	overhead := time.Since(d.Start) - d.Upstream
-	observe(ctx, p.s.metrics.AddedLatency.WithLabelValues(apiMCP), max(overhead, 0).Seconds())
+	observe.Record(ctx, p.s.metrics.AddedLatency.WithLabelValues(apiMCP), max(overhead, 0).Seconds())
 	p.s.metrics.Requests.WithLabelValues(apiMCP, d.Outcome).Inc()
 	p.s.logRequest(&requestLine{rid: d.RequestID, api: apiMCP, route: d.Route, server: d.Server, status: d.Status, outcome: d.Outcome,
 		findings: d.Findings, calls: d.Calls, duration: time.Since(d.Start), overhead: max(overhead, 0), trace: traceIDs(ctx)})

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/proxy/openaiwire"
 	"github.com/toolgate/toolgate/proxy/pipeline"
 )
@@ -154,9 +155,9 @@ func (sp *spent) usageJSON() string {
 // and bodies are never logged.
 func (x *exchange) report() {
 	o := &x.out
-	observe(x.r.Context(), x.series.added, x.overhead().Seconds())
+	observe.Record(x.r.Context(), x.series.Added, x.overhead().Seconds())
 	traceFields := x.traceOutcome()
-	x.series.requests(x.s.metrics, o.label).Inc()
+	x.series.Requests(o.label).Inc()
 	model := ""
 	if x.req != nil {
 		model = x.req.Model

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 )
 
@@ -45,7 +46,7 @@ func TestParsePanicIsTheHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMetrics(prometheus.NewRegistry())
+	m := observe.NewMetrics(prometheus.NewRegistry())
 	srv, err := New(Options{Store: catalog.NewStore(snap), Metrics: m})
 	if err != nil {
 		t.Fatal(err)

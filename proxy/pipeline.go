@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
@@ -34,7 +35,7 @@ type exchange struct {
 	api api.API
 	cd  api.Codec
 	// series are the route's pre-resolved metric series.
-	series *apiSeries
+	series *observe.APISeries
 	w      http.ResponseWriter
 	r      *http.Request
 	rid    string
@@ -102,7 +103,7 @@ type usageEntry struct {
 
 // validated returns the handler for a route whose answers are judged.
 func (s *Server) validated(rt *runtime, u *upstream.Upstream, a api.API, prefix string) http.Handler {
-	return &apiRoute{s: s, rt: rt, up: u, api: a, series: s.metrics.forAPI(a.Name()), prefix: prefix}
+	return &apiRoute{s: s, rt: rt, up: u, api: a, series: s.metrics.ForAPI(a.Name()), prefix: prefix}
 }
 
 // apiRoute is what every exchange on one model API's judged route starts
@@ -112,7 +113,7 @@ type apiRoute struct {
 	rt     *runtime
 	up     *upstream.Upstream
 	api    api.API
-	series *apiSeries
+	series *observe.APISeries
 	prefix string
 }
 
@@ -286,7 +287,7 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 	for _, t := range turns {
 		for _, note := range x.cd.Notes(t) {
 			x.out.findings = append(x.out.findings, note)
-			x.s.metrics.unvalidated(note)
+			x.s.metrics.CountUnvalidated(note)
 		}
 	}
 	results := make([]*recovery.Result, len(turns))
@@ -343,7 +344,7 @@ func answerError(err error) error {
 // refuseAnswer answers an upstream answer toolgate cannot judge: it is
 // not forwarded.
 func (x *exchange) refuseAnswer(err error) {
-	x.s.metrics.unvalidated(pipeline.UnreadableResponse)
+	x.s.metrics.CountUnvalidated(pipeline.UnreadableResponse)
 	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
 	x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
 }
@@ -451,7 +452,7 @@ func (x *exchange) parseRequest(body []byte) parsed {
 	if err == nil {
 		evidence = validate.NewCorpus(req.Vouching)
 	} else {
-		x.s.metrics.unvalidated(pipeline.UnreadableRequest)
+		x.s.metrics.CountUnvalidated(pipeline.UnreadableRequest)
 		p.req = &neutral.Request{Body: body}
 		p.unread = true
 	}
@@ -483,8 +484,12 @@ func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte
 	c, err := x.up.Do(ctx, http.MethodPost, path, query, header, body)
 	d := time.Since(t)
 	x.upWait += d
-	observe(ctx, x.series.upstreamDuration(x.s.metrics, kind), d.Seconds())
-	upstreamSent(sp, c, err)
+	observe.Record(ctx, x.series.UpstreamDuration(kind), d.Seconds())
+	var failed neutral.FailureCode
+	if err != nil {
+		failed = pipeline.Classify(err).Code
+	}
+	observe.UpstreamSent(sp, c, failed)
 	x.upSpan = sp
 	return c, err
 }
@@ -534,7 +539,7 @@ func (x *exchange) note(kind recovery.Kind, u recovery.Usage, h http.Header) {
 	if id := upstreamRequestID(h); id != "" {
 		x.upIDs = append(x.upIDs, id)
 	}
-	in, out := x.series.tokens(x.s.metrics, kind)
+	in, out := x.series.Tokens(kind)
 	in.Add(float64(u.Input))
 	out.Add(float64(u.Output))
 }

@@ -11,8 +11,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -32,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/proxy/api"
 	"github.com/toolgate/toolgate/proxy/gemini"
 	"github.com/toolgate/toolgate/proxy/mcp"
+	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/proxy/responses"
@@ -49,7 +52,7 @@ type Sink interface {
 type Options struct {
 	Store   *catalog.Store
 	Logger  *zap.Logger
-	Metrics *Metrics
+	Metrics *observe.Metrics
 	Sink    Sink
 	// Keepalive is the interval of ": keepalive" comments on held streams
 	// (default 15s).
@@ -69,7 +72,7 @@ type Options struct {
 type Server struct {
 	store   *catalog.Store
 	log     *zap.Logger
-	metrics *Metrics
+	metrics *observe.Metrics
 	sink    Sink
 	rt      atomic.Pointer[runtime]
 	// mcp keeps MCP sessions and the tool lists learned in them across
@@ -79,7 +82,7 @@ type Server struct {
 	keepalive time.Duration
 	observer  RecoveryObserver // may be nil
 	approvals *approval.Service
-	tracing   *tracing
+	tracing   *observe.Tracing
 	// replays keeps recent escalation replies for the same request's
 	// retries, across reloads (replay.go).
 	replays replays
@@ -118,6 +121,10 @@ var apis = map[string]api.API{
 	"gemini":    gemini.API{},
 }
 
+// apiNames are the names of apis, whose series the metrics create ahead
+// of traffic.
+var apiNames = slices.Sorted(maps.Keys(apis))
+
 // New builds a Server serving the store's current snapshot.
 func New(o Options) (*Server, error) {
 	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink, keepalive: o.Keepalive, observer: o.Observer, approvals: o.Approvals}
@@ -128,17 +135,17 @@ func New(o Options) (*Server, error) {
 		s.sink = nopSink{}
 	}
 	if s.metrics == nil {
-		s.metrics = NewMetrics(prometheus.NewRegistry())
+		s.metrics = observe.NewMetrics(prometheus.NewRegistry())
 	}
-	s.tracing = newTracing(o, s.log, s.metrics.TraceSpansDropped)
-	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: s.metrics.mcp(), Approvals: o.Approvals, CallerToken: tokenOf})
+	s.tracing = observe.NewTracing(o.TraceTuning, o.Version, s.log, s.metrics.TraceSpansDropped)
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: &mcp.Metrics{UpstreamDuration: s.metrics.UpstreamDuration}, Approvals: o.Approvals, CallerToken: tokenOf})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err
 	}
 	s.rt.Store(rt)
 	snap := o.Store.Load()
-	s.metrics.SetCatalog(snap.Version, snap.Names)
+	s.metrics.SetCatalog(snap.Version, snap.Names, apiNames)
 	return s, nil
 }
 
@@ -155,7 +162,7 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 	}
 	old := s.rt.Swap(rt)
 	s.store.Swap(snap)
-	s.metrics.SetCatalog(snap.Version, snap.Names)
+	s.metrics.SetCatalog(snap.Version, snap.Names, apiNames)
 	if old != nil {
 		for _, u := range old.ups {
 			u.Close()
@@ -198,7 +205,7 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		routes.AddPassThrough(prefix, s.passthrough(rt, u, prefix))
 	}
 	// The MCP routes judge with the validators, so they come first.
-	rt.validators = judge.NewValidators(snap.Validators, s.metrics.observeValidator)
+	rt.validators = judge.NewValidators(snap.Validators, s.metrics.ObserveValidator)
 	if err := s.mcpRoutes(rt, routes); err != nil {
 		rt.validators.Close()
 		return nil, err
@@ -208,10 +215,10 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 	for i, v := range snap.Validators {
 		names[i] = v.Name
 	}
-	s.metrics.initValidators(names)
+	s.metrics.InitValidators(names)
 	// Last: nothing after it can fail, so a rejected config never
 	// replaces the live exporter.
-	tracer, err := s.tracing.tracer(snap)
+	tracer, err := s.tracing.Tracer(snap)
 	if err != nil {
 		rt.validators.Close()
 		return nil, fmt.Errorf("tracing: %w", err)
@@ -222,10 +229,10 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 
 // CloseTracing flushes the spans still queued and stops the exporter,
 // within ctx. It is the last step of a shutdown.
-func (s *Server) CloseTracing(ctx context.Context) error { return s.tracing.close(ctx) }
+func (s *Server) CloseTracing(ctx context.Context) error { return s.tracing.Close(ctx) }
 
 // FlushTracing exports the spans queued so far, within ctx.
-func (s *Server) FlushTracing(ctx context.Context) error { return s.tracing.flush(ctx) }
+func (s *Server) FlushTracing(ctx context.Context) error { return s.tracing.Flush(ctx) }
 
 // mcpMethods are every method an MCP route answers itself.
 var mcpMethods = []string{http.MethodPost, http.MethodGet, http.MethodDelete, http.MethodPut,
@@ -258,7 +265,7 @@ func (s *Server) mcpRoutes(rt *runtime, routes *route.Table) error {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}
 		rt.mcps = append(rt.mcps, h)
-		routes.AddServer("mcp", mc.PathPrefix, jsonRPCPlainError, tracedMCP(h, mc.Name), mcpMethods...)
+		routes.AddServer("mcp", mc.PathPrefix, jsonRPCPlainError, observe.TracedMCP(h, mc.Name), mcpMethods...)
 	}
 	return nil
 }

@@ -5,14 +5,11 @@ import (
 	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/telemetry"
-	"github.com/toolgate/toolgate/proxy/pipeline"
-	"github.com/toolgate/toolgate/proxy/upstream"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -73,24 +70,6 @@ func (x *exchange) startUpstream(ctx context.Context, kind recovery.Kind) (conte
 	h := x.header.Clone()
 	telemetry.Inject(ctx, h)
 	return ctx, sp, h
-}
-
-// upstreamSent records how the upstream answered, or that it did not.
-func upstreamSent(sp trace.Span, c *upstream.Call, err error) {
-	if sp == nil {
-		return
-	}
-	if err != nil {
-		// The cause is classified, never quoted: an error may hold a URL.
-		sp.SetStatus(codes.Error, string(pipeline.Classify(err).Code))
-		sp.End()
-		return
-	}
-	sp.SetAttributes(attribute.Int("http.response.status_code", c.Resp.StatusCode))
-	if c.Resp.StatusCode >= 400 {
-		sp.SetStatus(codes.Error, http.StatusText(c.Resp.StatusCode))
-	}
-	c.EndWith(sp)
 }
 
 // traceUsage puts one answer's model and token usage on its upstream

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
@@ -57,8 +58,8 @@ func begin(w http.ResponseWriter) *beganWriter {
 //
 //go:noinline
 func (s *Server) serveTraced(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter, rt *runtime) {
-	ctx, sp := startServer(requestContext(r, rid, rt).Context(), rt.tracer, r, rt.snap.Config.Limits.MaxRequestBytes)
-	defer func() { endServer(sp, int(bw.status.Load())) }()
+	ctx, sp := observe.StartServer(requestContext(r, rid, rt).Context(), rt.tracer, r, rt.snap.Config.Limits.MaxRequestBytes)
+	defer func() { observe.EndServer(sp, int(bw.status.Load())) }()
 	s.route(w, withContext(r, ctx), rt)
 }
 

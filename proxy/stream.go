@@ -240,7 +240,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 	// The stream is complete; nothing after the terminal event is read.
 	turns := r.st.Turns()
 	if r.holding && missingCallID(turns) {
-		x.s.metrics.unvalidated(pipeline.UnreadableResponse)
+		x.s.metrics.CountUnvalidated(pipeline.UnreadableResponse)
 		r.fail(pipeline.ErrNoCallID)
 		return
 	}

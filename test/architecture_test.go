@@ -218,6 +218,12 @@ func TestProxyLeavesImports(t *testing.T) {
 		"proxy/route": {"neutral"},
 		// The upstream client: an upstream's config, calls, headers, keys.
 		"proxy/upstream": {"catalog", "internal/httpx"},
+		// The observers that need no exchange: metrics, the exporter, the
+		// server span and an upstream call's span. The refusal reasons'
+		// series come from proxy/route, the call from proxy/upstream, the
+		// validator results and the pass outcome from judge and recovery.
+		"proxy/observe": {"catalog", "internal/jsonx", "internal/telemetry", "judge", "neutral", "recovery",
+			"proxy/route", "proxy/upstream"},
 	}
 	for pkg, ok := range allowed {
 		for _, im := range imports(t, pkg) {

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/observe"
 )
 
 // startApprovalGate is startGate with approvals on a memory store.
@@ -25,7 +26,7 @@ func startApprovalGate(t *testing.T, upURL string) (string, *approval.Service, *
 	t.Helper()
 	snap := approvalSnap(t, upURL, mcptest.Catalog)
 	svc := approval.New(approval.Config{Store: approval.NewMemory(approval.Options{})})
-	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(prometheus.NewRegistry()),
+	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: observe.NewMetrics(prometheus.NewRegistry()),
 		Sink: &sinkRec{}, Approvals: svc})
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func startTokenGate(t *testing.T, upURL string) (string, *approval.Service) {
 	t.Setenv("TG_MCP_BIND_TOKENS", "tok-a-1f2e3d,tok-b-4c5b6a")
 	snap := approvalSnap(t, upURL, mcptest.Catalog+"inbound_auth: {tokens_env: TG_MCP_BIND_TOKENS}\n")
 	svc := approval.New(approval.Config{Store: approval.NewMemory(approval.Options{})})
-	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(prometheus.NewRegistry()),
+	srv, err := proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: observe.NewMetrics(prometheus.NewRegistry()),
 		Sink: &sinkRec{}, Approvals: svc})
 	if err != nil {
 		t.Fatal(err)

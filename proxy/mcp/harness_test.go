@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/observe"
 )
 
 // start runs the order tools' MCP server for one test.
@@ -88,7 +89,7 @@ func startGateLog(t testing.TB, upURL, keyEnv, extra string, log *zap.Logger) *g
 		t.Fatal(err)
 	}
 	g := &gate{sink: &sinkRec{}, reg: prometheus.NewRegistry()}
-	g.srv, err = proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: proxy.NewMetrics(g.reg), Sink: g.sink, Logger: log})
+	g.srv, err = proxy.New(proxy.Options{Store: catalog.NewStore(snap), Metrics: observe.NewMetrics(g.reg), Sink: g.sink, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/sink"
 )
 
@@ -33,7 +34,7 @@ type App struct {
 	Path     string
 	Log      *zap.Logger
 	Registry *prometheus.Registry
-	Metrics  *proxy.Metrics
+	Metrics  *observe.Metrics
 	Server   *proxy.Server
 	Admin    *proxy.Admin
 	Store    *catalog.Store
@@ -120,7 +121,7 @@ func StartSnapshot(snap *catalog.Snapshot, o Options) (*App, error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := proxy.NewMetrics(reg)
+	m := observe.NewMetrics(reg)
 	store := catalog.NewStore(snap)
 	a := &App{Log: log, Registry: reg, Metrics: m, Admin: proxy.NewAdmin(reg), Store: store,
 		done: make(chan struct{}), baseDir: o.BaseDir, fixedSink: o.Sink}

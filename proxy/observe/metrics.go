@@ -1,4 +1,8 @@
-package proxy
+// Package observe holds the proxy's observers that need no exchange: the
+// Prometheus collectors (docs/metrics.md), the trace exporter of the live
+// config, the server span of a request and the client span of an
+// upstream call (docs/tracing.md).
+package observe
 
 import (
 	"context"
@@ -9,9 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/judge"
-	"github.com/toolgate/toolgate/proxy/mcp"
+	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/route"
-
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -50,7 +53,7 @@ type Metrics struct {
 	StrictCalls       *prometheus.CounterVec
 	TraceSpansDropped prometheus.Counter
 	// EscalationReplays counts retries answered with an escalation kept
-	// from the same request (replay.go).
+	// from the same request (proxy/replay.go).
 	EscalationReplays *prometheus.CounterVec
 	// ToolResults counts the tool results judged before the model reads
 	// them (docs/results.md), by what became of each.
@@ -139,7 +142,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// replayMetric counts escalation replays (replay.go).
+// replayMetric counts escalation replays (proxy/replay.go).
 func replayMetric() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_escalation_replays_total",
 		Help: "Retries answered with the escalation the same request got before, from memory."}, []string{"api"})
@@ -184,9 +187,15 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	}
 }
 
-// initValidators creates each validator's series at zero, so that rate()
+// CountUnvalidated counts a request, an answer or a call toolgate could
+// not judge in full, for reason.
+func (m *Metrics) CountUnvalidated(reason string) {
+	m.Unvalidated.WithLabelValues(reason).Inc()
+}
+
+// InitValidators creates each validator's series at zero, so that rate()
 // sees its first call, as SetCatalog does for the tool series.
-func (m *Metrics) initValidators(names []string) {
+func (m *Metrics) InitValidators(names []string) {
 	for _, n := range names {
 		for _, r := range []string{judge.ResultAllowed, judge.ResultDenied, judge.ResultError, judge.ResultTimeout} {
 			m.ValidatorRequests.WithLabelValues(n, r)
@@ -194,16 +203,16 @@ func (m *Metrics) initValidators(names []string) {
 	}
 }
 
-// observeValidator records one validator call. The validator label is a
+// ObserveValidator records one validator call. The validator label is a
 // configured name, so it is bounded like the catalog's tool names.
-func (m *Metrics) observeValidator(ctx context.Context, validator, result string, d time.Duration) {
+func (m *Metrics) ObserveValidator(ctx context.Context, validator, result string, d time.Duration) {
 	m.ValidatorRequests.WithLabelValues(validator, result).Inc()
-	observe(ctx, m.ValidatorDuration.WithLabelValues(validator), d.Seconds())
+	Record(ctx, m.ValidatorDuration.WithLabelValues(validator), d.Seconds())
 }
 
-// observe records v with the trace id of the span in ctx as its exemplar
-// when that span is sampled, so a slow bucket links to a trace.
-func observe(ctx context.Context, o prometheus.Observer, v float64) {
+// Record observes v on o, with the trace id of the span in ctx as its
+// exemplar when that span is sampled, so a slow bucket links to a trace.
+func Record(ctx context.Context, o prometheus.Observer, v float64) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
 		if eo, ok := o.(prometheus.ExemplarObserver); ok {
 			eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
@@ -213,24 +222,20 @@ func observe(ctx context.Context, o prometheus.Observer, v float64) {
 	o.Observe(v)
 }
 
-// mcp is the collectors the MCP routes count in.
-func (m *Metrics) mcp() *mcp.Metrics {
-	return &mcp.Metrics{UpstreamDuration: m.UpstreamDuration}
-}
-
 // maxInitTools bounds the per-tool series created ahead of traffic.
 const maxInitTools = 256
 
 // SetCatalog makes version the only one toolgate_catalog_info shows, and
-// creates the rate metrics' series at zero. A counter series that first
-// appears already at 1 hides that first increment from rate() and skews
-// the hallucination ratio of a fresh catalog version; at zero it counts.
-func (m *Metrics) SetCatalog(version string, names []string) {
+// creates the rate metrics' series at zero for each of apis. A counter
+// series that first appears already at 1 hides that first increment from
+// rate() and skews the hallucination ratio of a fresh catalog version; at
+// zero it counts.
+func (m *Metrics) SetCatalog(version string, names, apis []string) {
 	m.CatalogInfo.Reset()
 	m.CatalogTools.Reset()
 	m.CatalogInfo.WithLabelValues(version).Set(1)
 	m.CatalogTools.WithLabelValues(version).Set(float64(len(names)))
-	for api := range apis {
+	for _, api := range apis {
 		m.Hallucinations.WithLabelValues(api, version)
 		m.ToolCalls.WithLabelValues(api, version, "_unknown", "unknown_tool")
 		for i, n := range names {
@@ -242,51 +247,58 @@ func (m *Metrics) SetCatalog(version string, names []string) {
 	}
 }
 
-// apiSeries are the series every passing request of one API touches,
+// APISeries are the series every passing request of one API touches,
 // resolved once per route: WithLabelValues hashes the labels and takes a
 // lock on every call, several times per request.
-type apiSeries struct {
+type APISeries struct {
+	m         *Metrics
 	api       string
 	upstream  prometheus.Observer // upstream duration, kind original
 	tokensIn  prometheus.Counter  // kind original
 	tokensOut prometheus.Counter
-	added     prometheus.Observer
+	// Added is toolgate's own time per request (toolgate_added_latency_seconds).
+	Added prometheus.Observer
 	// passed (requests, outcome pass) is resolved on first use so that
 	// no outcome series exists before a request had that outcome.
 	passOnce sync.Once
 	passed   prometheus.Counter
 }
 
-func (m *Metrics) forAPI(api string) *apiSeries {
-	k := string(recovery.KindOriginal)
-	return &apiSeries{
+// ForAPI resolves the series of one API's route.
+func (m *Metrics) ForAPI(api string) *APISeries {
+	k := string(neutral.KindOriginal)
+	return &APISeries{
+		m:         m,
 		api:       api,
 		upstream:  m.UpstreamDuration.WithLabelValues(api, k),
 		tokensIn:  m.UpstreamTokens.WithLabelValues(api, k, "input"),
 		tokensOut: m.UpstreamTokens.WithLabelValues(api, k, "output"),
-		added:     m.AddedLatency.WithLabelValues(api),
+		Added:     m.AddedLatency.WithLabelValues(api),
 	}
 }
 
-func (a *apiSeries) upstreamDuration(m *Metrics, kind recovery.Kind) prometheus.Observer {
-	if kind == recovery.KindOriginal {
+// UpstreamDuration is the upstream duration series of one kind of call.
+func (a *APISeries) UpstreamDuration(kind neutral.QueryKind) prometheus.Observer {
+	if kind == neutral.KindOriginal {
 		return a.upstream
 	}
-	return m.UpstreamDuration.WithLabelValues(a.api, string(kind))
+	return a.m.UpstreamDuration.WithLabelValues(a.api, string(kind))
 }
 
-func (a *apiSeries) tokens(m *Metrics, kind recovery.Kind) (in, out prometheus.Counter) {
-	if kind == recovery.KindOriginal {
+// Tokens are the input and output token series of one kind of call.
+func (a *APISeries) Tokens(kind neutral.QueryKind) (in, out prometheus.Counter) {
+	if kind == neutral.KindOriginal {
 		return a.tokensIn, a.tokensOut
 	}
-	return m.UpstreamTokens.WithLabelValues(a.api, string(kind), "input"),
-		m.UpstreamTokens.WithLabelValues(a.api, string(kind), "output")
+	return a.m.UpstreamTokens.WithLabelValues(a.api, string(kind), "input"),
+		a.m.UpstreamTokens.WithLabelValues(a.api, string(kind), "output")
 }
 
-func (a *apiSeries) requests(m *Metrics, outcome string) prometheus.Counter {
+// Requests is the request counter of one outcome.
+func (a *APISeries) Requests(outcome string) prometheus.Counter {
 	if outcome == string(recovery.Pass) {
-		a.passOnce.Do(func() { a.passed = m.Requests.WithLabelValues(a.api, outcome) })
+		a.passOnce.Do(func() { a.passed = a.m.Requests.WithLabelValues(a.api, outcome) })
 		return a.passed
 	}
-	return m.Requests.WithLabelValues(a.api, outcome)
+	return a.m.Requests.WithLabelValues(a.api, outcome)
 }

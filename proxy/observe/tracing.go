@@ -1,4 +1,4 @@
-package proxy
+package observe
 
 import (
 	"bytes"
@@ -20,11 +20,11 @@ import (
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
-// tracing keeps the exporter of the live tracing config. A reload that
+// Tracing keeps the exporter of the live tracing config. A reload that
 // leaves tracing as it was keeps the same exporter; one that changes it
 // starts a new one, and the old one keeps taking the spans of requests
 // that began under it until retireAfter has passed, then flushes and stops.
-type tracing struct {
+type Tracing struct {
 	mu      sync.Mutex
 	cfg     telemetry.Config
 	cur     *telemetry.Provider
@@ -37,16 +37,18 @@ type tracing struct {
 // that started under it.
 var retireAfter = 2 * time.Minute
 
-func newTracing(o Options, log *zap.Logger, dropped prometheus.Counter) *tracing {
-	tune := o.TraceTuning
+// NewTracing keeps the exporters of toolgate version, bounded by tune;
+// spans dropped from a full queue are counted in dropped unless tune
+// counts them itself.
+func NewTracing(tune telemetry.Tuning, version string, log *zap.Logger, dropped prometheus.Counter) *Tracing {
 	if tune.Dropped == nil {
 		tune.Dropped = func(n int) { dropped.Add(float64(n)) }
 	}
-	return &tracing{tune: tune, version: o.Version, log: log}
+	return &Tracing{tune: tune, version: version, log: log}
 }
 
-// tracer is the tracer for a generation of snap, nil with tracing off.
-func (t *tracing) tracer(snap *catalog.Snapshot) (trace.Tracer, error) {
+// Tracer is the tracer for a generation of snap, nil with tracing off.
+func (t *Tracing) Tracer(snap *catalog.Snapshot) (trace.Tracer, error) {
 	tc := snap.Config.Tracing
 	cfg := telemetry.Config{Endpoint: tc.Endpoint, Protocol: tc.Protocol, Headers: snap.Secrets.TraceHeaders, Version: t.version}
 	if tc.SampleRatio != nil {
@@ -87,8 +89,8 @@ func shutdownProvider(p *telemetry.Provider) {
 	_ = p.Shutdown(ctx)
 }
 
-// close flushes and stops the live exporter within ctx.
-func (t *tracing) close(ctx context.Context) error {
+// Close flushes and stops the live exporter within ctx.
+func (t *Tracing) Close(ctx context.Context) error {
 	t.mu.Lock()
 	p := t.cur
 	t.cur = nil
@@ -99,8 +101,8 @@ func (t *tracing) close(ctx context.Context) error {
 	return p.Shutdown(ctx)
 }
 
-// flush exports what is queued, within ctx.
-func (t *tracing) flush(ctx context.Context) error {
+// Flush exports what is queued, within ctx.
+func (t *Tracing) Flush(ctx context.Context) error {
 	t.mu.Lock()
 	p := t.cur
 	t.mu.Unlock()
@@ -110,10 +112,10 @@ func (t *tracing) flush(ctx context.Context) error {
 	return p.ForceFlush(ctx)
 }
 
-// startServer opens the request's server span, continuing the client's
+// StartServer opens the request's server span, continuing the client's
 // trace, and puts its context in the request's headers, so that whatever
 // is forwarded as it came (pass-through routes, MCP servers) carries it.
-func startServer(ctx context.Context, tr trace.Tracer, r *http.Request, limit int64) (context.Context, trace.Span) {
+func StartServer(ctx context.Context, tr trace.Tracer, r *http.Request, limit int64) (context.Context, trace.Span) {
 	ctx = telemetry.Extract(ctx, r.Header)
 	if !trace.SpanContextFromContext(ctx).IsValid() && r.Method == http.MethodPost && r.Header.Get("Mcp-Method") != "" {
 		// MCP 2026-07-28 carries the caller's trace in params._meta as
@@ -127,8 +129,8 @@ func startServer(ctx context.Context, tr trace.Tracer, r *http.Request, limit in
 	return ctx, sp
 }
 
-// endServer records the status the client got and ends the span.
-func endServer(sp trace.Span, status int) {
+// EndServer records the status the client got and ends the span.
+func EndServer(sp trace.Span, status int) {
 	if status != 0 {
 		sp.SetAttributes(attribute.Int("http.response.status_code", status))
 	}
@@ -138,9 +140,9 @@ func endServer(sp trace.Span, status int) {
 	sp.End()
 }
 
-// tracedMCP names the server span of an MCP route's requests after the
+// TracedMCP names the server span of an MCP route's requests after the
 // server they are for.
-func tracedMCP(h http.Handler, server string) http.Handler {
+func TracedMCP(h http.Handler, server string) http.Handler {
 	name := "mcp " + server
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sp := trace.SpanFromContext(r.Context()); sp.IsRecording() {
