@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgate/toolgate/internal/geminischema"
+	"github.com/toolgate/toolgate/internal/yamljson"
 )
 
 // readToolFile reads a tool file from path; label is the name the config
@@ -56,7 +57,7 @@ func parseToolFile(data []byte, label string) ([]ToolConfig, error) {
 		if err := yaml.Unmarshal(data, &n); err != nil {
 			return nil, fmt.Errorf("%s is neither JSON nor YAML: %v", label, err)
 		}
-		j, err := yamlToJSON(&n)
+		j, err := yamljson.Convert(&n)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", label, err)
 		}

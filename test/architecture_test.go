@@ -75,6 +75,7 @@ func TestLayering(t *testing.T) {
 		"proxy/api/apitest": {"catalog", "validate", "recovery", "judge", "proxy/openaichat", "proxy/anthropic", "proxy/responses", "proxy/gemini", "proxy/jsonrpc"},
 		"proxy/openaiwire":  {"catalog", "validate", "recovery", "judge"},
 		"proxy/sse":         {""},
+		"internal/yamljson": {""},
 		"catalog":           {"validate", "recovery", "judge", "proxy"},
 		"schema":            {"catalog", "neutral", "validate", "recovery", "judge", "proxy", "approval", "sink", "cmd"},
 		"catalog/strict":    {"catalog", "schema", "neutral", "validate", "recovery", "judge", "proxy", "approval", "sink", "cmd"},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/proxy/observe"
@@ -229,7 +230,7 @@ func (a *App) install(snap *catalog.Snapshot, err error) error {
 		// An error from past the config's own problems may quote a URL
 		// too; neither kind may print the credentials it refuses.
 		a.Log.Error("config reload rejected; the previous config stays live", zap.String("config", filepath.Base(a.Path)),
-			zap.String("error", catalog.WithoutUserinfo(err.Error())))
+			zap.String("error", secrets.WithoutUserinfo(err.Error())))
 		return err
 	}
 	a.Metrics.ConfigReloads.WithLabelValues("success").Inc()
