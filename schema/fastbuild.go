@@ -206,7 +206,7 @@ func (b *builder) numberKeywords(n *node, s *jsonschema.Schema) {
 			continue
 		}
 		d, ok := ratDecimal(k.operand)
-		if !ok || k.keyword == boundMultipleOf && (d.isZero() || d.neg) {
+		if !ok || k.keyword == boundMultipleOf && (d.isZero() || d.negative) {
 			b.ok = false
 			return
 		}

@@ -10,12 +10,13 @@ import (
 // schema library compares numbers as exact rationals; every JSON number is
 // a finite decimal, so comparing digit strings gives the same answers.
 type decimal struct {
-	neg bool
-	// intd and frac are the digits before and after the point.
-	intd, frac string
-	// lead and n locate the significant digits (no leading or trailing
-	// zeros) in intd+frac: n == 0 means the value is zero.
-	lead, n int
+	negative bool
+	// integer and fraction are the digits before and after the point.
+	integer, fraction string
+	// first and significant locate the significant digits (no leading or
+	// trailing zeros) in integer+fraction: first is the index of the
+	// first, significant their count, 0 when the value is zero.
+	first, significant int
 	// point is where the decimal point falls relative to the first
 	// significant digit: the value is 0.d1d2…dn × 10^point.
 	point int
@@ -25,7 +26,7 @@ type decimal struct {
 // number with big.Rat.SetString, which refuses a non-zero number whose
 // exponent, less the digits after the point, is beyond ±1e6 (the library
 // then finds it no integer, equal to nothing, and cannot compare it). Such
-// numbers get no verdict here, so the library's answer stands.
+// numbers get no ruling here, so the library's answer stands.
 const (
 	maxExponent    = 1 << 20
 	maxRatExponent = 1_000_000
@@ -37,15 +38,15 @@ const (
 func parseDecimal(s string) (d decimal, ok bool) {
 	i := 0
 	if i < len(s) && s[i] == '-' {
-		d.neg = true
+		d.negative = true
 		i++
 	}
 	start := i
 	for i < len(s) && isDigit(s[i]) {
 		i++
 	}
-	d.intd = s[start:i]
-	if len(d.intd) == 0 || (len(d.intd) > 1 && d.intd[0] == '0') {
+	d.integer = s[start:i]
+	if len(d.integer) == 0 || (len(d.integer) > 1 && d.integer[0] == '0') {
 		return d, false
 	}
 	if i < len(s) && s[i] == '.' {
@@ -54,8 +55,8 @@ func parseDecimal(s string) (d decimal, ok bool) {
 		for i < len(s) && isDigit(s[i]) {
 			i++
 		}
-		d.frac = s[start:i]
-		if len(d.frac) == 0 {
+		d.fraction = s[start:i]
+		if len(d.fraction) == 0 {
 			return d, false
 		}
 	}
@@ -70,7 +71,7 @@ func parseDecimal(s string) (d decimal, ok bool) {
 		return d, false
 	}
 	d.normalize(exp)
-	if e := exp - len(d.frac); !d.isZero() && (e > maxRatExponent || e < -maxRatExponent) {
+	if e := exp - len(d.fraction); !d.isZero() && (e > maxRatExponent || e < -maxRatExponent) {
 		return d, false
 	}
 	return d, true
@@ -102,7 +103,7 @@ func parseExponent(s string, i int) (exp, next int, ok bool) {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func (d *decimal) normalize(exp int) {
-	all := len(d.intd) + len(d.frac)
+	all := len(d.integer) + len(d.fraction)
 	lead := 0
 	for lead < all && d.digit(lead) == '0' {
 		lead++
@@ -111,25 +112,25 @@ func (d *decimal) normalize(exp int) {
 	for end > lead && d.digit(end-1) == '0' {
 		end--
 	}
-	d.lead, d.n = lead, end-lead
-	d.point = len(d.intd) - lead + exp
+	d.first, d.significant = lead, end-lead
+	d.point = len(d.integer) - lead + exp
 }
 
-// digit returns the i-th digit of intd+frac.
+// digit returns the i-th digit of integer+fraction.
 func (d *decimal) digit(i int) byte {
-	if i < len(d.intd) {
-		return d.intd[i]
+	if i < len(d.integer) {
+		return d.integer[i]
 	}
-	return d.frac[i-len(d.intd)]
+	return d.fraction[i-len(d.integer)]
 }
 
-// sig returns the i-th significant digit.
-func (d *decimal) sig(i int) byte { return d.digit(d.lead + i) }
+// significantDigit returns the i-th significant digit.
+func (d *decimal) significantDigit(i int) byte { return d.digit(d.first + i) }
 
-func (d *decimal) isZero() bool { return d.n == 0 }
+func (d *decimal) isZero() bool { return d.significant == 0 }
 
 // isInt reports whether the value has no fractional part.
-func (d *decimal) isInt() bool { return d.n <= d.point }
+func (d *decimal) isInt() bool { return d.significant <= d.point }
 
 // cmp compares the values of a and b: -1, 0 or +1.
 func (a *decimal) cmp(b *decimal) int {
@@ -137,14 +138,14 @@ func (a *decimal) cmp(b *decimal) int {
 	case a.isZero() && b.isZero():
 		return 0
 	case a.isZero():
-		return signOf(!b.neg) * -1
+		return signOf(!b.negative) * -1
 	case b.isZero():
-		return signOf(!a.neg)
-	case a.neg != b.neg:
-		return signOf(b.neg)
+		return signOf(!a.negative)
+	case a.negative != b.negative:
+		return signOf(b.negative)
 	}
 	m := a.cmpAbs(b)
-	if a.neg {
+	if a.negative {
 		return -m
 	}
 	return m
@@ -163,28 +164,28 @@ func (a *decimal) cmpAbs(b *decimal) int {
 	if a.point != b.point {
 		return signOf(a.point > b.point)
 	}
-	for i := 0; i < a.n && i < b.n; i++ {
-		if x, y := a.sig(i), b.sig(i); x != y {
+	for i := 0; i < a.significant && i < b.significant; i++ {
+		if x, y := a.significantDigit(i), b.significantDigit(i); x != y {
 			return signOf(x > y)
 		}
 	}
 	switch {
-	case a.n == b.n:
+	case a.significant == b.significant:
 		return 0
 	default:
-		return signOf(a.n > b.n)
+		return signOf(a.significant > b.significant)
 	}
 }
 
 // mantissa returns the significant digits as an integer when they fit 19
 // digits (always less than 2^64).
 func (d *decimal) mantissa() (uint64, bool) {
-	if d.n > 19 {
+	if d.significant > 19 {
 		return 0, false
 	}
 	var m uint64
-	for i := 0; i < d.n; i++ {
-		m = m*10 + uint64(d.sig(i)-'0')
+	for i := 0; i < d.significant; i++ {
+		m = m*10 + uint64(d.significantDigit(i)-'0')
 	}
 	return m, true
 }
@@ -195,24 +196,25 @@ func (d *decimal) multipleOf(m *decimal) (yes, ok bool) {
 	if d.isZero() {
 		return true, true
 	}
-	dv, ok1 := d.mantissa()
-	mv, ok2 := m.mantissa()
-	if !ok1 || !ok2 || mv == 0 {
+	dMantissa, ok1 := d.mantissa()
+	mMantissa, ok2 := m.mantissa()
+	if !ok1 || !ok2 || mMantissa == 0 {
 		return false, false
 	}
-	// d = dv × 10^ds and m = mv × 10^ms, so d/m = dv/mv × 10^k.
-	k := (d.point - d.n) - (m.point - m.n)
-	if k >= 0 {
-		return mulMod(dv%mv, powMod(10, k, mv), mv) == 0, true
+	// d = dMantissa × 10^dExp and m = mMantissa × 10^mExp, so
+	// d/m = dMantissa/mMantissa × 10^shift.
+	shift := (d.point - d.significant) - (m.point - m.significant)
+	if shift >= 0 {
+		return mulMod(dMantissa%mMantissa, powMod(10, shift, mMantissa), mMantissa) == 0, true
 	}
-	if -k > 19 {
-		return false, true // mv × 10^-k exceeds dv, which is not zero
+	if -shift > 19 {
+		return false, true // mMantissa × 10^-shift exceeds dMantissa, which is not zero
 	}
-	hi, div := bits.Mul64(mv, pow10[-k])
-	if hi != 0 {
+	high, divisor := bits.Mul64(mMantissa, pow10[-shift])
+	if high != 0 {
 		return false, true
 	}
-	return dv%div == 0, true
+	return dMantissa%divisor == 0, true
 }
 
 var pow10 = func() (p [20]uint64) {
@@ -252,25 +254,25 @@ func ratDecimal(r *big.Rat) (decimal, bool) {
 	if r.Num().BitLen() > maxBoundBits || r.Denom().BitLen() > maxBoundBits {
 		return decimal{}, false
 	}
-	den := new(big.Int).Set(r.Denom())
-	two, five := 0, 0
-	zero, rem := new(big.Int), new(big.Int)
-	for _, f := range []struct {
-		p int64
-		n *int
-	}{{2, &two}, {5, &five}} {
-		p := big.NewInt(f.p)
+	denominator := new(big.Int).Set(r.Denom())
+	twos, fives := 0, 0
+	zero, remainder := new(big.Int), new(big.Int)
+	for _, factor := range []struct {
+		prime int64
+		count *int
+	}{{2, &twos}, {5, &fives}} {
+		prime := big.NewInt(factor.prime)
 		for {
-			q, m := new(big.Int).QuoRem(den, p, rem)
-			if m.Cmp(zero) != 0 {
+			quotient, rest := new(big.Int).QuoRem(denominator, prime, remainder)
+			if rest.Cmp(zero) != 0 {
 				break
 			}
-			den = q
-			*f.n++
+			denominator = quotient
+			*factor.count++
 		}
 	}
-	if den.Cmp(big.NewInt(1)) != 0 {
+	if denominator.Cmp(big.NewInt(1)) != 0 {
 		return decimal{}, false
 	}
-	return parseDecimal(r.FloatString(max(two, five)))
+	return parseDecimal(r.FloatString(max(twos, fives)))
 }
