@@ -47,9 +47,10 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Ruling {
 	// and nobody to ask again: the ladder's other settings do not apply.
 	settings := recovery.Settings{}
 	res, _ := recovery.Run(ctx, &recovery.Input{Turn: turn, Judge: j.Batch, Eff: c.Set.Eff, Settings: &settings})
-	noted := p.s.count(&tally{api: apiMCP, version: c.Set.Version, rid: c.RequestID, tools: mcpTools{c.Set}}, []*recovery.Result{res}, nil)
-	at := &site{api: apiMCP, rid: c.RequestID, version: c.Set.Version, server: c.Server, session: c.Session,
-		callJSON: func(call neutral.ToolCall) []byte { return jsonrpc.CallJSON(call.Name, call.Args) }}
+	at := &pipeline.Facts{API: pipeline.APIMCP, RequestID: c.RequestID, CatalogVersion: c.Set.Version, Server: c.Server,
+		Session: c.Session, Tools: mcpTools{c.Set},
+		CallJSON: func(call neutral.ToolCall) []byte { return jsonrpc.CallJSON(call.Name, call.Args) }}
+	noted := p.s.recorder.Count(at, []*recovery.Result{res}, nil)
 	d := mcp.Ruling{Noted: noted}
 	// The same decide as a model's answer: an MCP refusal always answers
 	// in place of the call, and a confirm call waits for a person.
@@ -79,10 +80,10 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Ruling {
 
 // record records the ladder's escalation of the call, whose refusal
 // lists fs.
-func (p *mcpPipeline) record(at *site, res *recovery.Result, fs []validate.Finding) *neutral.Escalated {
+func (p *mcpPipeline) record(at *pipeline.Facts, res *recovery.Result, fs []validate.Finding) *neutral.Escalated {
 	// MCP records the call whole, as its params spell it.
 	res.Escalation.CallIndex = 0
-	e := p.s.record(at, res)
+	e := p.s.recorder.Record(at, res)
 	e.Findings = neutralFindings(fs)
 	return e
 }
@@ -125,10 +126,10 @@ func (p *mcpPipeline) Write(w http.ResponseWriter, status int, upstream http.Hea
 // a model route.
 func (p *mcpPipeline) Done(ctx context.Context, d *mcp.Done) {
 	overhead := time.Since(d.Start) - d.Upstream
-	observe.Record(ctx, p.s.metrics.AddedLatency.WithLabelValues(apiMCP), max(overhead, 0).Seconds())
-	p.s.metrics.Requests.WithLabelValues(apiMCP, d.Outcome).Inc()
-	p.s.logRequest(&requestLine{rid: d.RequestID, api: apiMCP, route: d.Route, server: d.Server, status: d.Status, outcome: d.Outcome,
-		findings: d.Findings, calls: d.Calls, duration: time.Since(d.Start), overhead: max(overhead, 0), trace: traceIDs(ctx)})
+	observe.Record(ctx, p.s.metrics.AddedLatency.WithLabelValues(pipeline.APIMCP), max(overhead, 0).Seconds())
+	p.s.metrics.Requests.WithLabelValues(pipeline.APIMCP, d.Outcome).Inc()
+	p.s.recorder.LogRequest(&pipeline.RequestLine{RequestID: d.RequestID, API: pipeline.APIMCP, Route: d.Route, Server: d.Server, Status: d.Status, Outcome: d.Outcome,
+		Findings: d.Findings, Calls: d.Calls, Duration: time.Since(d.Start), Overhead: max(overhead, 0), Trace: traceIDs(ctx)})
 }
 
 // traceIDs are the log line's fields naming the request's span, or none.
@@ -140,20 +141,19 @@ func traceIDs(ctx context.Context) []zap.Field {
 	return []zap.Field{zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String())}
 }
 
-const apiMCP = "mcp"
-
 // mcpTools labels an MCP call's tool "server/tool", or _unknown.
 type mcpTools struct{ set *catalog.MCPSet }
 
-func (m mcpTools) toolLabel(name string, v validate.CallReport) string {
+func (m mcpTools) ToolLabel(name string, v validate.CallReport) string {
 	if l, ok := m.set.Labels[name]; ok && v.Tool != nil {
 		return l
 	}
 	return "_unknown"
 }
 
-// strictMarked implements toolLabeler: no provider decodes MCP calls.
-func (mcpTools) strictMarked(string) bool { return false }
+// StrictMarked implements pipeline.ToolLabeler: no provider decodes MCP
+// calls.
+func (mcpTools) StrictMarked(string) bool { return false }
 
 // serverChecks are the local checks only an MCP server's tool set has: a
 // tool the catalog hides, and the server's own inputSchema.

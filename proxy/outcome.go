@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/neutral"
@@ -162,46 +160,6 @@ func (x *exchange) report() {
 	if x.req != nil {
 		model = x.req.Model
 	}
-	x.s.logRequest(&requestLine{rid: x.rid, api: x.api.Name(), route: x.r.URL.Path, model: model, status: o.status,
-		outcome: o.label, findings: o.findings, calls: x.calls, duration: time.Since(x.start), overhead: x.overhead(), trace: traceFields})
-}
-
-// requestLine is the one `request` log line of a request, whatever its
-// route: a model API's or an MCP server's.
-type requestLine struct {
-	rid, api, route string
-	// model is the model a model route's request named; server the MCP
-	// server of an MCP route's. A line has one or the other.
-	model, server      string
-	status             int
-	outcome            string
-	findings           []string
-	calls              int
-	duration, overhead time.Duration
-	trace              []zap.Field
-}
-
-// logRequest writes l. Checked first: at log.level warn or above the
-// fields and the slice holding them are not built at all.
-func (s *Server) logRequest(l *requestLine) {
-	ce := s.log.Check(zap.InfoLevel, "request")
-	if ce == nil {
-		return
-	}
-	which := zap.String("model", l.model)
-	if l.server != "" {
-		which = zap.String("mcp_server", l.server)
-	}
-	ce.Write(append([]zap.Field{
-		zap.String("request_id", l.rid),
-		zap.String("api", l.api),
-		zap.String("route", l.route),
-		which,
-		zap.Int("status", l.status),
-		zap.String("outcome", l.outcome),
-		zap.Strings("findings", l.findings),
-		zap.Int("upstream_calls", l.calls),
-		zap.Duration("duration", l.duration),
-		zap.Duration("overhead", l.overhead),
-	}, l.trace...)...)
+	x.s.recorder.LogRequest(&pipeline.RequestLine{RequestID: x.rid, API: x.api.Name(), Route: x.r.URL.Path, Model: model, Status: o.status,
+		Outcome: o.label, Findings: o.findings, Calls: x.calls, Duration: time.Since(x.start), Overhead: x.overhead(), Trace: traceFields})
 }

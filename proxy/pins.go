@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/proxy/mcp"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
 // Drift counts a drifted MCP tool definition, logs it and hands it to the
@@ -20,7 +21,7 @@ func (s *Server) drift(d *mcp.Drift) {
 	s.log.Warn("mcp tool definition drifted from its pin",
 		zap.String("mcp_server", d.Server), zap.String("tool", d.Tool), zap.String("action", d.Action),
 		zap.String("pinned_digest", d.PinnedDigest), zap.String("digest", d.Digest), zap.String("by", d.By))
-	s.sink.Record(&EscalationRecord{Time: time.Now().UTC(), API: apiMCP, Server: d.Server, Drift: d})
+	s.recorder.Sink.Record(&pipeline.EscalationRecord{Time: time.Now().UTC(), API: pipeline.APIMCP, Server: d.Server, Drift: d})
 }
 
 // PinDecided reports a person's decision on a held drift: an accepted

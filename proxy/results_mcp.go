@@ -4,16 +4,15 @@ import (
 	"context"
 	"strings"
 
-	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/mcp"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
 // JudgesResults says whether an MCP server's tool results are judged.
 func (p *mcpPipeline) JudgesResults() bool {
-	pol := p.rt.snap.Config.Catalog.Results
-	return pol.Secrets != catalog.SecretsOff || pol.MaxBytes > 0 || p.rt.snap.AnyResultRules || p.rt.validators.HasResultValidators()
+	return pipeline.JudgesResults(p.rt.snap, p.rt.validators)
 }
 
 // Result judges an MCP server's tool result on its way to the client
@@ -23,22 +22,22 @@ func (p *mcpPipeline) Result(ctx context.Context, r *mcp.Result) []byte {
 	if err != nil {
 		return nil
 	}
-	c := resultCheck{id: r.ID, tool: r.Tool, text: mcpText(res.Get("content")), raw: r.Result, size: len(r.Result),
-		structured: res.Get("structuredContent"), isError: string(res.Get("isError")) == "true"}
-	j := newResultJudge(p.rt.snap, p.rt.validators, r.Server, "", nil)
-	v := j.judge(ctx, &c)
+	c := pipeline.ResultCheck{ID: r.ID, Tool: r.Tool, Text: mcpText(res.Get("content")), Raw: r.Result, Size: len(r.Result),
+		Structured: res.Get("structuredContent"), IsError: string(res.Get("isError")) == "true"}
+	j := pipeline.NewResultJudge(p.rt.snap, p.rt.validators, r.Server, "", nil)
+	v := j.Judge(ctx, &c)
 	var out []byte
-	if v.label == resultRedacted {
-		if off, ok := locate(r.Message, r.Result, 0); ok {
-			out = jsonx.Splice(r.Message, []jsonx.Edit{{Start: off, End: off + len(r.Result), Text: v.raw}})
+	if v.Label == pipeline.ResultRedacted {
+		if off, ok := pipeline.Locate(r.Message, r.Result, 0); ok {
+			out = jsonx.Splice(r.Message, []jsonx.Edit{{Start: off, End: off + len(r.Result), Text: v.Raw}})
 		} else {
-			v = resultVerdict{label: resultSecret, why: "carries a credential toolgate could not replace in place"}
+			v = pipeline.Unreplaced()
 		}
 	}
-	p.s.metrics.ToolResults.WithLabelValues("mcp", v.label).Inc()
-	if v.refused() {
-		p.s.recordResult(&site{api: apiMCP, version: p.rt.snap.Version, server: r.Server}, r.ID, r.Tool, v)
-		out = jsonrpc.RefusedResult(r.Message, r.Tool, string(v.code()), v.why, r.Meta)
+	p.s.metrics.ToolResults.WithLabelValues("mcp", v.Label).Inc()
+	if v.Refused() {
+		p.s.recorder.RecordResult(&pipeline.Facts{API: pipeline.APIMCP, CatalogVersion: p.rt.snap.Version, Server: r.Server}, r.ID, r.Tool, v)
+		out = jsonrpc.RefusedResult(r.Message, r.Tool, string(v.Code()), v.Why, r.Meta)
 	}
 	return out
 }

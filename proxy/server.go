@@ -43,17 +43,12 @@ import (
 	"github.com/toolgate/toolgate/recovery"
 )
 
-// Sink receives every escalation (docs/escalations.md). Implementations must not block.
-type Sink interface {
-	Record(rec *EscalationRecord)
-}
-
 // Options configure a Server.
 type Options struct {
 	Store   *catalog.Store
 	Logger  *zap.Logger
 	Metrics *observe.Metrics
-	Sink    Sink
+	Sink    pipeline.Sink
 	// Keepalive is the interval of ": keepalive" comments on held streams
 	// (default 15s).
 	Keepalive time.Duration
@@ -73,8 +68,9 @@ type Server struct {
 	store   *catalog.Store
 	log     *zap.Logger
 	metrics *observe.Metrics
-	sink    Sink
-	rt      atomic.Pointer[runtime]
+	// recorder keeps the books: counts, escalation records, log lines.
+	recorder *pipeline.Recorder
+	rt       atomic.Pointer[runtime]
 	// mcp keeps MCP sessions and the tool lists learned in them across
 	// reloads.
 	mcp *mcp.Gateway
@@ -127,16 +123,18 @@ var apiNames = slices.Sorted(maps.Keys(apis))
 
 // New builds a Server serving the store's current snapshot.
 func New(o Options) (*Server, error) {
-	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, sink: o.Sink, keepalive: o.Keepalive, observer: o.Observer, approvals: o.Approvals}
+	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, keepalive: o.Keepalive, observer: o.Observer, approvals: o.Approvals}
 	if s.log == nil {
 		s.log = zap.NewNop()
-	}
-	if s.sink == nil {
-		s.sink = nopSink{}
 	}
 	if s.metrics == nil {
 		s.metrics = observe.NewMetrics(prometheus.NewRegistry())
 	}
+	var sink pipeline.Sink = nopSink{}
+	if o.Sink != nil {
+		sink = o.Sink
+	}
+	s.recorder = &pipeline.Recorder{Log: s.log, Metrics: s.metrics, Sink: sink}
 	s.tracing = observe.NewTracing(o.TraceTuning, o.Version, s.log, s.metrics.TraceSpansDropped)
 	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: &mcp.Metrics{UpstreamDuration: s.metrics.UpstreamDuration}, Approvals: o.Approvals, CallerToken: tokenOf})
 	rt, err := s.build(o.Store.Load())
@@ -151,7 +149,7 @@ func New(o Options) (*Server, error) {
 
 type nopSink struct{}
 
-func (nopSink) Record(*EscalationRecord) {}
+func (nopSink) Record(*pipeline.EscalationRecord) {}
 
 // Apply installs a new snapshot: routes and upstream clients are rebuilt off
 // to the side, then swapped in one step. Requests in flight keep the old one.

@@ -85,9 +85,9 @@ func (x *exchange) markStrict(body []byte) []byte {
 	return nb
 }
 
-// strictMarked reports whether toolgate marked the named tool strict on
+// StrictMarked reports whether toolgate marked the named tool strict on
 // this request.
-func (x *exchange) strictMarked(name string) bool {
+func (x *exchange) StrictMarked(name string) bool {
 	return x.strict != nil && x.strict.marked[name]
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -47,7 +47,7 @@ type Set struct {
 	wg      sync.WaitGroup
 }
 
-var _ proxy.Sink = (*Set)(nil)
+var _ pipeline.Sink = (*Set)(nil)
 
 // New starts the sinks the config names. secrets carries the webhook key.
 func New(cfg catalog.Escalation, secrets catalog.Secrets, log *zap.Logger, c Counters) (*Set, error) {
@@ -81,9 +81,9 @@ func (s *Set) add(w writer) {
 	}()
 }
 
-// Record implements proxy.Sink. It redacts and encodes the record once and
+// Record implements pipeline.Sink. It redacts and encodes the record once and
 // queues it for every sink without waiting.
-func (s *Set) Record(rec *proxy.EscalationRecord) {
+func (s *Set) Record(rec *pipeline.EscalationRecord) {
 	if len(s.writers) == 0 {
 		return
 	}
@@ -131,7 +131,7 @@ func (s *Set) Close() {
 // blanked in every set of arguments it carries. Validators' own words
 // (Finding.Reason) are dropped: they may quote the operator's data, and a
 // record outlives the request.
-func Encode(rec *proxy.EscalationRecord, redact []string) ([]byte, error) {
+func Encode(rec *pipeline.EscalationRecord, redact []string) ([]byte, error) {
 	if rec.Escalation != nil && (len(redact) > 0 || hasReasons(rec.Escalation)) {
 		e := *rec.Escalation
 		e.Attempts = make([]recovery.Attempt, len(rec.Escalation.Attempts))

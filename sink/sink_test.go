@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
 )
@@ -31,9 +31,9 @@ func counters() Counters {
 	}
 }
 
-func record(id string) *proxy.EscalationRecord {
+func record(id string) *pipeline.EscalationRecord {
 	raw := `{"order_id":"ord_secret1","note":"keep"}`
-	return &proxy.EscalationRecord{
+	return &pipeline.EscalationRecord{
 		Time: time.Unix(1700000000, 0).UTC(), API: "chat", Model: "m",
 		Escalation: &recovery.Escalation{
 			ID: id, Codes: []string{"unknown_tool"}, Reason: "r", CatalogVersion: "v1", RequestID: "req_1",

@@ -34,7 +34,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/test/internal/proc"
 )
 
@@ -49,8 +49,8 @@ type ticket struct {
 
 // escalationRecords keeps the sink records that are escalations, leaving
 // out the approvals' state changes.
-func escalationRecords(recs []*proxy.EscalationRecord) []*proxy.EscalationRecord {
-	var out []*proxy.EscalationRecord
+func escalationRecords(recs []*pipeline.EscalationRecord) []*pipeline.EscalationRecord {
+	var out []*pipeline.EscalationRecord
 	for _, r := range recs {
 		if r.Escalation != nil {
 			out = append(out, r)

@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
 // Faults on the upstream side: every way a provider, the network or a
@@ -693,7 +693,7 @@ func TestFaultMalformedStreams(t *testing.T) {
 // panicSink fails the way a buggy custom sink would.
 type panicSink struct{ n atomic.Int64 }
 
-func (s *panicSink) Record(*proxy.EscalationRecord) {
+func (s *panicSink) Record(*pipeline.EscalationRecord) {
 	s.n.Add(1)
 	panic("sink exploded")
 }

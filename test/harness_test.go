@@ -27,7 +27,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
 // gate is one running toolgate.
@@ -40,19 +40,19 @@ type gate struct {
 // recordingSink keeps every escalation toolgate hands to its sinks.
 type recordingSink struct {
 	mu   sync.Mutex
-	recs []*proxy.EscalationRecord
+	recs []*pipeline.EscalationRecord
 }
 
-func (s *recordingSink) Record(r *proxy.EscalationRecord) {
+func (s *recordingSink) Record(r *pipeline.EscalationRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recs = append(s.recs, r)
 }
 
-func (s *recordingSink) records() []*proxy.EscalationRecord {
+func (s *recordingSink) records() []*pipeline.EscalationRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*proxy.EscalationRecord(nil), s.recs...)
+	return append([]*pipeline.EscalationRecord(nil), s.recs...)
 }
 
 // startToolgate starts toolgate from configYAML, as a config file would

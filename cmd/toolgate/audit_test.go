@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/sink"
 )
 
@@ -30,7 +30,7 @@ func TestAuditVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := approval.New(approval.Config{Store: approval.NewMemory(approval.Options{}), Audit: func(e approval.Event) {
-		set.Record(&proxy.EscalationRecord{Time: e.At, API: "approvals", Approval: &e})
+		set.Record(&pipeline.EscalationRecord{Time: e.At, API: "approvals", Approval: &e})
 	}})
 	call, _ := approval.NewCall("issue_refund", []byte(`{"order_id":"A1"}`))
 	for i, by := range []string{"ana", "bob", "carol"} {

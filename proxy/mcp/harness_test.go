@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/proxy/observe"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
 // start runs the order tools' MCP server for one test.
@@ -33,19 +34,19 @@ func start(t *testing.T, jsonAnswers bool) *mcptest.Orders {
 // sinkRec keeps every escalation record.
 type sinkRec struct {
 	mu   sync.Mutex
-	recs []*proxy.EscalationRecord
+	recs []*pipeline.EscalationRecord
 }
 
-func (s *sinkRec) Record(r *proxy.EscalationRecord) {
+func (s *sinkRec) Record(r *pipeline.EscalationRecord) {
 	s.mu.Lock()
 	s.recs = append(s.recs, r)
 	s.mu.Unlock()
 }
 
-func (s *sinkRec) all() []*proxy.EscalationRecord {
+func (s *sinkRec) all() []*pipeline.EscalationRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*proxy.EscalationRecord(nil), s.recs...)
+	return append([]*pipeline.EscalationRecord(nil), s.recs...)
 }
 
 type gate struct {

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/proxy"
 	"github.com/toolgate/toolgate/proxy/observe"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/sink"
 )
 
@@ -47,7 +48,7 @@ type App struct {
 	reloadMu           sync.Mutex
 	done               chan struct{}
 	baseDir            string
-	fixedSink          proxy.Sink
+	fixedSink          pipeline.Sink
 	sinks              atomic.Pointer[sink.Set]
 	approvals          *approvals
 	// watchRead, when set, runs just before the watcher reads a replaced
@@ -58,7 +59,7 @@ type App struct {
 // sinkSwitch hands each escalation to the sinks of the live config.
 type sinkSwitch struct{ a *App }
 
-func (s sinkSwitch) Record(rec *proxy.EscalationRecord) {
+func (s sinkSwitch) Record(rec *pipeline.EscalationRecord) {
 	if s.a.fixedSink != nil {
 		s.a.fixedSink.Record(rec)
 		return
@@ -80,7 +81,7 @@ func (a *App) newSinks(snap *catalog.Snapshot) (*sink.Set, error) {
 type Options struct {
 	Logger *zap.Logger
 	// Sink receives escalations; nil uses the config's sinks.
-	Sink proxy.Sink
+	Sink pipeline.Sink
 	// Observer receives every judged answer's recovery steps (eval).
 	Observer proxy.RecoveryObserver
 	// BaseDir resolves a relative sink file path (the config's folder).

@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/webhook"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/sink"
 )
 
@@ -109,8 +109,8 @@ func (ap *approvals) close() {
 }
 
 // auditApproval hands an approval's state change to the escalation sinks.
-func auditApproval(s proxy.Sink) func(approval.Event) {
+func auditApproval(s pipeline.Sink) func(approval.Event) {
 	return func(e approval.Event) {
-		s.Record(&proxy.EscalationRecord{Time: e.At, API: "approvals", Approval: &e})
+		s.Record(&pipeline.EscalationRecord{Time: e.At, API: "approvals", Approval: &e})
 	}
 }

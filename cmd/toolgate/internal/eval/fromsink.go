@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/validate"
 )
 
@@ -52,7 +52,7 @@ func CasesFromSink(r io.Reader) ([]Case, SinkStats, error) {
 		if len(text) == 0 {
 			continue
 		}
-		var rec proxy.EscalationRecord
+		var rec pipeline.EscalationRecord
 		if err := json.Unmarshal(text, &rec); err != nil || rec.Escalation == nil {
 			why := "not an escalation record"
 			if err != nil {
@@ -86,7 +86,7 @@ func CasesFromSink(r io.Reader) ([]Case, SinkStats, error) {
 	return out, st, nil
 }
 
-func caseFromEscalation(rec *proxy.EscalationRecord) (Case, bool) {
+func caseFromEscalation(rec *pipeline.EscalationRecord) (Case, bool) {
 	e := rec.Escalation
 	for _, a := range e.Attempts {
 		if a.Kind != "call" || !hasCode(a.Findings, validate.UnknownTool) {
@@ -122,7 +122,7 @@ func caseFromEscalation(rec *proxy.EscalationRecord) (Case, bool) {
 }
 
 // sinkNote tells the labeller where a case came from.
-func sinkNote(rec *proxy.EscalationRecord) string {
+func sinkNote(rec *pipeline.EscalationRecord) string {
 	e := rec.Escalation
 	parts := []string{"from escalation " + e.ID}
 	if !rec.Time.IsZero() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/sink"
 	"github.com/toolgate/toolgate/validate"
@@ -18,7 +18,7 @@ import (
 
 func sinkLine(t *testing.T, e *recovery.Escalation, redact []string) []byte {
 	t.Helper()
-	rec := &proxy.EscalationRecord{Time: time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), API: "chat", Model: "gpt-test", Escalation: e}
+	rec := &pipeline.EscalationRecord{Time: time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), API: "chat", Model: "gpt-test", Escalation: e}
 	b, err := sink.Encode(rec, redact)
 	if err != nil {
 		t.Fatal(err)

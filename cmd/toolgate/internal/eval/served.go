@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
-	"github.com/toolgate/toolgate/proxy"
+	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -214,4 +214,4 @@ func (l *stepLog) take(requestID string) []recovery.Event {
 // noSink drops escalations: eval reads them from the answers.
 type noSink struct{}
 
-func (noSink) Record(*proxy.EscalationRecord) {}
+func (noSink) Record(*pipeline.EscalationRecord) {}
