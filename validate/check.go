@@ -122,7 +122,7 @@ func (rep *CallReport) Worst() Class {
 	return worst
 }
 
-// Codes returns the distinct codes of v's findings in first-seen order.
+// Codes returns the distinct codes of the report's findings in first-seen order.
 func (rep *CallReport) Codes() []Code {
 	var out []Code
 	for _, f := range rep.Findings {

@@ -167,7 +167,7 @@ func (cr *clientRequest) inspect(m *message) ([]byte, bool) {
 	if m.kind == kindNotification {
 		if m.method == "notifications/tools/list_changed" {
 			cr.sess.stale()
-			cr.rt.st.dropLists()
+			cr.rt.state.dropLists()
 		}
 		return nil, false
 	}

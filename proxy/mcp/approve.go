@@ -56,7 +56,7 @@ func (cr *clientRequest) callMatch(name string, args []byte) (approval.Match, er
 // and route alone bind the approval.
 func (cr *clientRequest) boundCaller() string {
 	b := approval.Binding{Session: cr.r.Header.Get(hdrSession)}
-	if f := cr.rt.g.deps.CallerToken; f != nil {
+	if f := cr.rt.gateway.deps.CallerToken; f != nil {
 		b.Token = f(cr.w)
 	}
 	return b.Digest()
@@ -65,7 +65,7 @@ func (cr *clientRequest) boundCaller() string {
 // holdUnconfirmed is refuseUnconfirmed with the call stored for a person
 // to approve, when approvals are on.
 func (cr *clientRequest) holdUnconfirmed(h *held, why string) []byte {
-	svc := cr.rt.g.deps.Approvals
+	svc := cr.rt.gateway.deps.Approvals
 	m, err := cr.callMatch(h.name, h.args)
 	ac, err2 := approval.NewCall(h.name, h.args)
 	if svc == nil || err != nil || err2 != nil {
@@ -95,7 +95,7 @@ func (cr *clientRequest) resume(h *held) bool {
 	if !ok {
 		return false
 	}
-	svc := cr.rt.g.deps.Approvals
+	svc := cr.rt.gateway.deps.Approvals
 	if _, err := approval.ParseID(id); svc == nil || err != nil {
 		cr.refuseResume(h, approval.CodeUnknown)
 		return true
@@ -168,7 +168,7 @@ func withoutApprovalMeta(raw []byte) []byte {
 // get. It is nil when the call passes, presents no approval, or is not
 // the approved call (the claim then says why).
 func (cr *clientRequest) staleResume(msg *message, name string, args []byte, ruling Ruling) []byte {
-	svc := cr.rt.g.deps.Approvals
+	svc := cr.rt.gateway.deps.Approvals
 	if svc == nil || ruling.Disposition == Forward || ruling.Disposition == Confirm {
 		return nil
 	}

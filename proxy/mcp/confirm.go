@@ -29,11 +29,11 @@ func (cr *clientRequest) confirm(h *held) {
 	if cr.resume(h) {
 		return
 	}
-	if cr.modern {
+	if cr.statelessRevision {
 		cr.confirmStateless(h)
 		return
 	}
-	_, elicit := cr.sess.info()
+	_, elicit := cr.sess.negotiated()
 	if !elicit || !strings.Contains(cr.r.Header.Get("Accept"), "text/event-stream") {
 		cr.writeJSON(http.StatusOK, cr.holdUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
 		return
@@ -90,7 +90,7 @@ func (cr *clientRequest) question(h *held) map[string]any {
 			"required": []string{"confirm"},
 		},
 	}
-	if v, _ := cr.sess.info(); v >= protocol20251125 {
+	if v, _ := cr.sess.negotiated(); v >= protocol20251125 {
 		p["mode"] = "form"
 	}
 	return p
@@ -100,7 +100,7 @@ func (cr *clientRequest) question(h *held) map[string]any {
 // confirm true; anything else, an error included, is a no.
 func accepted(a json.RawMessage) bool {
 	res, err := jsonx.ParseObject(a)
-	if err != nil || str(res, "action") != "accept" {
+	if err != nil || stringMember(res, "action") != "accept" {
 		return false
 	}
 	content, err := jsonx.ParseObject(res.Get("content"))

@@ -82,15 +82,15 @@ func (g *Gateway) state(cfg catalog.MCPServer) *serverState {
 // Route is one mcp_servers entry under one snapshot: an http.Handler for
 // its path_prefix.
 type Route struct {
-	g    *Gateway
-	snap *catalog.Snapshot
+	gateway *Gateway
+	snap    *catalog.Snapshot
 	// pipe judges, counts and records under the snapshot, swapped with it.
 	pipe   Pipeline
 	cfg    catalog.MCPServer
 	key    string
 	target *url.URL
 	client *http.Client
-	st     *serverState
+	state  *serverState
 	// stateKey signs the requestState of a stateless confirmation.
 	stateKey []byte
 }
@@ -106,7 +106,7 @@ func (g *Gateway) Route(snap *catalog.Snapshot, pipe Pipeline, cfg catalog.MCPSe
 	// in JSON sends none until the tool is done.
 	tr := httpx.NewTransport(cfg.ConnectTimeout.D(), cfg.IdleTimeout.D())
 	return &Route{
-		g: g, snap: snap, pipe: pipe, cfg: cfg, key: snap.Secrets.MCPKeys[cfg.Name], target: u, st: g.state(cfg),
+		gateway: g, snap: snap, pipe: pipe, cfg: cfg, key: snap.Secrets.MCPKeys[cfg.Name], target: u, state: g.state(cfg),
 		client:   &http.Client{Transport: tr, CheckRedirect: httpx.NoRedirects},
 		stateKey: stateKeyFor(snap.Secrets.MCPStateSecret, snap.Secrets.ApprovalsAdminToken, g.processKey),
 	}, nil
@@ -126,7 +126,7 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cr := rt.newClientRequest(sw, r)
 	defer func() {
 		rt.pipe.Done(r.Context(), &Done{RequestID: cr.rid, Route: r.URL.Path, Server: rt.cfg.Name, Status: sw.status,
-			Outcome: cr.outcome, Findings: cr.findings, Start: cr.start, Upstream: cr.upWait, Calls: cr.calls})
+			Outcome: cr.outcome, Findings: cr.findings, Start: cr.start, Upstream: cr.upstreamWait, Calls: cr.calls})
 		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("toolgate.outcome", cr.outcome))
 	}()
 	if rt.rebinding(sw, r) {
@@ -137,12 +137,12 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		cr.post()
 	case http.MethodGet, http.MethodDelete:
-		cr.other()
+		cr.forwardNonPost()
 	case http.MethodOptions:
 		// A browser's CORS preflight, from an origin that passed the
 		// check above: the server answers it as it would without toolgate,
 		// and its Access-Control-* headers come back unchanged.
-		cr.other()
+		cr.forwardNonPost()
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		cr.writeJSON(http.StatusMethodNotAllowed, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "MCP Streamable HTTP takes POST, GET and DELETE", nil))

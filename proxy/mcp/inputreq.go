@@ -133,8 +133,8 @@ type usedStates struct {
 // maxUsed bounds the nonces remembered; past it the oldest expiries go.
 const maxUsed = 1 << 16
 
-// take reports whether nonce was unused, and marks it used.
-func (u *usedStates) take(nonce string, expires int64, now time.Time) bool {
+// claim reports whether nonce was unused, and marks it used.
+func (u *usedStates) claim(nonce string, expires int64, now time.Time) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.seen == nil {
@@ -161,7 +161,7 @@ func (u *usedStates) take(nonce string, expires int64, now time.Time) bool {
 // same signed bytes is the same state.
 func (g *Gateway) useState(ctx context.Context, s *signedState, now time.Time) (bool, error) {
 	if g.deps.Approvals == nil {
-		return g.used.take(s.Nonce, s.Expires, now), nil
+		return g.used.claim(s.Nonce, s.Expires, now), nil
 	}
 	sum := sha256.Sum256([]byte(s.Nonce + "\x00" + s.Call))
 	ttl := time.UnixMilli(s.Expires).Sub(now) + time.Millisecond
@@ -215,7 +215,7 @@ func (cr *clientRequest) confirmStateless(h *held) {
 		cr.answerInput(h)
 		return
 	}
-	if !declaresElicitationCaps(cr.caps) {
+	if !declaresElicitationCaps(cr.capabilities) {
 		cr.writeJSON(http.StatusOK, cr.holdUnconfirmed(h, "this client did not declare the elicitation capability, so toolgate cannot ask a person to confirm the call"))
 		return
 	}
@@ -248,7 +248,7 @@ func (cr *clientRequest) answerInput(h *held) {
 		cr.forwardReleased(h, s.State, p.Get("inputResponses"))
 		return
 	}
-	fresh, err := cr.rt.g.useState(cr.ctx, s, time.Now())
+	fresh, err := cr.rt.gateway.useState(cr.ctx, s, time.Now())
 	if err != nil {
 		cr.log().Warn("approval store failed; the confirmed call was not run", zap.Error(err))
 		cr.outcome = outcomeUpstreamError
@@ -322,7 +322,7 @@ func (cr *clientRequest) keepConfirmed(m *message, res jsonx.Object, t tracked) 
 
 // inputRequired reports a result that asks the client for input rather
 // than completing the call.
-func inputRequired(res jsonx.Object) bool { return str(res, "resultType") == "input_required" }
+func inputRequired(res jsonx.Object) bool { return stringMember(res, "resultType") == "input_required" }
 
 // randomKey is a fresh secret for a process without configured material.
 func randomKey() []byte {

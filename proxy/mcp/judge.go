@@ -50,7 +50,7 @@ func (cr *clientRequest) judge(m *message) ([]byte, *held) {
 		return ans, nil
 	}
 	var state *signedState
-	if cr.modern {
+	if cr.statelessRevision {
 		var ans []byte
 		if state, ans = cr.retryState(m, name, args); ans != nil {
 			return ans, nil
@@ -93,7 +93,7 @@ func (cr *clientRequest) trackCall(m *message, set *catalog.MCPSet, name string)
 // catalog is the session's judged tool set, read from the server first
 // when toolgate has no fresh list of it.
 func (cr *clientRequest) catalog(name string) (*catalog.MCPSet, error) {
-	if cr.modern {
+	if cr.statelessRevision {
 		return cr.statelessSet(name)
 	}
 	if set := cr.sess.catalogFor(cr.rt.snap, cr.rt.cfg.Name); set != nil {

@@ -31,7 +31,7 @@ func (rt *Route) rebinding(w http.ResponseWriter, r *http.Request) bool {
 	if why == "" {
 		return false
 	}
-	rt.g.deps.Log.Info("mcp request refused", zap.String("request_id", w.Header().Get("X-Toolgate-Request-Id")),
+	rt.gateway.deps.Log.Info("mcp request refused", zap.String("request_id", w.Header().Get("X-Toolgate-Request-Id")),
 		zap.String("mcp_server", rt.cfg.Name), zap.String("reason", why))
 	body := jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "Forbidden: toolgate refused this request to MCP server "+
 		strconv.Quote(rt.cfg.Name)+": "+why, nil)

@@ -95,14 +95,14 @@ const maxSeen = 4096
 // pinState is what a server's drift looks like to this process: the
 // tools refused and the definitions already reported.
 type pinState struct {
-	pmu   sync.Mutex
-	drift map[string]string // tool → the drifted digest refused
-	seen  map[string]bool   // action, tool and digest already reported
+	pinsMu sync.Mutex
+	drift  map[string]string // tool → the drifted digest refused
+	seen   map[string]bool   // action, tool and digest already reported
 }
 
 func (p *pinState) setDrift(tool, digest string) {
-	p.pmu.Lock()
-	defer p.pmu.Unlock()
+	p.pinsMu.Lock()
+	defer p.pinsMu.Unlock()
 	if p.drift == nil {
 		p.drift = map[string]string{}
 	}
@@ -113,22 +113,22 @@ func (p *pinState) setDrift(tool, digest string) {
 }
 
 func (p *pinState) clearDrift(tool string) {
-	p.pmu.Lock()
+	p.pinsMu.Lock()
 	delete(p.drift, tool)
-	p.pmu.Unlock()
+	p.pinsMu.Unlock()
 }
 
 func (p *pinState) drifted(tool string) (string, bool) {
-	p.pmu.Lock()
-	defer p.pmu.Unlock()
+	p.pinsMu.Lock()
+	defer p.pinsMu.Unlock()
 	d, ok := p.drift[tool]
 	return d, ok
 }
 
 // firstSight reports a drift not reported before by this process.
 func (p *pinState) firstSight(action, tool, digest string) bool {
-	p.pmu.Lock()
-	defer p.pmu.Unlock()
+	p.pinsMu.Lock()
+	defer p.pinsMu.Unlock()
 	k := action + "\x00" + tool + "\x00" + digest
 	if p.seen[k] || len(p.seen) >= maxSeen {
 		return false
@@ -142,17 +142,16 @@ func (p *pinState) firstSight(action, tool, digest string) bool {
 
 // pinStore is approvals.store's pins, nil without approvals.
 func (cr *clientRequest) pinStore() *approval.PinStore {
-	if cr.rt.g.deps.Approvals == nil {
+	if cr.rt.gateway.deps.Approvals == nil {
 		return nil
 	}
-	return cr.rt.g.deps.Approvals.Pins()
+	return cr.rt.gateway.deps.Approvals.Pins()
 }
 
 // pinned is the pin a definition is judged against.
 type pinned struct {
-	digest string
-	def    []byte
-	ok     bool
+	digest     string
+	definition []byte
 }
 
 // judgePins judges the tools of one list against their pins, records and
@@ -182,13 +181,13 @@ func (cr *clientRequest) judgePins(tools []catalog.MCPTool) map[string]bool {
 		fe, inFile := file[t.Name]
 		sp, inStore := stored[t.Name]
 		if err == nil && ((inFile && fe.Digest == digest) || (inStore && sp.Digest == digest)) {
-			cr.rt.st.clearDrift(t.Name)
+			cr.rt.state.clearDrift(t.Name)
 			continue
 		}
 		if err == nil && !inFile && !inStore && p.FirstUse && ps != nil && storeErr == nil {
 			pin, perr := ps.PinFirst(cr.ctx, server, t.Name, approval.Pin{Digest: digest, Definition: def, At: time.Now().UTC()})
 			if perr == nil && pin.Digest == digest {
-				cr.rt.st.clearDrift(t.Name)
+				cr.rt.state.clearDrift(t.Name)
 				continue
 			}
 			sp, inStore = pin, perr == nil
@@ -196,9 +195,9 @@ func (cr *clientRequest) judgePins(tools []catalog.MCPTool) map[string]bool {
 		was := pinned{}
 		switch {
 		case inStore:
-			was = pinned{digest: sp.Digest, def: sp.Definition, ok: true}
+			was = pinned{digest: sp.Digest, definition: sp.Definition}
 		case inFile:
-			was = pinned{digest: fe.Digest, def: fe.Definition, ok: true}
+			was = pinned{digest: fe.Digest, definition: fe.Definition}
 		}
 		if cr.drifted(t.Name, was, def, digest) {
 			if out == nil {
@@ -223,24 +222,24 @@ func (cr *clientRequest) drifted(tool string, was pinned, def []byte, digest str
 			action = DriftWarned
 		}
 	}
-	diff := DefinitionDiff(was.def, def)
+	diff := DefinitionDiff(was.definition, def)
 	if action == DriftHeld {
 		if ps := cr.pinStore(); ps != nil {
-			_, err := ps.Drifted(cr.ctx, approval.Drift{Server: cr.rt.cfg.Name, Tool: tool, PinnedDigest: was.digest, Pinned: was.def,
+			_, err := ps.Drifted(cr.ctx, approval.Drift{Server: cr.rt.cfg.Name, Tool: tool, PinnedDigest: was.digest, Pinned: was.definition,
 				Digest: digest, Definition: def, Diff: diff, Since: time.Now().UTC()})
 			if err != nil {
 				cr.log().Warn("mcp drifted tool definition not recorded for a person", zap.String("tool", tool), zap.Error(err))
 			}
 		}
 	}
-	if cr.rt.st.firstSight(action, tool, digest) {
+	if cr.rt.state.firstSight(action, tool, digest) {
 		cr.rt.pipe.Drift(cr.ctx, &Drift{Server: cr.rt.cfg.Name, Tool: tool, Action: action, PinnedDigest: was.digest, Digest: digest, Diff: diff})
 	}
 	if action == DriftWarned {
-		cr.rt.st.clearDrift(tool)
+		cr.rt.state.clearDrift(tool)
 		return false
 	}
-	cr.rt.st.setDrift(tool, digest)
+	cr.rt.state.setDrift(tool, digest)
 	return true
 }
 
@@ -252,17 +251,17 @@ func (cr *clientRequest) pinRefusal(m *message, name string) []byte {
 	if !p.Enabled() || !p.Refuses() {
 		return nil
 	}
-	digest, ok := cr.rt.st.drifted(name)
+	digest, ok := cr.rt.state.drifted(name)
 	if !ok {
 		return nil
 	}
 	if cr.rt.snap.Pins != nil && cr.rt.snap.Pins.Servers[cr.rt.cfg.Name][name].Digest == digest {
-		cr.rt.st.clearDrift(name)
+		cr.rt.state.clearDrift(name)
 		return nil
 	}
 	if ps := cr.pinStore(); ps != nil {
 		if stored, err := ps.Pins(cr.ctx, cr.rt.cfg.Name); err == nil && stored[name].Digest == digest {
-			cr.rt.st.clearDrift(name)
+			cr.rt.state.clearDrift(name)
 			return nil
 		}
 	}

@@ -39,21 +39,22 @@ type clientRequest struct {
 	// tracked are the requests of this POST whose answers toolgate reads.
 	tracked map[string]tracked
 	batch   bool
-	// modern is set for a request of a stateless revision (2026-07-28):
-	// version is the revision it carries and caps its clientCapabilities.
-	modern  bool
-	version string
-	caps    []byte
-	method  string
+	// statelessRevision is set for a request of a stateless revision
+	// (2026-07-28): version is the revision it carries and capabilities
+	// its clientCapabilities.
+	statelessRevision bool
+	version           string
+	capabilities      []byte
+	method            string
 	// upstreamSession is the session id the server's answer gave.
 	upstreamSession string
 	// gone is set when the server said it no longer knows the session.
 	gone *sessionGone
 	// start, upWait and findings are for the request's report: when it
 	// began, how long the server took, and the finding codes judged.
-	start    time.Time
-	upWait   time.Duration
-	findings []string
+	start        time.Time
+	upstreamWait time.Duration
+	findings     []string
 	// calls counts the requests sent to the server.
 	calls int
 }
@@ -64,7 +65,7 @@ func (rt *Route) newClientRequest(w http.ResponseWriter, r *http.Request) *clien
 }
 
 func (cr *clientRequest) log() *zap.Logger {
-	return cr.rt.g.deps.Log.With(zap.String("request_id", cr.rid), zap.String("mcp_server", cr.rt.cfg.Name))
+	return cr.rt.gateway.deps.Log.With(zap.String("request_id", cr.rid), zap.String("mcp_server", cr.rt.cfg.Name))
 }
 
 // post handles a client's JSON-RPC message or batch.
@@ -84,12 +85,12 @@ func (cr *clientRequest) post() {
 		return
 	}
 	sid := cr.r.Header.Get(hdrSession)
-	if cr.modern {
+	if cr.statelessRevision {
 		// Nothing is sticky: whatever a session header says, the request
 		// stands alone, and the server's own tool list judges it.
 		sid = ""
 	}
-	cr.sess = cr.rt.st.get(sid, true)
+	cr.sess = cr.rt.state.get(sid, true)
 	if batch {
 		if v := cr.protocol(); v != protocol20250326 {
 			cr.outcome = outcomeInvalid
@@ -106,7 +107,7 @@ func (cr *clientRequest) post() {
 		defer cr.sess.release()
 	}
 
-	fwd, local, hold := cr.sort(msgs, bad)
+	fwd, local, hold := cr.triage(msgs, bad)
 	if hold != nil {
 		cr.confirm(hold)
 		return
@@ -141,10 +142,10 @@ func (cr *clientRequest) post() {
 	cr.forward(out, fwd, local)
 }
 
-// sort decides each message of a POST: answered by toolgate (a refusal or
+// triage decides each message of a POST: answered by toolgate (a refusal or
 // an error), consumed (an answer to toolgate's own question), held for a
 // person's yes, or forwarded.
-func (cr *clientRequest) sort(msgs []message, bad []rpcError) (fwd []message, local [][]byte, hold *held) {
+func (cr *clientRequest) triage(msgs []message, bad []rpcError) (fwd []message, local [][]byte, hold *held) {
 	for _, e := range bad {
 		local = append(local, jsonrpc.ErrorResponse(e.id, e.code, e.msg, nil))
 	}
@@ -238,14 +239,16 @@ func (cr *clientRequest) protocol() string {
 	if v := cr.r.Header.Get(hdrProtocol); v != "" {
 		return v
 	}
-	if v, _ := cr.sess.info(); v != "" {
+	if v, _ := cr.sess.negotiated(); v != "" {
 		return v
 	}
 	return protocol20250326
 }
 
 // listening reports a stateless subscriptions/listen: a stream, not a call.
-func (cr *clientRequest) listening() bool { return cr.modern && cr.method == "subscriptions/listen" }
+func (cr *clientRequest) listening() bool {
+	return cr.statelessRevision && cr.method == "subscriptions/listen"
+}
 
 // forward sends the messages toolgate let through and relays the answer,
 // with local answers (refusals) joined to it.
@@ -295,7 +298,7 @@ func (cr *clientRequest) sendTimed(body []byte) (*http.Response, func(), error) 
 	return resp, func() {
 		resp.Body.Close()
 		cancel()
-		cr.rt.g.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
+		cr.rt.gateway.deps.Metrics.UpstreamDuration.WithLabelValues(apiMCP, "original").Observe(time.Since(start).Seconds())
 	}, nil
 }
 
@@ -304,15 +307,16 @@ func (cr *clientRequest) sendTimed(body []byte) (*http.Response, func(), error) 
 func (cr *clientRequest) sessionStatus(resp *http.Response) {
 	if resp.StatusCode == http.StatusNotFound {
 		if sid := cr.r.Header.Get(hdrSession); sid != "" {
-			cr.rt.st.drop(sid)
+			cr.rt.state.drop(sid)
 		}
 	}
 }
 
-// other forwards GET (the server's stream) and DELETE (end of session).
-func (cr *clientRequest) other() {
+// forwardNonPost forwards GET (the server's stream) and DELETE (end of
+// session), and a CORS preflight.
+func (cr *clientRequest) forwardNonPost() {
 	sid := cr.r.Header.Get(hdrSession)
-	cr.sess = cr.rt.st.get(sid, true)
+	cr.sess = cr.rt.state.get(sid, true)
 	// The server's own stream may stay quiet for hours; only a POST's
 	// answer is held to idle_timeout. It is not a call, so max_streams
 	// does not count it.
@@ -331,7 +335,7 @@ func (cr *clientRequest) other() {
 	defer resp.Body.Close()
 	cr.sessionStatus(resp)
 	if cr.r.Method == http.MethodDelete && resp.StatusCode/100 == 2 && sid != "" {
-		cr.rt.st.drop(sid)
+		cr.rt.state.drop(sid)
 	}
 	if cr.r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && mediaType(resp.Header) == "text/event-stream" {
 		cr.copyHeader(resp.Header, false)
@@ -379,7 +383,7 @@ func (cr *clientRequest) send(method string, body []byte, idle bool, edit ...fun
 	resp, err := cr.rt.client.Do(req)
 	// The server's time to answer is not toolgate's: the report's
 	// overhead leaves it out.
-	cr.upWait += time.Since(sent)
+	cr.upstreamWait += time.Since(sent)
 	if err != nil {
 		cancel(err)
 		return nil, nil, httpx.WithoutURL(err)

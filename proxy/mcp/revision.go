@@ -60,7 +60,7 @@ func (cr *clientRequest) revision(msgs []message, batch bool) bool {
 	if mv == "" && !stateless(hv) {
 		return true
 	}
-	cr.modern, cr.version, cr.caps, cr.method = true, mv, meta.Get(metaCapabilities), m.method
+	cr.statelessRevision, cr.version, cr.capabilities, cr.method = true, mv, meta.Get(metaCapabilities), m.method
 	if cr.version == "" {
 		cr.version = hv
 	}

@@ -24,9 +24,9 @@ const maxTracked = 1024
 type serverState struct {
 	mu       sync.Mutex
 	sessions map[string]*session
-	// lists are the tool lists stateless requests are judged by (lmu).
-	lmu   sync.Mutex
-	lists map[string]*toolList
+	// lists are the tool lists stateless requests are judged by (listsMu).
+	listsMu sync.Mutex
+	lists   map[string]*toolList
 	// pinState is the server's drifted tool definitions (pins.go).
 	pinState
 }
@@ -291,7 +291,7 @@ func (s *session) setProtocol(v string, elicit bool) {
 	s.mu.Unlock()
 }
 
-func (s *session) info() (protocol string, elicit bool) {
+func (s *session) negotiated() (protocol string, elicit bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.protocol, s.elicit

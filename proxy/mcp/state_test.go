@@ -58,7 +58,7 @@ func TestStateKeyMaterial(t *testing.T) {
 func TestUsedStates(t *testing.T) {
 	var u usedStates
 	now := time.Now()
-	if !u.take("n", now.Add(time.Minute).UnixMilli(), now) || u.take("n", now.Add(time.Minute).UnixMilli(), now) {
+	if !u.claim("n", now.Add(time.Minute).UnixMilli(), now) || u.claim("n", now.Add(time.Minute).UnixMilli(), now) {
 		t.Fatal("a nonce was taken twice or not at all")
 	}
 }

@@ -32,9 +32,9 @@ type toolList struct {
 	setFor *catalog.Snapshot
 }
 
-// under is the judged tool set of the list under snap, built once per
+// judgedSet is the judged tool set of the list under snap, built once per
 // snapshot.
-func (l *toolList) under(snap *catalog.Snapshot, server string) *catalog.MCPSet {
+func (l *toolList) judgedSet(snap *catalog.Snapshot, server string) *catalog.MCPSet {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.set == nil || l.setFor != snap {
@@ -56,7 +56,7 @@ func readCache(res jsonx.Object) listCache {
 	if f, err := strconv.ParseFloat(string(compact(res.Get("ttlMs"))), 64); err == nil && f > 0 && !math.IsInf(f, 0) {
 		c.ttl = time.Duration(min(f, float64(maxListTTL/time.Millisecond))) * time.Millisecond
 	}
-	c.private = str(res, "cacheScope") == "private"
+	c.private = stringMember(res, "cacheScope") == "private"
 	return c
 }
 
@@ -81,8 +81,8 @@ func listKey(c listCache, caller string) (string, bool) {
 // freshList returns the list that judges a caller's stateless call now:
 // its private one, else the public one, if still fresh.
 func (st *serverState) freshList(caller string, now time.Time) *toolList {
-	st.lmu.Lock()
-	defer st.lmu.Unlock()
+	st.listsMu.Lock()
+	defer st.listsMu.Unlock()
 	if caller != "" {
 		if l := st.lists["p:"+caller]; l != nil && now.Before(l.expires) {
 			return l
@@ -102,8 +102,8 @@ func (st *serverState) keepList(caller string, tools []catalog.MCPTool, c listCa
 	if !ok || c.ttl <= 0 {
 		return l
 	}
-	st.lmu.Lock()
-	defer st.lmu.Unlock()
+	st.listsMu.Lock()
+	defer st.listsMu.Unlock()
 	if st.lists == nil {
 		st.lists = map[string]*toolList{}
 	}
@@ -126,9 +126,9 @@ func (st *serverState) keepList(caller string, tools []catalog.MCPTool, c listCa
 
 // dropLists forgets every list: the server said its tools changed.
 func (st *serverState) dropLists() {
-	st.lmu.Lock()
+	st.listsMu.Lock()
 	st.lists = nil
-	st.lmu.Unlock()
+	st.listsMu.Unlock()
 }
 
 // caller names who a private list belongs to: a digest of the client's
@@ -142,8 +142,8 @@ func (cr *clientRequest) caller() string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// knows reports a tool the set lists, callable or hidden.
-func knows(set *catalog.MCPSet, name string) bool {
+// listsTool reports a tool the set lists, callable or hidden.
+func listsTool(set *catalog.MCPSet, name string) bool {
 	_, listed := set.Labels[name]
 	return listed || set.Hidden[name]
 }
@@ -153,8 +153,8 @@ func knows(set *catalog.MCPSet, name string) bool {
 // read now.
 func (cr *clientRequest) statelessSet(name string) (*catalog.MCPSet, error) {
 	now := time.Now()
-	if l := cr.rt.st.freshList(cr.caller(), now); l != nil {
-		if set := l.under(cr.rt.snap, cr.rt.cfg.Name); knows(set, name) {
+	if l := cr.rt.state.freshList(cr.caller(), now); l != nil {
+		if set := l.judgedSet(cr.rt.snap, cr.rt.cfg.Name); listsTool(set, name) {
 			return set, nil
 		}
 	}
@@ -162,7 +162,7 @@ func (cr *clientRequest) statelessSet(name string) (*catalog.MCPSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cr.rt.st.keepList(cr.caller(), tools, c, now).under(cr.rt.snap, cr.rt.cfg.Name), nil
+	return cr.rt.state.keepList(cr.caller(), tools, c, now).judgedSet(cr.rt.snap, cr.rt.cfg.Name), nil
 }
 
 // learnStateless keeps a complete list a stateless client read itself.
@@ -174,7 +174,7 @@ func (cr *clientRequest) learnStateless(t tracked, result []byte, tools []catalo
 	if err != nil {
 		return
 	}
-	cr.rt.st.keepList(cr.caller(), tools, readCache(res), time.Now())
+	cr.rt.state.keepList(cr.caller(), tools, readCache(res), time.Now())
 }
 
 // discovered narrows a server/discover answer's supportedVersions to the

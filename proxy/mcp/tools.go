@@ -31,8 +31,8 @@ var supportedProtocols = []string{protocol20251125, protocol20250618, protocol20
 // maxPages bounds the tools/list pages toolgate reads itself.
 const maxPages = 100
 
-// str returns a string member of a JSON object, or "".
-func str(obj jsonx.Object, key string) string {
+// stringMember returns a string member of a JSON object, or "".
+func stringMember(obj jsonx.Object, key string) string {
 	v := obj.Get(key)
 	if v == nil {
 		return ""
@@ -46,7 +46,7 @@ func listCursor(params []byte) string {
 	if err != nil {
 		return ""
 	}
-	return str(obj, "cursor")
+	return stringMember(obj, "cursor")
 }
 
 // declaresElicitation reports an initialize that declares the elicitation
@@ -74,7 +74,7 @@ func taskIDParam(params []byte) string {
 	if err != nil {
 		return ""
 	}
-	return str(obj, "taskId")
+	return stringMember(obj, "taskId")
 }
 
 // taskHandle reads a CreateTaskResult: a task with its id, and none of a
@@ -87,7 +87,7 @@ func taskHandle(res jsonx.Object) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	id := str(task, "taskId")
+	id := stringMember(task, "taskId")
 	return id, id != ""
 }
 
@@ -119,7 +119,7 @@ func parseTools(result []byte) (tools []catalog.MCPTool, raws [][]byte, next str
 	if err != nil {
 		return nil, nil, "", errors.New("the tools/list result is not an object")
 	}
-	next = str(obj, "nextCursor")
+	next = stringMember(obj, "nextCursor")
 	raws, err = jsonx.ParseArray(obj.Get("tools"))
 	if err != nil {
 		return nil, nil, "", errors.New("the tools/list result has no tools array")
@@ -129,7 +129,7 @@ func parseTools(result []byte) (tools []catalog.MCPTool, raws [][]byte, next str
 		if err != nil {
 			return nil, nil, "", errors.New("a listed tool is not an object")
 		}
-		mt := catalog.MCPTool{Name: str(t, "name"), Description: str(t, "description"),
+		mt := catalog.MCPTool{Name: stringMember(t, "name"), Description: stringMember(t, "description"),
 			InputSchema: t.Get("inputSchema"), OutputSchema: t.Get("outputSchema"), Raw: raw}
 		if ann, err := jsonx.ParseObject(t.Get("annotations")); err == nil {
 			mt.Destructive = string(compact(ann.Get("destructiveHint"))) == "true" && string(compact(ann.Get("readOnlyHint"))) != "true"
@@ -150,7 +150,7 @@ func (cr *clientRequest) initialized(m *message, t tracked) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	v := str(obj, "protocolVersion")
+	v := stringMember(obj, "protocolVersion")
 	if !slices.Contains(supportedProtocols, v) {
 		return jsonrpc.ErrorResponse(m.id, jsonrpc.CodeInvalidRequest, "toolgate does not serve MCP revision "+strconv.Quote(v)+
 			"; it serves "+strings.Join(supportedProtocols, ", "), nil), true
@@ -159,7 +159,7 @@ func (cr *clientRequest) initialized(m *message, t tracked) ([]byte, bool) {
 	if sid == "" {
 		sid = cr.sess.id
 	}
-	cr.rt.st.get(sid, true).setProtocol(v, t.elicit)
+	cr.rt.state.get(sid, true).setProtocol(v, t.elicit)
 	return nil, false
 }
 
@@ -171,7 +171,7 @@ func (cr *clientRequest) listed(m *message, t tracked) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if cr.modern {
+	if cr.statelessRevision {
 		cr.learnStateless(t, m.result, tools, next)
 	} else {
 		cr.sess.learnPage(t.cursor, tools, next)
@@ -230,7 +230,7 @@ func (cr *clientRequest) readList() ([]catalog.MCPTool, listCache, error) {
 		}
 		tools, _, next, err := parseTools(res)
 		if err != nil {
-			return nil, listCache{}, &listError{server: cr.rt.cfg.Name, what: "answered toolgate's tools/list with a result it could not read: " + err.Error()}
+			return nil, listCache{}, &listError{server: cr.rt.cfg.Name, reason: "answered toolgate's tools/list with a result it could not read: " + err.Error()}
 		}
 		obj, _ := jsonx.ParseObject(res)
 		if c := readCache(obj); page == 0 {
@@ -245,7 +245,7 @@ func (cr *clientRequest) readList() ([]catalog.MCPTool, listCache, error) {
 		}
 		cursor = next
 	}
-	return nil, listCache{}, &listError{server: cr.rt.cfg.Name, what: fmt.Sprintf("lists more than %d pages of tools", maxPages)}
+	return nil, listCache{}, &listError{server: cr.rt.cfg.Name, reason: fmt.Sprintf("lists more than %d pages of tools", maxPages)}
 }
 
 // listParams are the params of toolgate's own tools/list. A stateless
@@ -256,7 +256,7 @@ func (cr *clientRequest) listParams(cursor string) any {
 	if cursor != "" {
 		p["cursor"] = cursor
 	}
-	if cr.modern {
+	if cr.statelessRevision {
 		p["_meta"] = map[string]any{metaProtocol: cr.version, metaCapabilities: map[string]any{}}
 	}
 	if len(p) == 0 {
@@ -283,17 +283,19 @@ func ownHeader(h http.Header) {
 // and what it said.
 type listError struct {
 	server string
-	what   string
+	reason string
 }
 
-func (e *listError) Error() string { return "the MCP server " + strconv.Quote(e.server) + " " + e.what }
+func (e *listError) Error() string {
+	return "the MCP server " + strconv.Quote(e.server) + " " + e.reason
+}
 
-// maxSaid bounds what a refusal quotes of the server's words.
-const maxSaid = 300
+// maxServerWords bounds what a refusal quotes of the server's words.
+const maxServerWords = 300
 
-// said is the server's own words from an error answer: a JSON-RPC error's
-// message and code, else the body's first line, bounded.
-func said(body []byte) string {
+// serverWords is the server's own words from an error answer: a JSON-RPC
+// error's message and code, else the body's first line, bounded.
+func serverWords(body []byte) string {
 	msgs, _, _, perr := parseBody(body)
 	if perr == nil && len(msgs) == 1 && msgs[0].err != nil {
 		return rpcErrorText(msgs[0].err)
@@ -311,12 +313,12 @@ func rpcErrorText(e []byte) string {
 	if err != nil {
 		return "an error"
 	}
-	return bounded(str(obj, "message")) + " (code " + string(compact(obj.Get("code"))) + ")"
+	return bounded(stringMember(obj, "message")) + " (code " + string(compact(obj.Get("code"))) + ")"
 }
 
 func bounded(s string) string {
-	if len(s) > maxSaid {
-		s = strings.ToValidUTF8(s[:maxSaid], "") + "…"
+	if len(s) > maxServerWords {
+		s = strings.ToValidUTF8(s[:maxServerWords], "") + "…"
 	}
 	return strconv.Quote(s)
 }
@@ -329,14 +331,14 @@ func (cr *clientRequest) ask(body []byte, id string) ([]byte, error) {
 	}
 	defer cancel()
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound && cr.r.Header.Get(hdrSession) != "" && !cr.modern {
+	if resp.StatusCode == http.StatusNotFound && cr.r.Header.Get(hdrSession) != "" && !cr.statelessRevision {
 		cr.sessionStatus(resp)
 		body, _ := readLimited(resp.Body, 64<<10)
 		return nil, &sessionGone{header: resp.Header.Clone(), body: body}
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return nil, &listError{server: cr.rt.cfg.Name, what: "answered toolgate's tools/list with HTTP " + strconv.Itoa(resp.StatusCode) + ": " + said(b)}
+		return nil, &listError{server: cr.rt.cfg.Name, reason: "answered toolgate's tools/list with HTTP " + strconv.Itoa(resp.StatusCode) + ": " + serverWords(b)}
 	}
 	want, _ := json.Marshal(id)
 	limit := cr.rt.snap.Config.Limits.MaxResponseBytes
@@ -348,7 +350,7 @@ func (cr *clientRequest) ask(body []byte, id string) ([]byte, error) {
 		for _, m := range msgs {
 			if m.kind == kindResponse && bytes.Equal(m.id, want) {
 				if m.err != nil {
-					return nil, true, &listError{server: cr.rt.cfg.Name, what: "refused toolgate's tools/list: " + rpcErrorText(m.err)}
+					return nil, true, &listError{server: cr.rt.cfg.Name, reason: "refused toolgate's tools/list: " + rpcErrorText(m.err)}
 				}
 				return m.result, true, nil
 			}
