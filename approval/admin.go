@@ -57,8 +57,8 @@ func (s *Service) view(r *Record) View {
 	}
 	var hidden []string
 	for i, c := range r.Calls {
-		if s.c.Redact != nil {
-			red := s.c.Redact(c.Tool, c.Arguments)
+		if s.cfg.Redact != nil {
+			red := s.cfg.Redact(c.Tool, c.Arguments)
 			hidden = appendHidden(hidden, c.Arguments, red)
 			c.Arguments = red
 		}
@@ -99,26 +99,27 @@ type Tokens struct {
 // unnamed admin token, which has no name of its own to record.
 const adminName = "admin"
 
-// keyed is one accepted token: its digest, compared in constant time, and
-// the name its decisions are recorded under ("" for the admin token).
-type keyed struct {
-	sum   [sha256.Size]byte
-	name  string
-	named bool
+// acceptedToken is one accepted token: its digest, compared in constant
+// time, and the name its decisions are recorded under ("" for the admin
+// token).
+type acceptedToken struct {
+	digest [sha256.Size]byte
+	name   string
+	named  bool
 	// session signs the page's cookies and CSRF tokens for this token,
 	// so every replica with the same token accepts them and removing the
 	// token ends its sessions.
 	session []byte
 }
 
-type tokenSet []keyed
+type tokenSet []acceptedToken
 
 func newTokenSet(t Tokens) tokenSet {
 	var ks tokenSet
 	add := func(tok, name string, named bool) {
 		m := hmac.New(sha256.New, []byte(tok))
 		m.Write([]byte("toolgate approvals page session v1"))
-		ks = append(ks, keyed{sum: sha256.Sum256([]byte(tok)), name: name, named: named, session: m.Sum(nil)})
+		ks = append(ks, acceptedToken{digest: sha256.Sum256([]byte(tok)), name: name, named: named, session: m.Sum(nil)})
 	}
 	if t.Admin != "" {
 		add(t.Admin, "", false)
@@ -131,28 +132,28 @@ func newTokenSet(t Tokens) tokenSet {
 
 // match finds the token presented, comparing against every one so the
 // time says nothing about which matched.
-func (ks tokenSet) match(tok string) (keyed, bool) {
+func (ks tokenSet) match(tok string) (acceptedToken, bool) {
 	sum := sha256.Sum256([]byte(tok))
 	found := -1
 	for i := range ks {
-		if subtle.ConstantTimeCompare(sum[:], ks[i].sum[:]) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], ks[i].digest[:]) == 1 {
 			found = i
 		}
 	}
 	if found < 0 {
-		return keyed{}, false
+		return acceptedToken{}, false
 	}
 	return ks[found], true
 }
 
 // byName finds a token by the name a session cookie carries.
-func (ks tokenSet) byName(named bool, name string) (keyed, bool) {
+func (ks tokenSet) byName(named bool, name string) (acceptedToken, bool) {
 	for _, k := range ks {
 		if k.named == named && k.name == name {
 			return k, true
 		}
 	}
-	return keyed{}, false
+	return acceptedToken{}, false
 }
 
 type ctxKey struct{}
@@ -263,7 +264,7 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	recs, err := s.c.Store.List(r.Context(), st)
+	recs, err := s.cfg.Store.List(r.Context(), st)
 	if err != nil {
 		storeError(w, err)
 		return
@@ -292,7 +293,7 @@ func (s *Service) show(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := s.c.Store.Get(r.Context(), id)
+	rec, err := s.cfg.Store.Get(r.Context(), id)
 	if err != nil {
 		storeError(w, err)
 		return
@@ -306,7 +307,7 @@ func (s *Service) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, status, msg := readDecision(w, r)
-	if k, ok := r.Context().Value(ctxKey{}).(keyed); ok && k.named && status == 0 {
+	if k, ok := r.Context().Value(ctxKey{}).(acceptedToken); ok && k.named && status == 0 {
 		d.By = k.name
 	} else if status == 0 && d.By == "" {
 		status, msg = http.StatusBadRequest, `"by" is required: who decides (a name or an id)`

@@ -16,8 +16,8 @@ import (
 // replica (bbolt locks the file). bbolt runs one writing transaction at a
 // time, so each Decide and Claim is atomic.
 type File struct {
-	o  Options
-	db *bolt.DB
+	opts Options
+	db   *bolt.DB
 }
 
 // Records and their held answers live apart, so listing, counting and
@@ -55,7 +55,7 @@ func OpenFile(path string, o Options) (*File, error) {
 		db.Close()
 		return nil, fmt.Errorf("approvals.store file:%s: %w", path, err)
 	}
-	return &File{o: o.withDefaults(), db: db}, nil
+	return &File{opts: o.withDefaults(), db: db}, nil
 }
 
 // Close implements Store.
@@ -123,7 +123,7 @@ func (s *File) Get(_ context.Context, id string) (*Record, error) {
 		if err != nil {
 			return err
 		}
-		out = withHeld(tx, r).at(s.o.Now())
+		out = withHeld(tx, r).asOf(s.opts.Now())
 		return nil
 	})
 	return out, result(err)
@@ -131,7 +131,7 @@ func (s *File) Get(_ context.Context, id string) (*Record, error) {
 
 // List implements Store.
 func (s *File) List(_ context.Context, st State) ([]*Record, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	var out []*Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(recordsBucket).ForEach(func(k, v []byte) error {
@@ -139,7 +139,7 @@ func (s *File) List(_ context.Context, st State) ([]*Record, error) {
 			if err := json.Unmarshal(v, r); err != nil {
 				return nil // one unreadable record must not hide the rest
 			}
-			if r.at(now); st == "" || r.State == st {
+			if r.asOf(now); st == "" || r.State == st {
 				out = append(out, r)
 			}
 			return nil
@@ -157,7 +157,7 @@ func (s *File) Decide(_ context.Context, id string, d Decision) (*Record, error)
 		if err != nil {
 			return err
 		}
-		if err := decide(withHeld(tx, r), d, s.o.Now()); err != nil {
+		if err := decide(withHeld(tx, r), d, s.opts.Now()); err != nil {
 			return err
 		}
 		out = clone(r, false)
@@ -174,7 +174,7 @@ func (s *File) Claim(_ context.Context, id string, m Match) (*Record, error) {
 		if err != nil {
 			return err
 		}
-		now := s.o.Now()
+		now := s.opts.Now()
 		if err := check(r, m, now); err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (s *File) Claim(_ context.Context, id string, m Match) (*Record, error) {
 
 // Sweep implements Store.
 func (s *File) Sweep(context.Context) ([]*Record, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	var expired []*Record
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		var drop, final []*Record
@@ -198,9 +198,9 @@ func (s *File) Sweep(context.Context) ([]*Record, error) {
 				return nil
 			}
 			if r.State == Pending || r.State == Approved {
-				final = append(final, r.at(now))
+				final = append(final, r.asOf(now))
 			}
-			if now.After(r.ExpiresAt.Add(s.o.Linger)) {
+			if now.After(r.ExpiresAt.Add(s.opts.Linger)) {
 				drop = append(drop, r)
 			}
 			return nil
@@ -231,7 +231,7 @@ func (s *File) Sweep(context.Context) ([]*Record, error) {
 
 // Pending implements Store.
 func (s *File) Pending(context.Context) (int, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	n := 0
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(recordsBucket).ForEach(func(k, v []byte) error {

@@ -9,9 +9,9 @@ import (
 
 // Memory is the default store: one replica's, lost on restart.
 type Memory struct {
-	o  Options
-	mu sync.Mutex
-	m  map[string]*Record
+	opts    Options
+	mu      sync.Mutex
+	records map[string]*Record
 	// once holds UseOnce's keys and their expiries.
 	once map[string]time.Time
 	// pins are the pinned tool definitions and drifts (pins.go).
@@ -20,14 +20,14 @@ type Memory struct {
 
 // NewMemory returns an empty memory store.
 func NewMemory(o Options) *Memory {
-	return &Memory{o: o.withDefaults(), m: map[string]*Record{}}
+	return &Memory{opts: o.withDefaults(), records: map[string]*Record{}}
 }
 
 // Put implements Store.
 func (s *Memory) Put(_ context.Context, r *Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m[r.ID] = clone(r, true)
+	s.records[r.ID] = clone(r, true)
 	return nil
 }
 
@@ -35,20 +35,20 @@ func (s *Memory) Put(_ context.Context, r *Record) error {
 func (s *Memory) Get(_ context.Context, id string) (*Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.m[id]
+	r, ok := s.records[id]
 	if !ok {
 		return nil, refuse(CodeUnknown, "")
 	}
-	return clone(r, true).at(s.o.Now()), nil
+	return clone(r, true).asOf(s.opts.Now()), nil
 }
 
 // List implements Store.
 func (s *Memory) List(_ context.Context, st State) ([]*Record, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	s.mu.Lock()
 	var out []*Record
-	for _, r := range s.m {
-		if c := clone(r, false).at(now); st == "" || c.State == st {
+	for _, r := range s.records {
+		if c := clone(r, false).asOf(now); st == "" || c.State == st {
 			out = append(out, c)
 		}
 	}
@@ -74,16 +74,16 @@ func sortRecords(rs []*Record) {
 func (s *Memory) Decide(_ context.Context, id string, d Decision) (*Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.m[id]
+	r, ok := s.records[id]
 	if !ok {
 		return nil, refuse(CodeUnknown, "")
 	}
 	// The rules run on a copy: a refusal must leave the record as it was.
 	c := clone(r, true)
-	if err := decide(c, d, s.o.Now()); err != nil {
+	if err := decide(c, d, s.opts.Now()); err != nil {
 		return nil, err
 	}
-	s.m[id] = c
+	s.records[id] = c
 	return clone(c, false), nil
 }
 
@@ -91,11 +91,11 @@ func (s *Memory) Decide(_ context.Context, id string, d Decision) (*Record, erro
 func (s *Memory) Claim(_ context.Context, id string, m Match) (*Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.m[id]
+	r, ok := s.records[id]
 	if !ok {
 		return nil, refuse(CodeUnknown, "")
 	}
-	now := s.o.Now()
+	now := s.opts.Now()
 	c := clone(r, true)
 	if err := check(c, m, now); err != nil {
 		return nil, err
@@ -103,25 +103,25 @@ func (s *Memory) Claim(_ context.Context, id string, m Match) (*Record, error) {
 	release(c, now)
 	out := clone(c, true)
 	c.Held = nil
-	s.m[id] = c
+	s.records[id] = c
 	return out, nil
 }
 
 // Sweep implements Store.
 func (s *Memory) Sweep(context.Context) ([]*Record, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	s.mu.Lock()
 	var expired []*Record
-	for id, r := range s.m {
+	for id, r := range s.records {
 		if r.live(now) {
 			continue
 		}
 		if r.State == Pending || r.State == Approved {
-			r.at(now)
+			r.asOf(now)
 			expired = append(expired, clone(r, false))
 		}
-		if now.After(r.ExpiresAt.Add(s.o.Linger)) {
-			delete(s.m, id)
+		if now.After(r.ExpiresAt.Add(s.opts.Linger)) {
+			delete(s.records, id)
 		}
 	}
 	s.mu.Unlock()
@@ -131,11 +131,11 @@ func (s *Memory) Sweep(context.Context) ([]*Record, error) {
 
 // Pending implements Store.
 func (s *Memory) Pending(context.Context) (int, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, r := range s.m {
+	for _, r := range s.records {
 		if r.State == Pending && r.live(now) {
 			n++
 		}

@@ -19,11 +19,11 @@ var notifyDrain = 5 * time.Second
 // a slow or dead receiver delays only later notifications, and a full
 // queue drops one and counts it, never holding up a request.
 type Notifier struct {
-	p   *webhook.Poster
-	q   chan []byte
-	m   *Metrics
-	wg  sync.WaitGroup
-	log func(error)
+	poster  *webhook.Poster
+	queue   chan []byte
+	metrics *Metrics
+	wg      sync.WaitGroup
+	log     func(error)
 	// mu orders Notify against Close: a notification racing a shutdown
 	// is dropped, never sent on a closed queue.
 	mu     sync.RWMutex
@@ -33,13 +33,13 @@ type Notifier struct {
 // NewNotifier starts a notifier for url; secret signs each body when set.
 // log hears of each notification given up (nil: nobody).
 func NewNotifier(url, secret string, r webhook.Retry, m *Metrics, log func(error)) *Notifier {
-	n := &Notifier{p: webhook.New(url, secret, r), q: make(chan []byte, notifyQueue), m: m, log: log}
+	n := &Notifier{poster: webhook.New(url, secret, r), queue: make(chan []byte, notifyQueue), metrics: m, log: log}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		for body := range n.q {
-			if err := n.p.Deliver(body); err != nil {
-				n.m.failed()
+		for body := range n.queue {
+			if err := n.poster.Deliver(body); err != nil {
+				n.metrics.failed()
 				if n.log != nil {
 					n.log(err)
 				}
@@ -54,13 +54,13 @@ func (n *Notifier) Notify(body []byte) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if n.closed {
-		n.m.dropped()
+		n.metrics.dropped()
 		return
 	}
 	select {
-	case n.q <- body:
+	case n.queue <- body:
 	default:
-		n.m.dropped()
+		n.metrics.dropped()
 	}
 }
 
@@ -73,17 +73,17 @@ func (n *Notifier) Close() {
 		return
 	}
 	n.closed = true
-	close(n.q)
+	close(n.queue)
 	n.mu.Unlock()
 	done := make(chan struct{})
 	go func() { n.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(notifyDrain):
-		n.p.Close()
+		n.poster.Close()
 		<-done
 	}
-	n.p.Close()
+	n.poster.Close()
 }
 
 // Slack message bounds: a summary a person reads at a glance.

@@ -15,7 +15,7 @@ import (
 
 // UseOnce implements Store.
 func (s *Memory) UseOnce(_ context.Context, key string, ttl time.Duration) (bool, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.once == nil {
@@ -40,7 +40,7 @@ var onceBucket = []byte("once")
 // UseOnce implements Store: the check and the mark are one bbolt
 // transaction.
 func (s *File) UseOnce(_ context.Context, key string, ttl time.Duration) (bool, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	fresh := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(onceBucket)
@@ -80,7 +80,7 @@ func (s *Redis) UseOnce(ctx context.Context, key string, ttl time.Duration) (boo
 	if ttl < time.Millisecond {
 		ttl = time.Millisecond
 	}
-	ok, err := s.c.SetNX(ctx, s.prefix+"once:"+key, "1", ttl).Result()
+	ok, err := s.client.SetNX(ctx, s.prefix+"once:"+key, "1", ttl).Result()
 	if err != nil {
 		return false, unavailableErr(err)
 	}
@@ -91,5 +91,5 @@ func (s *Redis) UseOnce(ctx context.Context, key string, ttl time.Duration) (boo
 // reports whether it was unused; an unreachable store is an error wrapping
 // ErrUnavailable.
 func (s *Service) UseOnce(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	return s.c.Store.UseOnce(ctx, key, ttl)
+	return s.cfg.Store.UseOnce(ctx, key, ttl)
 }

@@ -62,7 +62,7 @@ const (
 const pageCSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 func (s *Service) page(mux *http.ServeMux, ks tokenSet) {
-	p := &pageHandler{s: s, ks: ks}
+	p := &pageHandler{svc: s, tokens: ks}
 	mux.HandleFunc("GET /ui/approvals", p.show)
 	mux.HandleFunc("POST /ui/login", p.login)
 	mux.HandleFunc("POST /ui/logout", p.logout)
@@ -75,27 +75,27 @@ func (s *Service) page(mux *http.ServeMux, ks tokenSet) {
 }
 
 type pageHandler struct {
-	s  *Service
-	ks tokenSet
+	svc    *Service
+	tokens tokenSet
 }
 
 // session is a signed-in person: the token they signed in with and the
 // nonce their CSRF token is derived from.
 type session struct {
-	k     keyed
+	token acceptedToken
 	nonce string
 }
 
 // by is what a decision made in this session records.
 func (ss session) by() string {
-	if ss.k.named {
-		return ss.k.name
+	if ss.token.named {
+		return ss.token.name
 	}
 	return adminName
 }
 
 func (ss session) csrf() string {
-	m := hmac.New(sha256.New, ss.k.session)
+	m := hmac.New(sha256.New, ss.token.session)
 	m.Write([]byte("csrf|" + ss.nonce))
 	return hex.EncodeToString(m.Sum(nil))
 }
@@ -103,7 +103,7 @@ func (ss session) csrf() string {
 // cookieValue is "kind|name|expiry|nonce" and its MAC under the token's
 // session key, both base64url. The name picks the key: a token removed
 // from the config ends its sessions at every replica.
-func cookieValue(k keyed, nonce string, exp time.Time) string {
+func cookieValue(k acceptedToken, nonce string, exp time.Time) string {
 	kind := "a"
 	if k.named {
 		kind = "n"
@@ -131,7 +131,7 @@ func (p *pageHandler) session(r *http.Request, now time.Time) (session, bool) {
 	if len(parts) != 4 || (parts[0] != "a" && parts[0] != "n") {
 		return session{}, false
 	}
-	k, ok := p.ks.byName(parts[0] == "n", parts[1])
+	k, ok := p.tokens.byName(parts[0] == "n", parts[1])
 	if !ok {
 		return session{}, false
 	}
@@ -144,7 +144,7 @@ func (p *pageHandler) session(r *http.Request, now time.Time) (session, bool) {
 	if err != nil || !now.Before(time.Unix(exp, 0)) {
 		return session{}, false
 	}
-	return session{k: k, nonce: parts[3]}, true
+	return session{token: k, nonce: parts[3]}, true
 }
 
 func pageHeaders(w http.ResponseWriter) {
@@ -187,11 +187,11 @@ func (p *pageHandler) render(w http.ResponseWriter, status int, d pageData) {
 }
 
 func (p *pageHandler) show(w http.ResponseWriter, r *http.Request) {
-	if len(p.ks) == 0 {
+	if len(p.tokens) == 0 {
 		p.render(w, http.StatusForbidden, pageData{Closed: true})
 		return
 	}
-	ss, ok := p.session(r, p.s.c.Now())
+	ss, ok := p.session(r, p.svc.cfg.Now())
 	if !ok {
 		p.render(w, http.StatusOK, pageData{Login: true})
 		return
@@ -204,7 +204,7 @@ func (p *pageHandler) show(w http.ResponseWriter, r *http.Request) {
 			d.Message = id + " " + string(st)
 		}
 	}
-	recs, err := p.s.c.Store.List(r.Context(), "")
+	recs, err := p.svc.cfg.Store.List(r.Context(), "")
 	if err != nil {
 		d.Error = storeText(err)
 		p.render(w, statusOf(err), d)
@@ -233,7 +233,7 @@ func (it pageItem) lastChange() time.Time {
 }
 
 func (p *pageHandler) item(rec *Record) pageItem {
-	v := p.s.view(rec)
+	v := p.svc.view(rec)
 	it := pageItem{View: v}
 	var buf bytes.Buffer
 	for i, c := range v.Calls {
@@ -267,7 +267,7 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 }
 
 func (p *pageHandler) login(w http.ResponseWriter, r *http.Request) {
-	if len(p.ks) == 0 {
+	if len(p.tokens) == 0 {
 		p.render(w, http.StatusForbidden, pageData{Closed: true})
 		return
 	}
@@ -276,14 +276,14 @@ func (p *pageHandler) login(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusBadRequest, pageData{Login: true, Error: "The form could not be read."})
 		return
 	}
-	k, ok := p.ks.match(f.Get("token"))
+	k, ok := p.tokens.match(f.Get("token"))
 	if !ok {
 		p.render(w, http.StatusForbidden, pageData{Login: true, Error: "That is not an approvals admin token."})
 		return
 	}
 	nb := make([]byte, 16)
 	_, _ = rand.Read(nb)
-	exp := p.s.c.Now().Add(sessionTTL)
+	exp := p.svc.cfg.Now().Add(sessionTTL)
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: cookieValue(k, hex.EncodeToString(nb), exp), Path: "/ui/",
 		Expires: exp, MaxAge: int(sessionTTL / time.Second),
@@ -293,7 +293,7 @@ func (p *pageHandler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *pageHandler) logout(w http.ResponseWriter, r *http.Request) {
-	ss, ok := p.session(r, p.s.c.Now())
+	ss, ok := p.session(r, p.svc.cfg.Now())
 	f, fok := readForm(w, r)
 	if ok && fok && hmac.Equal([]byte(f.Get("csrf")), []byte(ss.csrf())) {
 		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/ui/", MaxAge: -1,
@@ -303,7 +303,7 @@ func (p *pageHandler) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *pageHandler) decide(w http.ResponseWriter, r *http.Request) {
-	ss, ok := p.session(r, p.s.c.Now())
+	ss, ok := p.session(r, p.svc.cfg.Now())
 	if !ok {
 		p.render(w, http.StatusUnauthorized, pageData{Login: true, Error: "Sign in again; nothing was decided."})
 		return
@@ -334,7 +334,7 @@ func (p *pageHandler) decide(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusBadRequest, d)
 		return
 	}
-	rec, err := p.s.Decide(r.Context(), id, dec)
+	rec, err := p.svc.Decide(r.Context(), id, dec)
 	if err != nil {
 		d.Error = storeText(err)
 		p.render(w, statusOf(err), d)

@@ -531,8 +531,8 @@ func FuzzVerifyChain(f *testing.F) {
 // FuzzSessionCookie: no cookie value but one the handler signed is a
 // session, and none panics.
 func FuzzSessionCookie(f *testing.F) {
-	p := &pageHandler{s: New(Config{Store: NewMemory(Options{})}), ks: newTokenSet(Tokens{Admin: "adm", Named: []NamedToken{{Name: "ana", Token: "t"}}})}
-	k, _ := p.ks.byName(true, "ana")
+	p := &pageHandler{svc: New(Config{Store: NewMemory(Options{})}), tokens: newTokenSet(Tokens{Admin: "adm", Named: []NamedToken{{Name: "ana", Token: "t"}}})}
+	k, _ := p.tokens.byName(true, "ana")
 	good := cookieValue(k, "nonce", time.Now().Add(time.Hour))
 	f.Add(good)
 	f.Add(strings.Replace(good, ".", ".x", 1))

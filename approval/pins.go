@@ -47,24 +47,32 @@ type Drift struct {
 
 // PinStore keeps pins and drifts in approvals.store, shared by the
 // replicas that share it.
-type PinStore struct{ kv pinKV }
+type PinStore struct{ hashes pinHashes }
 
-// pinKV is the little of a store pins need: hashes of fields. hsetnx is
-// atomic across replicas, so the first to pin a tool wins.
-type pinKV interface {
-	hall(ctx context.Context, bucket string) (map[string][]byte, error)
-	hsetnx(ctx context.Context, bucket, field string, v []byte) ([]byte, error)
-	hset(ctx context.Context, bucket, field string, v []byte) error
-	hdel(ctx context.Context, bucket, field string) error
+// pinHashes is the little of a store pins need: hashes of fields.
+// setIfAbsent is atomic across replicas, so the first to pin a tool wins.
+type pinHashes interface {
+	allFields(ctx context.Context, bucket string) (map[string][]byte, error)
+	setIfAbsent(ctx context.Context, bucket, field string, v []byte) ([]byte, error)
+	setField(ctx context.Context, bucket, field string, v []byte) error
+	deleteField(ctx context.Context, bucket, field string) error
 }
 
 // PinsOf returns the pin store of s, nil for a store that keeps none.
 func PinsOf(s Store) *PinStore {
-	if kv, ok := s.(pinKV); ok {
-		return &PinStore{kv: kv}
+	if hashes, ok := s.(pinHashes); ok {
+		return &PinStore{hashes: hashes}
 	}
 	return nil
 }
+
+// The stores that keep pins; PinsOf finds them by this interface at run
+// time, so a method renamed on one side only would fail here, not there.
+var (
+	_ pinHashes = (*Memory)(nil)
+	_ pinHashes = (*File)(nil)
+	_ pinHashes = (*Redis)(nil)
+)
 
 func pinBucket(server string) string { return "pins:" + server }
 
@@ -74,7 +82,7 @@ func driftField(server, tool string) string { return server + "\x00" + tool }
 
 // Pins returns the pins of a server's tools, by tool name.
 func (p *PinStore) Pins(ctx context.Context, server string) (map[string]Pin, error) {
-	all, err := p.kv.hall(ctx, pinBucket(server))
+	all, err := p.hashes.allFields(ctx, pinBucket(server))
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +100,7 @@ func (p *PinStore) Pins(ctx context.Context, server string) (map[string]Pin, err
 // pin in force: another replica's when it was first.
 func (p *PinStore) PinFirst(ctx context.Context, server, tool string, pin Pin) (Pin, error) {
 	b, _ := json.Marshal(pin)
-	got, err := p.kv.hsetnx(ctx, pinBucket(server), tool, b)
+	got, err := p.hashes.setIfAbsent(ctx, pinBucket(server), tool, b)
 	if err != nil {
 		return Pin{}, err
 	}
@@ -107,7 +115,7 @@ func (p *PinStore) PinFirst(ctx context.Context, server, tool string, pin Pin) (
 // is the same definition (a rejected one stays rejected). It returns the
 // drift in force.
 func (p *PinStore) Drifted(ctx context.Context, d Drift) (Drift, error) {
-	all, err := p.kv.hall(ctx, driftBucket)
+	all, err := p.hashes.allFields(ctx, driftBucket)
 	if err != nil {
 		return Drift{}, err
 	}
@@ -117,12 +125,12 @@ func (p *PinStore) Drifted(ctx context.Context, d Drift) (Drift, error) {
 	}
 	d.State = DriftPending
 	b, _ := json.Marshal(d)
-	return d, p.kv.hset(ctx, driftBucket, driftField(d.Server, d.Tool), b)
+	return d, p.hashes.setField(ctx, driftBucket, driftField(d.Server, d.Tool), b)
 }
 
 // Drifts lists the recorded drifts by server and tool.
 func (p *PinStore) Drifts(ctx context.Context) ([]Drift, error) {
-	all, err := p.kv.hall(ctx, driftBucket)
+	all, err := p.hashes.allFields(ctx, driftBucket)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +156,7 @@ var ErrNoDrift = errors.New("no drifted definition of this tool awaits a decisio
 // Resolve decides a recorded drift: accepted, its definition becomes the
 // tool's pin and the drift is gone; rejected, it stays refused.
 func (p *PinStore) Resolve(ctx context.Context, server, tool string, accept bool, by string, at time.Time) (Drift, error) {
-	all, err := p.kv.hall(ctx, driftBucket)
+	all, err := p.hashes.allFields(ctx, driftBucket)
 	if err != nil {
 		return Drift{}, err
 	}
@@ -161,37 +169,37 @@ func (p *PinStore) Resolve(ctx context.Context, server, tool string, accept bool
 	if !accept {
 		d.State = DriftRejected
 		b, _ := json.Marshal(d)
-		return d, p.kv.hset(ctx, driftBucket, driftField(server, tool), b)
+		return d, p.hashes.setField(ctx, driftBucket, driftField(server, tool), b)
 	}
 	pb, _ := json.Marshal(Pin{Digest: d.Digest, Definition: d.Definition, By: by, At: at})
-	if err := p.kv.hset(ctx, pinBucket(server), tool, pb); err != nil {
+	if err := p.hashes.setField(ctx, pinBucket(server), tool, pb); err != nil {
 		return Drift{}, err
 	}
 	d.State = "accepted"
-	return d, p.kv.hdel(ctx, driftBucket, driftField(server, tool))
+	return d, p.hashes.deleteField(ctx, driftBucket, driftField(server, tool))
 }
 
 // The memory store's hashes.
 
 type memHashes struct {
-	mu sync.Mutex
-	m  map[string]map[string][]byte
+	mu      sync.Mutex
+	buckets map[string]map[string][]byte
 }
 
-func (h *memHashes) hall(_ context.Context, bucket string) (map[string][]byte, error) {
+func (h *memHashes) allFields(_ context.Context, bucket string) (map[string][]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := map[string][]byte{}
-	for k, v := range h.m[bucket] {
+	for k, v := range h.buckets[bucket] {
 		out[k] = v
 	}
 	return out, nil
 }
 
-func (h *memHashes) hsetnx(_ context.Context, bucket, field string, v []byte) ([]byte, error) {
+func (h *memHashes) setIfAbsent(_ context.Context, bucket, field string, v []byte) ([]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if have, ok := h.m[bucket][field]; ok {
+	if have, ok := h.buckets[bucket][field]; ok {
 		return have, nil
 	}
 	h.put(bucket, field, v)
@@ -199,47 +207,49 @@ func (h *memHashes) hsetnx(_ context.Context, bucket, field string, v []byte) ([
 }
 
 func (h *memHashes) put(bucket, field string, v []byte) {
-	if h.m == nil {
-		h.m = map[string]map[string][]byte{}
+	if h.buckets == nil {
+		h.buckets = map[string]map[string][]byte{}
 	}
-	if h.m[bucket] == nil {
-		h.m[bucket] = map[string][]byte{}
+	if h.buckets[bucket] == nil {
+		h.buckets[bucket] = map[string][]byte{}
 	}
-	h.m[bucket][field] = v
+	h.buckets[bucket][field] = v
 }
 
-func (h *memHashes) hset(_ context.Context, bucket, field string, v []byte) error {
+func (h *memHashes) setField(_ context.Context, bucket, field string, v []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.put(bucket, field, v)
 	return nil
 }
 
-func (h *memHashes) hdel(_ context.Context, bucket, field string) error {
+func (h *memHashes) deleteField(_ context.Context, bucket, field string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.m[bucket], field)
+	delete(h.buckets[bucket], field)
 	return nil
 }
 
-func (s *Memory) hall(ctx context.Context, b string) (map[string][]byte, error) {
-	return s.pins.hall(ctx, b)
+func (s *Memory) allFields(ctx context.Context, b string) (map[string][]byte, error) {
+	return s.pins.allFields(ctx, b)
 }
-func (s *Memory) hsetnx(ctx context.Context, b, f string, v []byte) ([]byte, error) {
-	return s.pins.hsetnx(ctx, b, f, v)
+func (s *Memory) setIfAbsent(ctx context.Context, b, f string, v []byte) ([]byte, error) {
+	return s.pins.setIfAbsent(ctx, b, f, v)
 }
-func (s *Memory) hset(ctx context.Context, b, f string, v []byte) error {
-	return s.pins.hset(ctx, b, f, v)
+func (s *Memory) setField(ctx context.Context, b, f string, v []byte) error {
+	return s.pins.setField(ctx, b, f, v)
 }
-func (s *Memory) hdel(ctx context.Context, b, f string) error { return s.pins.hdel(ctx, b, f) }
+func (s *Memory) deleteField(ctx context.Context, b, f string) error {
+	return s.pins.deleteField(ctx, b, f)
+}
 
 // The redis store's hashes: one redis hash each, under the approvals'
 // prefix. HSETNX makes the first replica's pin the one in force.
 
-func (s *Redis) hkey(bucket string) string { return s.prefix + bucket }
+func (s *Redis) bucketKey(bucket string) string { return s.prefix + bucket }
 
-func (s *Redis) hall(ctx context.Context, bucket string) (map[string][]byte, error) {
-	m, err := s.c.HGetAll(ctx, s.hkey(bucket)).Result()
+func (s *Redis) allFields(ctx context.Context, bucket string) (map[string][]byte, error) {
+	m, err := s.client.HGetAll(ctx, s.bucketKey(bucket)).Result()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
@@ -250,30 +260,30 @@ func (s *Redis) hall(ctx context.Context, bucket string) (map[string][]byte, err
 	return out, nil
 }
 
-func (s *Redis) hsetnx(ctx context.Context, bucket, field string, v []byte) ([]byte, error) {
-	ok, err := s.c.HSetNX(ctx, s.hkey(bucket), field, v).Result()
+func (s *Redis) setIfAbsent(ctx context.Context, bucket, field string, v []byte) ([]byte, error) {
+	ok, err := s.client.HSetNX(ctx, s.bucketKey(bucket), field, v).Result()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
 	if ok {
 		return v, nil
 	}
-	got, err := s.c.HGet(ctx, s.hkey(bucket), field).Bytes()
+	got, err := s.client.HGet(ctx, s.bucketKey(bucket), field).Bytes()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailableErr(err)
 	}
 	return got, nil
 }
 
-func (s *Redis) hset(ctx context.Context, bucket, field string, v []byte) error {
-	if err := s.c.HSet(ctx, s.hkey(bucket), field, v).Err(); err != nil {
+func (s *Redis) setField(ctx context.Context, bucket, field string, v []byte) error {
+	if err := s.client.HSet(ctx, s.bucketKey(bucket), field, v).Err(); err != nil {
 		return unavailableErr(err)
 	}
 	return nil
 }
 
-func (s *Redis) hdel(ctx context.Context, bucket, field string) error {
-	if err := s.c.HDel(ctx, s.hkey(bucket), field).Err(); err != nil {
+func (s *Redis) deleteField(ctx context.Context, bucket, field string) error {
+	if err := s.client.HDel(ctx, s.bucketKey(bucket), field).Err(); err != nil {
 		return unavailableErr(err)
 	}
 	return nil
@@ -285,7 +295,7 @@ var pinsBucket = []byte("pins")
 
 func fileKey(bucket, field string) []byte { return []byte(bucket + "\x00" + field) }
 
-func (s *File) hall(_ context.Context, bucket string) (map[string][]byte, error) {
+func (s *File) allFields(_ context.Context, bucket string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(pinsBucket)
@@ -302,7 +312,7 @@ func (s *File) hall(_ context.Context, bucket string) (map[string][]byte, error)
 	return out, result(err)
 }
 
-func (s *File) hsetnx(_ context.Context, bucket, field string, v []byte) ([]byte, error) {
+func (s *File) setIfAbsent(_ context.Context, bucket, field string, v []byte) ([]byte, error) {
 	got := v
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(pinsBucket)
@@ -318,7 +328,7 @@ func (s *File) hsetnx(_ context.Context, bucket, field string, v []byte) ([]byte
 	return got, result(err)
 }
 
-func (s *File) hset(_ context.Context, bucket, field string, v []byte) error {
+func (s *File) setField(_ context.Context, bucket, field string, v []byte) error {
 	return result(s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(pinsBucket)
 		if err != nil {
@@ -328,7 +338,7 @@ func (s *File) hset(_ context.Context, bucket, field string, v []byte) error {
 	}))
 }
 
-func (s *File) hdel(_ context.Context, bucket, field string) error {
+func (s *File) deleteField(_ context.Context, bucket, field string) error {
 	return result(s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(pinsBucket)
 		if b == nil {

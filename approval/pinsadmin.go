@@ -22,7 +22,7 @@ type pinsView struct {
 }
 
 func (s *Service) pinList(w http.ResponseWriter, r *http.Request) {
-	ps := PinsOf(s.c.Store)
+	ps := PinsOf(s.cfg.Store)
 	if ps == nil {
 		writeJSON(w, http.StatusOK, pinsView{Drifts: []Drift{}})
 		return
@@ -43,7 +43,7 @@ func (s *Service) pinDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	accept, by, msg := parsePinDecision(body)
-	if k, ok := r.Context().Value(ctxKey{}).(keyed); ok && k.named && msg == "" {
+	if k, ok := r.Context().Value(ctxKey{}).(acceptedToken); ok && k.named && msg == "" {
 		by = k.name
 	} else if msg == "" && by == "" {
 		msg = `"by" is required: who decides (a name or an id)`
@@ -52,12 +52,12 @@ func (s *Service) pinDecide(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "bad_request", msg)
 		return
 	}
-	ps := PinsOf(s.c.Store)
+	ps := PinsOf(s.cfg.Store)
 	if ps == nil {
 		apiError(w, http.StatusNotFound, "unknown", ErrNoDrift.Error())
 		return
 	}
-	d, err := ps.Resolve(r.Context(), server, tool, accept, by, s.c.Now())
+	d, err := ps.Resolve(r.Context(), server, tool, accept, by, s.cfg.Now())
 	if errors.Is(err, ErrNoDrift) {
 		apiError(w, http.StatusNotFound, "unknown", err.Error())
 		return
@@ -66,8 +66,8 @@ func (s *Service) pinDecide(w http.ResponseWriter, r *http.Request) {
 		storeError(w, err)
 		return
 	}
-	if s.c.PinDecided != nil {
-		s.c.PinDecided(d)
+	if s.cfg.PinDecided != nil {
+		s.cfg.PinDecided(d)
 	}
 	writeJSON(w, http.StatusOK, d)
 }

@@ -135,9 +135,9 @@ func (r *Record) live(now time.Time) bool {
 	return (r.State == Pending || r.State == Approved) && now.Before(r.ExpiresAt)
 }
 
-// at returns the record as it reads at now: a live state past expires_at
+// asOf returns the record as it reads at now: a live state past expires_at
 // reads as expired.
-func (r *Record) at(now time.Time) *Record {
+func (r *Record) asOf(now time.Time) *Record {
 	if (r.State == Pending || r.State == Approved) && !now.Before(r.ExpiresAt) {
 		r.State = Expired
 		r.Held = nil
@@ -159,12 +159,12 @@ type Ticket struct {
 // Ticket builds the escalation's approval object; secret is the one
 // NewRecord returned (zero for an operator approval).
 func (r *Record) Ticket(secret Secret) Ticket {
-	return Ticket{ID: r.ID, State: r.State, ExpiresAt: r.ExpiresAt.UTC(), CallDigest: r.CallDigest(), Secret: secret.v}
+	return Ticket{ID: r.ID, State: r.State, ExpiresAt: r.ExpiresAt.UTC(), CallDigest: r.CallDigest(), Secret: secret.value}
 }
 
 // Secret is a caller approval's secret. It prints, logs and marshals as a
 // placeholder; only Ticket writes its value.
-type Secret struct{ v string }
+type Secret struct{ value string }
 
 const secretMask = "[secret]"
 
@@ -172,15 +172,15 @@ func (s Secret) String() string               { return secretMask }
 func (s Secret) GoString() string             { return secretMask }
 func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(secretMask) }
 func (s Secret) MarshalText() ([]byte, error) { return []byte(secretMask), nil }
-func (s Secret) IsZero() bool                 { return s.v == "" }
-func (s Secret) hash() []byte                 { h := sha256.Sum256([]byte(s.v)); return h[:] }
+func (s Secret) IsZero() bool                 { return s.value == "" }
+func (s Secret) hash() []byte                 { h := sha256.Sum256([]byte(s.value)); return h[:] }
 func (s Secret) matches(stored []byte) bool {
 	return len(stored) == sha256.Size && subtle.ConstantTimeCompare(s.hash(), stored) == 1
 }
 func (s Secret) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(secretMask)) }
 
 // SecretFrom wraps a secret a client presented (X-Toolgate-Approval-Secret).
-func SecretFrom(v string) Secret { return Secret{v: v} }
+func SecretFrom(v string) Secret { return Secret{value: v} }
 
 // Identifiers and secrets are 128 random bits, hex.
 const (
@@ -257,7 +257,7 @@ func NewRecord(s Spec, now time.Time, ttl time.Duration) (*Record, Secret) {
 	}
 	var sec Secret
 	if r.Approver == Caller {
-		sec = Secret{v: random()}
+		sec = Secret{value: random()}
 		r.SecretHash = sec.hash()
 	}
 	return r, sec
@@ -288,7 +288,7 @@ func ParseSecret(v string) (Secret, error) {
 	if len(v) != 2*randBytes || !lowerHex(v) {
 		return Secret{}, errors.New("approval secret must be 32 lower-case hex digits")
 	}
-	return Secret{v: v}, nil
+	return Secret{value: v}, nil
 }
 
 func lowerHex(s string) bool {

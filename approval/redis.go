@@ -19,8 +19,8 @@ import (
 // from two replicas at once releases once. Every key carries the same hash
 // tag, so the scripts' keys share a slot.
 type Redis struct {
-	o      Options
-	c      *redis.Client
+	opts   Options
+	client *redis.Client
 	prefix string
 }
 
@@ -42,26 +42,26 @@ func OpenRedis(_ context.Context, addr string, db int, o Options) (*Redis, error
 		// Fail fast when the server is down: the client retries the 503.
 		DialerRetries: 2,
 	})
-	return &Redis{o: o.withDefaults(), c: c, prefix: redisPrefix}, nil
+	return &Redis{opts: o.withDefaults(), client: c, prefix: redisPrefix}, nil
 }
 
 // Ping checks that the server answers.
 func (s *Redis) Ping(ctx context.Context) error {
-	if err := s.c.Ping(ctx).Err(); err != nil {
+	if err := s.client.Ping(ctx).Err(); err != nil {
 		return unavailableErr(err)
 	}
 	return nil
 }
 
 // Close implements Store.
-func (s *Redis) Close() error { return s.c.Close() }
+func (s *Redis) Close() error { return s.client.Close() }
 
 func (s *Redis) key(id string) string { return s.prefix + "rec:" + id }
 func (s *Redis) live() string         { return s.prefix + "live" }
 func (s *Redis) pending() string      { return s.prefix + "pending" }
 func (s *Redis) all() string          { return s.prefix + "all" }
 
-func ms(t time.Time) int64 { return t.UnixMilli() }
+func unixMillis(t time.Time) int64 { return t.UnixMilli() }
 
 // lateCheck opens every script that changes a record: a script the
 // server runs after ARGV[1] (its deadline, unix ms) changes nothing and
@@ -106,13 +106,13 @@ func (s *Redis) Put(ctx context.Context, r *Record) error {
 	if err != nil {
 		return err
 	}
-	keep := r.ExpiresAt.Add(s.o.Linger)
+	keep := r.ExpiresAt.Add(s.opts.Linger)
 	hasHeld := "0"
 	if r.Held != nil {
 		hasHeld = "1"
 	}
-	res, err := putScript.Run(ctx, s.c, []string{s.key(r.ID), s.all(), s.live(), s.pending()},
-		deadline(), b, string(r.State), ms(r.ExpiresAt), ms(keep), r.ID, hasHeld, r.Held).StringSlice()
+	res, err := putScript.Run(ctx, s.client, []string{s.key(r.ID), s.all(), s.live(), s.pending()},
+		deadline(), b, string(r.State), unixMillis(r.ExpiresAt), unixMillis(keep), r.ID, hasHeld, r.Held).StringSlice()
 	if err != nil {
 		return unavailableErr(err)
 	}
@@ -144,7 +144,7 @@ func fromHash(id string, h map[string]string) (*Record, error) {
 
 // Get implements Store.
 func (s *Redis) Get(ctx context.Context, id string) (*Record, error) {
-	h, err := s.c.HGetAll(ctx, s.key(id)).Result()
+	h, err := s.client.HGetAll(ctx, s.key(id)).Result()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
@@ -155,19 +155,19 @@ func (s *Redis) Get(ctx context.Context, id string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.at(s.o.Now()), nil
+	return r.asOf(s.opts.Now()), nil
 }
 
 var listFields = []string{"rec", "state", "by", "at", "note", "rel"}
 
 // List implements Store.
 func (s *Redis) List(ctx context.Context, st State) ([]*Record, error) {
-	now := s.o.Now()
-	ids, err := s.c.ZRangeByScore(ctx, s.all(), &redis.ZRangeBy{Min: "(" + strconv.FormatInt(ms(now), 10), Max: "+inf"}).Result()
+	now := s.opts.Now()
+	ids, err := s.client.ZRangeByScore(ctx, s.all(), &redis.ZRangeBy{Min: "(" + strconv.FormatInt(unixMillis(now), 10), Max: "+inf"}).Result()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
-	cmds, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, id := range ids {
 			p.HMGet(ctx, s.key(id), listFields...)
 		}
@@ -192,7 +192,7 @@ func (s *Redis) List(ctx context.Context, st State) ([]*Record, error) {
 		if err != nil {
 			continue
 		}
-		if r.at(now); st == "" || r.State == st {
+		if r.asOf(now); st == "" || r.State == st {
 			out = append(out, r)
 		}
 	}
@@ -221,13 +221,13 @@ return {'ok', redis.call('HGET', KEYS[1], 'rec')}
 
 // Decide implements Store.
 func (s *Redis) Decide(ctx context.Context, id string, d Decision) (*Record, error) {
-	now := s.o.Now()
+	now := s.opts.Now()
 	to := Denied
 	if d.Approve {
 		to = Approved
 	}
-	res, err := decideScript.Run(ctx, s.c, []string{s.key(id), s.live(), s.pending()},
-		deadline(), ms(now), string(to), d.By, d.Note, id).StringSlice()
+	res, err := decideScript.Run(ctx, s.client, []string{s.key(id), s.live(), s.pending()},
+		deadline(), unixMillis(now), string(to), d.By, d.Note, id).StringSlice()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
@@ -239,7 +239,7 @@ func (s *Redis) Decide(ctx context.Context, id string, d Decision) (*Record, err
 		if err != nil {
 			return nil, err
 		}
-		r.State, r.DecidedBy, r.Note, r.DecidedAt = to, d.By, d.Note, time.UnixMilli(ms(now)).UTC()
+		r.State, r.DecidedBy, r.Note, r.DecidedAt = to, d.By, d.Note, time.UnixMilli(unixMillis(now)).UTC()
 		return r, nil
 	case "unknown":
 		return nil, refuse(CodeUnknown, "")
@@ -275,7 +275,7 @@ return {st}
 // the record's fields that never change, in Go (the secret in constant
 // time); the state is checked and moved by the script, atomically.
 func (s *Redis) Claim(ctx context.Context, id string, m Match) (*Record, error) {
-	rec, err := s.c.HGet(ctx, s.key(id), "rec").Result()
+	rec, err := s.client.HGet(ctx, s.key(id), "rec").Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, refuse(CodeUnknown, "")
 	}
@@ -293,8 +293,8 @@ func (s *Redis) Claim(ctx context.Context, id string, m Match) (*Record, error) 
 	if r.Approver == Caller {
 		caller = "1"
 	}
-	now := s.o.Now()
-	res, err := claimScript.Run(ctx, s.c, []string{s.key(id), s.live(), s.pending()}, deadline(), ms(now), id, caller).Slice()
+	now := s.opts.Now()
+	res, err := claimScript.Run(ctx, s.client, []string{s.key(id), s.live(), s.pending()}, deadline(), unixMillis(now), id, caller).Slice()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
@@ -368,8 +368,8 @@ return out
 
 // Sweep implements Store.
 func (s *Redis) Sweep(ctx context.Context) ([]*Record, error) {
-	now := s.o.Now()
-	res, err := sweepScript.Run(ctx, s.c, []string{s.live(), s.pending(), s.all()}, ms(now), s.prefix+"rec:").StringSlice()
+	now := s.opts.Now()
+	res, err := sweepScript.Run(ctx, s.client, []string{s.live(), s.pending(), s.all()}, unixMillis(now), s.prefix+"rec:").StringSlice()
 	if err != nil {
 		return nil, unavailableErr(err)
 	}
@@ -388,8 +388,8 @@ func (s *Redis) Sweep(ctx context.Context) ([]*Record, error) {
 
 // Pending implements Store.
 func (s *Redis) Pending(ctx context.Context) (int, error) {
-	now := strconv.FormatInt(ms(s.o.Now()), 10)
-	n, err := s.c.ZCount(ctx, s.pending(), "("+now, "+inf").Result()
+	now := strconv.FormatInt(unixMillis(s.opts.Now()), 10)
+	n, err := s.client.ZCount(ctx, s.pending(), "("+now, "+inf").Result()
 	if err != nil {
 		return 0, unavailableErr(err)
 	}

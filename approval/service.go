@@ -58,7 +58,7 @@ type Config struct {
 // Service is approvals as the rest of toolgate uses them: the store's
 // operations with their metrics, audit events and notifications.
 type Service struct {
-	c Config
+	cfg Config
 	// ttl is c.TTL, which a reload may change while requests hold calls.
 	ttl   atomic.Int64
 	chain chain
@@ -72,13 +72,13 @@ func New(c Config) *Service {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	s := &Service{c: c, chain: chain{id: "chn_" + random()}}
+	s := &Service{cfg: c, chain: chain{id: "chn_" + random()}}
 	s.ttl.Store(int64(c.TTL))
 	return s
 }
 
 // Pins is the store's pinned tool definitions, nil when it keeps none.
-func (s *Service) Pins() *PinStore { return PinsOf(s.c.Store) }
+func (s *Service) Pins() *PinStore { return PinsOf(s.cfg.Store) }
 
 // SetTTL changes how long calls held from now on may wait (a reload of
 // approvals.ttl); records already held keep their expiry.
@@ -89,36 +89,36 @@ func (s *Service) SetTTL(d time.Duration) {
 }
 
 // Store is the service's store.
-func (s *Service) Store() Store { return s.c.Store }
+func (s *Service) Store() Store { return s.cfg.Store }
 
 func (s *Service) emit(result string, r *Record, by string, at time.Time, code Code) {
-	s.c.Metrics.count(result)
-	if s.c.Audit != nil {
+	s.cfg.Metrics.count(result)
+	if s.cfg.Audit != nil {
 		s.chain.link(Event{Result: result, ApprovalID: r.ID, EscalationID: r.EscalationID,
-			CallDigest: r.CallDigest(), By: by, At: at.UTC(), Code: code}, s.c.Audit)
+			CallDigest: r.CallDigest(), By: by, At: at.UTC(), Code: code}, s.cfg.Audit)
 	}
 }
 
 // refreshPending sets the gauge from the store, which counts what every
 // replica sharing it holds.
 func (s *Service) refreshPending(ctx context.Context) {
-	if n, err := s.c.Store.Pending(ctx); err == nil {
-		s.c.Metrics.pending(n)
+	if n, err := s.cfg.Store.Pending(ctx); err == nil {
+		s.cfg.Metrics.pending(n)
 	}
 }
 
 // Request holds an answer: it stores a pending record and returns it with
 // the secret a caller approval hands out (zero otherwise).
 func (s *Service) Request(ctx context.Context, spec Spec) (*Record, Secret, error) {
-	r, sec := NewRecord(spec, s.c.Now(), time.Duration(s.ttl.Load()))
-	if err := s.c.Store.Put(ctx, r); err != nil {
+	r, sec := NewRecord(spec, s.cfg.Now(), time.Duration(s.ttl.Load()))
+	if err := s.cfg.Store.Put(ctx, r); err != nil {
 		return nil, Secret{}, err
 	}
 	s.emit(ResultRequested, r, "", r.Created, "")
 	s.refreshPending(ctx)
-	if s.c.Notifier != nil && r.Approver == Operator {
+	if s.cfg.Notifier != nil && r.Approver == Operator {
 		if body, err := s.notification(r); err == nil {
-			s.c.Notifier.Notify(body)
+			s.cfg.Notifier.Notify(body)
 		}
 	}
 	return r, sec, nil
@@ -134,17 +134,17 @@ type notification struct {
 func (s *Service) notification(r *Record) ([]byte, error) {
 	v := s.view(r)
 	v.LastUserMessage = ""
-	if s.c.NotifyFormat == "slack" {
+	if s.cfg.NotifyFormat == "slack" {
 		return json.Marshal(struct {
 			Text string `json:"text"`
-		}{Text: slackText(v, s.c.PageURL)})
+		}{Text: slackText(v, s.cfg.PageURL)})
 	}
 	return json.Marshal(notification{Type: "approval.pending", Approval: v})
 }
 
 // Get returns a record as it reads now.
 func (s *Service) Get(ctx context.Context, id string) (*Record, error) {
-	return s.c.Store.Get(ctx, id)
+	return s.cfg.Store.Get(ctx, id)
 }
 
 // Decide records a person's decision.
@@ -152,7 +152,7 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 	// A person closing the tab must not cut a decision off between the
 	// store and its audit record: it completes, or never starts.
 	ctx = context.WithoutCancel(ctx)
-	r, err := s.c.Store.Decide(ctx, id, d)
+	r, err := s.cfg.Store.Decide(ctx, id, d)
 	if err != nil {
 		return nil, err
 	}
@@ -168,10 +168,10 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 // Claim releases an approval once (see Store.Claim). A refusal is counted
 // and audited; an unreachable store is neither, since nothing happened.
 func (s *Service) Claim(ctx context.Context, id string, m Match) (*Record, error) {
-	r, err := s.c.Store.Claim(ctx, id, m)
+	r, err := s.cfg.Store.Claim(ctx, id, m)
 	if err != nil {
 		if rf, ok := AsRefusal(err); ok {
-			s.emit(ResultRefused, &Record{ID: id}, "", s.c.Now(), rf.Code)
+			s.emit(ResultRefused, &Record{ID: id}, "", s.cfg.Now(), rf.Code)
 		}
 		return nil, err
 	}
@@ -189,13 +189,13 @@ func (s *Service) Claim(ctx context.Context, id string, m Match) (*Record, error
 // Refuse counts and audits a resume refused before its claim: a stored
 // call that no longer passes the catalog (CodeStale).
 func (s *Service) Refuse(r *Record, code Code) {
-	s.emit(ResultRefused, r, "", s.c.Now(), code)
+	s.emit(ResultRefused, r, "", s.cfg.Now(), code)
 }
 
 // Sweep expires what is past its ttl, counting each expiry once across
 // replicas, and refreshes the pending gauge.
 func (s *Service) Sweep(ctx context.Context) error {
-	expired, err := s.c.Store.Sweep(ctx)
+	expired, err := s.cfg.Store.Sweep(ctx)
 	for _, r := range expired {
 		s.emit(ResultExpired, r, "", r.ExpiresAt, "")
 	}

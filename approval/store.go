@@ -108,7 +108,7 @@ func Open(ctx context.Context, spec StoreSpec, o Options) (Store, error) {
 // transaction around it (memory, file) share it; redis runs the same rules
 // as one script.
 func decide(r *Record, d Decision, now time.Time) error {
-	if r.at(now).State != Pending {
+	if r.asOf(now).State != Pending {
 		if r.State == Expired {
 			return refuse(CodeExpired, r.State)
 		}
@@ -155,7 +155,7 @@ func (r *Record) Matches(m Match) bool {
 
 // checkState says whether r may be released at now.
 func checkState(r *Record, now time.Time) error {
-	switch r.at(now).State {
+	switch r.asOf(now).State {
 	case Approved:
 		return nil
 	case Pending:
