@@ -70,13 +70,13 @@ func (v *Validators) AskResult(ctx context.Context, tool string, q *ResultQuesti
 }
 
 // reasonsOf joins a denial's reasons, bounded like a call's.
-func reasonsOf(a *answer) string {
+func reasonsOf(a *validatorReply) string {
 	var parts []string
 	for _, r := range a.Reasons {
 		if len(parts) == maxReasons {
 			break
 		}
-		if m := clip(strings.TrimSpace(r.Message)); m != "" {
+		if m := clipReason(strings.TrimSpace(r.Message)); m != "" {
 			parts = append(parts, m)
 		}
 	}

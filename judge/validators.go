@@ -82,8 +82,8 @@ func (v *Validators) Close() {
 
 func (v *Validators) empty() bool { return v == nil || len(v.specs) == 0 }
 
-// answer is what a validator replies.
-type answer struct {
+// validatorReply is what a validator replies.
+type validatorReply struct {
 	Allowed *bool `json:"allowed"`
 	Reasons []struct {
 		Pointer string `json:"pointer"`
@@ -109,11 +109,11 @@ func (v *Validators) call(ctx context.Context, s int, body []byte) []validate.Fi
 		return nil
 	}
 	msg := "validator " + spec.Name + " gave no answer (" + result + "), so the call was not executed"
-	return []validate.Finding{validate.RuleBroken("", keyword(spec.Name), msg, msg+"; call the tool again")}
+	return []validate.Finding{validate.RuleBroken("", validatorKeyword(spec.Name), msg, msg+"; call the tool again")}
 }
 
 // ask makes the HTTP exchange and classifies it.
-func (v *Validators) ask(ctx context.Context, spec *catalog.ValidatorSpec, body []byte) (*answer, string) {
+func (v *Validators) ask(ctx context.Context, spec *catalog.ValidatorSpec, body []byte) (*validatorReply, string) {
 	if body == nil {
 		return nil, ResultError
 	}
@@ -142,11 +142,11 @@ func (v *Validators) ask(ctx context.Context, spec *catalog.ValidatorSpec, body 
 
 // readAnswer classifies a validator's reply. Only a 2xx JSON object with a
 // boolean "allowed" is an answer; anything else is an error, never a guess.
-func readAnswer(status int, data []byte) (*answer, string) {
+func readAnswer(status int, data []byte) (*validatorReply, string) {
 	if status < 200 || status > 299 || len(data) > maxAnswerBytes {
 		return nil, ResultError
 	}
-	var a answer
+	var a validatorReply
 	if json.Unmarshal(data, &a) != nil || a.Allowed == nil {
 		return nil, ResultError
 	}
@@ -170,8 +170,8 @@ func failure(ctx context.Context) string {
 // they go to the model (Detail) and the client's escalation (Reason) only;
 // what logs and sinks see (Message) names the pointer and the validator
 // and nothing else.
-func denial(name string, a *answer) []validate.Finding {
-	kw := keyword(name)
+func denial(name string, a *validatorReply) []validate.Finding {
+	kw := validatorKeyword(name)
 	var out []validate.Finding
 	for _, r := range a.Reasons {
 		if len(out) == maxReasons {
@@ -181,12 +181,12 @@ func denial(name string, a *answer) []validate.Finding {
 		if !isPointer(ptr) {
 			ptr = ""
 		}
-		reason := clip(strings.TrimSpace(r.Message))
+		reason := clipReason(strings.TrimSpace(r.Message))
 		detail := reason
 		if detail == "" {
 			detail = "the call was refused by validator " + name
 		}
-		out = append(out, validate.RuleBroken(ptr, kw, where(ptr)+": denied by validator "+name, detail).WithReason(reason))
+		out = append(out, validate.RuleBroken(ptr, kw, argumentsAt(ptr)+": denied by validator "+name, detail).WithReason(reason))
 	}
 	if len(out) == 0 {
 		msg := "arguments: denied by validator " + name
@@ -195,9 +195,9 @@ func denial(name string, a *answer) []validate.Finding {
 	return out
 }
 
-func keyword(name string) string { return "validator:" + name }
+func validatorKeyword(name string) string { return "validator:" + name }
 
-func where(ptr string) string { return "arguments" + ptr }
+func argumentsAt(ptr string) string { return "arguments" + ptr }
 
 // isPointer reports an RFC 6901 pointer; anything else is dropped rather
 // than logged, since it came from outside.
@@ -219,8 +219,8 @@ func isPointer(p string) bool {
 	return true
 }
 
-// clip bounds a reason at maxReasonMessage bytes on a rune boundary.
-func clip(s string) string {
+// clipReason bounds a reason at maxReasonMessage bytes on a rune boundary.
+func clipReason(s string) string {
 	if len(s) <= maxReasonMessage {
 		return s
 	}

@@ -132,32 +132,32 @@ var ErrCanceled = errors.New("the client canceled the request")
 // ctx was canceled by the client; every other failure becomes an escalation
 // or an upstream error in the Result.
 func Run(ctx context.Context, in *Input) (*Result, error) {
-	l := &ladder{in: in, s: in.Settings}
-	l.res.Original = in.Turn.Calls
-	l.res.Calls = append([]validate.ToolCall(nil), in.Turn.Calls...)
-	l.res.Changed = make([]bool, len(in.Turn.Calls))
-	if l.s.Deadline > 0 {
+	l := &ladder{input: in, settings: in.Settings}
+	l.result.Original = in.Turn.Calls
+	l.result.Calls = append([]validate.ToolCall(nil), in.Turn.Calls...)
+	l.result.Changed = make([]bool, len(in.Turn.Calls))
+	if l.settings.Deadline > 0 {
 		// The deadline covers the checks too: a validator is a call out
 		// like a re-query.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.s.Deadline)
+		ctx, cancel = context.WithTimeout(ctx, l.settings.Deadline)
 		defer cancel()
 	}
 	all := make([]int, len(in.Turn.Calls))
 	for i := range all {
 		all[i] = i
 	}
-	l.res.Reports = in.Judge(ctx, in.Turn.Calls, all)
-	l.reports = append([]validate.CallReport(nil), l.res.Reports...)
-	if !l.s.Shadow {
-		for i := range l.res.Calls {
+	l.result.Reports = in.Judge(ctx, in.Turn.Calls, all)
+	l.reports = append([]validate.CallReport(nil), l.result.Reports...)
+	if !l.settings.Shadow {
+		for i := range l.result.Calls {
 			l.unprefix(i)
 		}
 	}
-	l.recLeft, l.repLeft = l.s.RecoveryAttempts, l.s.RepromptAttempts
+	l.recoveriesLeft, l.repromptsLeft = l.settings.RecoveryAttempts, l.settings.RepromptAttempts
 	r, err := l.run(ctx)
-	l.res.Outcome, l.res.Escalation, l.res.Upstream, l.res.AbstainReason = r.outcome, r.escalation, r.upstream, r.abstain
-	return &l.res, err
+	l.result.Outcome, l.result.Escalation, l.result.Upstream, l.result.AbstainReason = r.outcome, r.escalation, r.upstream, r.abstain
+	return &l.result, err
 }
 
 // rung is what one step of the ladder concluded. A rung that ends the
@@ -178,21 +178,21 @@ func done(o Outcome) rung { return rung{end: true, outcome: o} }
 // event records one re-query's event with its metric result.
 func (l *ladder) event(ev Event, result string) {
 	ev.Result = result
-	l.res.Events = append(l.res.Events, ev)
+	l.result.Events = append(l.result.Events, ev)
 }
 
 type ladder struct {
-	in       *Input
-	s        *Settings
-	res      Result
-	reports  []validate.CallReport // current reports, position for position
-	recLeft  int
-	repLeft  int
-	attempts []Attempt
+	input          *Input
+	settings       *Settings
+	result         Result
+	reports        []validate.CallReport // current reports, position for position
+	recoveriesLeft int
+	repromptsLeft  int
+	attempts       []Attempt
 }
 
 func (l *ladder) run(ctx context.Context) (rung, error) {
-	calls := l.in.Turn.Calls
+	calls := l.input.Turn.Calls
 	judged := 0
 	for _, c := range calls {
 		if c.Kind != validate.Other {
@@ -202,20 +202,20 @@ func (l *ladder) run(ctx context.Context) (rung, error) {
 	if judged == 0 {
 		return done(l.pass()), nil
 	}
-	if reason, ok := l.abstention(l.in.Turn); ok {
+	if reason, ok := l.abstention(l.input.Turn); ok {
 		return rung{end: true, outcome: Abstained, abstain: reason}, nil
 	}
-	if l.in.Turn.Truncated() {
-		if l.s.Truncated == catalog.TruncatedPass {
+	if l.input.Turn.Truncated() {
+		if l.settings.Truncated == catalog.TruncatedPass {
 			return done(l.pass()), nil
 		}
 		for i := range calls {
 			l.reports[i].Findings = append(l.reports[i].Findings, validate.Cut())
-			l.res.Reports[i] = l.reports[i]
+			l.result.Reports[i] = l.reports[i]
 		}
 		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1), nil
 	}
-	if l.in.Eff.Len() == 0 && l.in.Ask != nil {
+	if l.input.Eff.Len() == 0 && l.input.Ask != nil {
 		// Without an asker the call's own finding says it: the tool
 		// does not exist here.
 		return l.escalate(ReasonNoTools, "the model called a tool but no tool may be called in this request", -1), nil
@@ -223,16 +223,16 @@ func (l *ladder) run(ctx context.Context) (rung, error) {
 	if len(l.badPositions(validate.ClassName, validate.ClassArgs)) == 0 {
 		return l.finishValid(), nil
 	}
-	if l.s.Shadow {
+	if l.settings.Shadow {
 		if len(l.badPositions(validate.ClassName)) > 0 {
 			return done(ShadowWouldRecover), nil
 		}
 		return done(ShadowWouldReprompt), nil
 	}
-	if l.in.Stateful {
+	if l.input.Stateful {
 		return l.escalate(ReasonStateful, "the conversation is stored upstream, so the call cannot be repaired", -1), nil
 	}
-	if l.in.Ask == nil {
+	if l.input.Ask == nil {
 		return l.unaskable(), nil
 	}
 	return l.repair(ctx)
@@ -257,7 +257,7 @@ func (l *ladder) repair(ctx context.Context) (rung, error) {
 	if names := l.badPositions(validate.ClassName); len(names) > 0 {
 		var r rung
 		var err error
-		if l.s.Strategy == catalog.StrategyCorrection || l.in.StoresAnswers {
+		if l.settings.Strategy == catalog.StrategyCorrection || l.input.StoresAnswers {
 			r, err = l.chain(ctx, names, KindRecovery)
 		} else {
 			r, err = l.decideAll(ctx, names)
@@ -282,7 +282,7 @@ func (l *ladder) repair(ctx context.Context) (rung, error) {
 }
 
 func (l *ladder) pass() Outcome {
-	if l.s.Shadow {
+	if l.settings.Shadow {
 		return ShadowPass
 	}
 	return Pass
@@ -293,7 +293,7 @@ func (l *ladder) pass() Outcome {
 func (l *ladder) finishValid() rung {
 	for i, v := range l.reports {
 		if v.Tool != nil && v.Tool.Policy == catalog.PolicyConfirm {
-			if l.s.Shadow {
+			if l.settings.Shadow {
 				return done(ShadowWouldEscalate)
 			}
 			l.reports[i].Findings = append(l.reports[i].Findings, validate.NeedsConfirmation(""))
@@ -323,9 +323,9 @@ func (l *ladder) badPositions(classes ...validate.Class) []int {
 // prefix; the change is counted (prefix_stripped) and logged, never silent.
 func (l *ladder) unprefix(i int) {
 	v := l.reports[i]
-	if v.Stripped && v.Tool != nil && l.res.Calls[i].Name != v.Tool.Name {
-		l.res.Calls[i].Name = v.Tool.Name
-		l.res.Changed[i] = true
+	if v.Stripped && v.Tool != nil && l.result.Calls[i].Name != v.Tool.Name {
+		l.result.Calls[i].Name = v.Tool.Name
+		l.result.Changed[i] = true
 	}
 }
 
@@ -347,10 +347,10 @@ func replies(turn *Turn, errs map[int]string) []Reply {
 // not exist here. Each call costs one recovery attempt.
 func (l *ladder) decideAll(ctx context.Context, positions []int) (rung, error) {
 	for _, i := range positions {
-		if l.recLeft <= 0 {
+		if l.recoveriesLeft <= 0 {
 			return l.escalate(ReasonBudget, "the recovery budget is spent", -1), nil
 		}
-		l.recLeft--
+		l.recoveriesLeft--
 		if r, err := l.decide(ctx, i); err != nil || r.end {
 			return r, err
 		}
@@ -362,7 +362,7 @@ func (l *ladder) decideAll(ctx context.Context, positions []int) (rung, error) {
 // decision: a substitute that passes every check goes on, anything else
 // ends the ladder.
 func (l *ladder) decide(ctx context.Context, i int) (rung, error) {
-	orig := l.in.Turn.Calls[i]
+	orig := l.input.Turn.Calls[i]
 	start := time.Now()
 	ev := Event{Strategy: catalog.StrategyDecision, Name: orig.Name, ArgsBytes: len(orig.Args), Confidence: -1}
 	l.attempts = append(l.attempts, callAttempt("call", orig, l.reports[i].Findings))
@@ -400,7 +400,7 @@ func (l *ladder) decide(ctx context.Context, i int) (rung, error) {
 		r.escalation.MissingCapability = proposal.MissingCapability
 		return r, nil
 	}
-	if conf < l.s.Threshold {
+	if conf < l.settings.Threshold {
 		l.event(ev, "escalated")
 		return l.escalate(code, "the proposed substitute is below the confidence threshold", -1), nil
 	}
@@ -409,16 +409,16 @@ func (l *ladder) decide(ctx context.Context, i int) (rung, error) {
 
 // decisionQuery asks what the call at position i of the answer meant.
 func (l *ladder) decisionQuery(orig validate.ToolCall, i int) *Query {
-	prompt := FillPrompt(l.s.Prompt, PromptInput{
+	prompt := FillPrompt(l.settings.Prompt, PromptInput{
 		ToolName:     orig.Name,
 		Arguments:    string(orig.Args),
 		ErrorMessage: findingText(l.reports[i].Findings),
 		Tools:        l.promptTools(orig),
-		Threshold:    l.s.Threshold,
+		Threshold:    l.settings.Threshold,
 	})
 	return &Query{Kind: KindRecovery, Decision: true, History: []Round{{
-		Turn:    l.in.Turn,
-		Replies: replies(l.in.Turn, map[int]string{i: prompt}),
+		Turn:    l.input.Turn,
+		Replies: replies(l.input.Turn, map[int]string{i: prompt}),
 	}}}
 }
 
@@ -426,12 +426,12 @@ func (l *ladder) decisionQuery(orig validate.ToolCall, i int) *Query {
 // puts it in place when it may run, or in front of a person when its tool
 // needs one.
 func (l *ladder) substitute(ctx context.Context, i int, proposal *Proposal, ev Event) rung {
-	tool, st, stripped := l.in.Eff.Lookup(proposal.Tool)
+	tool, st, stripped := l.input.Eff.Lookup(proposal.Tool)
 	if st != catalog.Found || stripped {
 		l.event(ev, "invalid_decision")
 		return l.escalate(ReasonInvalidDecision, "the proposed substitute is not a tool of this request", -1)
 	}
-	sub := validate.ToolCall{ID: l.in.Turn.Calls[i].ID, Name: proposal.Tool, Args: proposal.Arguments, Kind: validate.Function}
+	sub := validate.ToolCall{ID: l.input.Turn.Calls[i].ID, Name: proposal.Tool, Args: proposal.Arguments, Kind: validate.Function}
 	confirm := tool.Policy == catalog.PolicyConfirm
 	if !tool.Substitutable && !confirm {
 		l.event(ev, "invalid_decision")
@@ -439,9 +439,9 @@ func (l *ladder) substitute(ctx context.Context, i int, proposal *Proposal, ev E
 	}
 	// Checked before the confirm rung too: the escalation hands the call to a
 	// person to approve, and it must be one that could run as it stands.
-	batch := append([]validate.ToolCall(nil), l.res.Calls...)
+	batch := append([]validate.ToolCall(nil), l.result.Calls...)
 	batch[i] = sub
-	v := l.in.Judge(ctx, batch, []int{i})[0]
+	v := l.input.Judge(ctx, batch, []int{i})[0]
 	if !v.Valid() {
 		l.event(ev, "invalid_decision")
 		l.attempts = append(l.attempts, callAttempt("call", sub, v.Findings))
@@ -450,11 +450,11 @@ func (l *ladder) substitute(ctx context.Context, i int, proposal *Proposal, ev E
 	if confirm {
 		l.event(ev, "escalated")
 		v.Findings = append(v.Findings, validate.NeedsConfirmation(""))
-		l.res.Calls[i], l.res.Changed[i], l.reports[i] = sub, true, v
+		l.result.Calls[i], l.result.Changed[i], l.reports[i] = sub, true, v
 		return l.escalate(string(validate.ConfirmationRequired), "the substitute's tool needs a person to confirm it", i)
 	}
 	l.event(ev, "substituted")
-	l.res.Calls[i], l.res.Changed[i], l.reports[i] = sub, true, v
+	l.result.Calls[i], l.result.Changed[i], l.reports[i] = sub, true, v
 	return rung{}
 }
 
@@ -462,13 +462,13 @@ func (l *ladder) substitute(ctx context.Context, i int, proposal *Proposal, ev E
 // shortlisted when the catalog is large.
 func (l *ladder) promptTools(bad validate.ToolCall) []PromptTool {
 	var tools []*catalog.Tool
-	for _, t := range l.in.Eff.Tools() {
-		if t.Substitutable && t.Policy != catalog.PolicyConfirm && t.Name != l.s.AbstainTool {
+	for _, t := range l.input.Eff.Tools() {
+		if t.Substitutable && t.Policy != catalog.PolicyConfirm && t.Name != l.settings.AbstainTool {
 			tools = append(tools, t)
 		}
 	}
-	if l.s.Shortlist > 0 && len(tools) > l.s.Shortlist {
-		tools = Shortlist(tools, bad.Name, bad.Args, l.in.UserText, l.s.Shortlist)
+	if l.settings.Shortlist > 0 && len(tools) > l.settings.Shortlist {
+		tools = Shortlist(tools, bad.Name, bad.Args, l.input.UserText, l.settings.Shortlist)
 	}
 	out := make([]PromptTool, len(tools))
 	for i, t := range tools {
@@ -481,7 +481,7 @@ func (l *ladder) promptTools(bad validate.ToolCall) []PromptTool {
 // reasons, and keeps asking with the new answer while the budget allows.
 // It serves the correction strategy and the reprompt step alike.
 func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, error) {
-	turn := l.in.Turn
+	turn := l.input.Turn
 	// at maps a call index of turn to the position it answers for, or -1.
 	at := make([]int, len(turn.Calls))
 	for j := range at {
@@ -499,8 +499,8 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, e
 		next, err := l.ask(ctx, &Query{Kind: qkind, History: append([]Round(nil), history...)})
 		ev := Event{Strategy: chainStrategy(qkind), Confidence: -1, Duration: time.Since(start)}
 		if len(pending) > 0 {
-			ev.Name = l.in.Turn.Calls[pending[0]].Name
-			ev.ArgsBytes = len(l.in.Turn.Calls[pending[0]].Args)
+			ev.Name = l.input.Turn.Calls[pending[0]].Name
+			ev.ArgsBytes = len(l.input.Turn.Calls[pending[0]].Args)
 		}
 		if err != nil || next == nil {
 			l.event(ev, "upstream_error")
@@ -538,7 +538,7 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, e
 			// findings the model already fixed.
 			l.event(ev, "escalated")
 			for _, p := range still {
-				l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.reports[p].Findings))
+				l.attempts = append(l.attempts, callAttempt("call", l.result.Calls[p], l.reports[p].Findings))
 			}
 			return l.escalate(l.primaryCode(still), "the repaired call is still not acceptable", -1), nil
 		}
@@ -554,17 +554,17 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, e
 func (l *ladder) spend(pending []int) (kind Kind, spent bool) {
 	for _, p := range pending {
 		if l.reports[p].Worst() == validate.ClassName {
-			if l.recLeft <= 0 {
+			if l.recoveriesLeft <= 0 {
 				return KindRecovery, true
 			}
-			l.recLeft--
+			l.recoveriesLeft--
 			return KindRecovery, false
 		}
 	}
-	if l.repLeft <= 0 {
+	if l.repromptsLeft <= 0 {
 		return KindReprompt, true
 	}
-	l.repLeft--
+	l.repromptsLeft--
 	return KindReprompt, false
 }
 
@@ -591,7 +591,7 @@ func (l *ladder) rejections(turn *Turn, at, pending []int) map[int]string {
 		if p < 0 || !contains(pending, p) {
 			continue
 		}
-		l.attempts = append(l.attempts, callAttempt("call", l.res.Calls[p], l.reports[p].Findings))
+		l.attempts = append(l.attempts, callAttempt("call", l.result.Calls[p], l.reports[p].Findings))
 		errs[j] = l.errorText(turn.Calls[j], l.reports[p])
 	}
 	return errs
@@ -608,13 +608,13 @@ func (l *ladder) place(ctx context.Context, next *Turn, nextAt []int, ev *Event)
 		if p < 0 {
 			continue
 		}
-		l.res.Calls[p] = validate.ToolCall{ID: l.in.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind, BadShape: c.BadShape}
-		l.res.Changed[p] = true
+		l.result.Calls[p] = validate.ToolCall{ID: l.input.Turn.Calls[p].ID, Name: c.Name, Args: c.Args, Kind: c.Kind, BadShape: c.BadShape}
+		l.result.Changed[p] = true
 		fixedAt = append(fixedAt, p)
 		ev.Suggested = c.Name
 	}
 	var still []int
-	for k, v := range l.in.Judge(ctx, l.res.Calls, fixedAt) {
+	for k, v := range l.input.Judge(ctx, l.result.Calls, fixedAt) {
 		p := fixedAt[k]
 		l.reports[p] = v
 		l.unprefix(p)
@@ -631,10 +631,10 @@ func (l *ladder) place(ctx context.Context, next *Turn, nextAt []int, ev *Event)
 func (l *ladder) canRetry(positions []int) bool {
 	for _, p := range positions {
 		if l.reports[p].Worst() == validate.ClassName {
-			return l.recLeft > 0
+			return l.recoveriesLeft > 0
 		}
 	}
-	return l.repLeft > 0
+	return l.repromptsLeft > 0
 }
 
 // mapCalls pairs the calls of a new answer with the positions that were
@@ -659,7 +659,7 @@ func (l *ladder) mapCalls(next *Turn, pending []int) ([]int, bool) {
 }
 
 func (l *ladder) repeatsHeld(c validate.ToolCall, pending []int) bool {
-	for p, held := range l.res.Calls {
+	for p, held := range l.result.Calls {
 		if contains(pending, p) {
 			continue
 		}
@@ -674,9 +674,9 @@ func (l *ladder) repeatsHeld(c validate.ToolCall, pending []int) bool {
 // the model only (it may quote values).
 func (l *ladder) errorText(c validate.ToolCall, v validate.CallReport) string {
 	if v.Worst() == validate.ClassName {
-		names := make([]string, 0, l.in.Eff.Len())
-		for _, t := range l.in.Eff.Tools() {
-			if t.Name != l.s.AbstainTool {
+		names := make([]string, 0, l.input.Eff.Len())
+		for _, t := range l.input.Eff.Tools() {
+			if t.Name != l.settings.AbstainTool {
 				names = append(names, t.Name)
 			}
 		}
@@ -704,9 +704,9 @@ func findingText(fs []validate.Finding) string {
 }
 
 func (l *ladder) ask(ctx context.Context, q *Query) (*Turn, error) {
-	t, err := l.in.Ask.Ask(ctx, q)
+	t, err := l.input.Ask.Ask(ctx, q)
 	if t != nil {
-		l.res.Turns = append(l.res.Turns, t)
+		l.result.Turns = append(l.result.Turns, t)
 	}
 	return t, err
 }
@@ -770,7 +770,7 @@ func (l *ladder) escalate(label, reason string, call int) rung {
 			}
 		}
 	}
-	for _, v := range l.res.Reports {
+	for _, v := range l.result.Reports {
 		for _, f := range v.Findings {
 			if f.Blocking() {
 				add(string(f.Code))
@@ -789,14 +789,14 @@ func (l *ladder) escalate(label, reason string, call int) rung {
 		e.Codes = append([]string{label}, rest...)
 	}
 	if len(l.attempts) == 0 {
-		for i, c := range l.in.Turn.Calls {
-			if len(l.res.Reports[i].Findings) > 0 || call == i {
+		for i, c := range l.input.Turn.Calls {
+			if len(l.result.Reports[i].Findings) > 0 || call == i {
 				l.attempts = append(l.attempts, callAttempt("call", c, l.reports[i].Findings))
 			}
 		}
 	}
 	e.Attempts = l.attempts
-	if l.s.Shadow {
+	if l.settings.Shadow {
 		return rung{end: true, outcome: ShadowWouldEscalate, escalation: e}
 	}
 	return rung{end: true, outcome: Escalated, escalation: e}
@@ -822,11 +822,11 @@ func objectOrNil(b []byte) json.RawMessage {
 // abstention reports whether a call of turn takes the abstain exit, which
 // exists only when it was injected into this request, and gives its reason.
 func (l *ladder) abstention(turn *Turn) (string, bool) {
-	if l.s.AbstainTool == "" || l.s.Shadow {
+	if l.settings.AbstainTool == "" || l.settings.Shadow {
 		return "", false
 	}
 	for _, c := range turn.Calls {
-		if c.Name == l.s.AbstainTool && c.Kind == validate.Function {
+		if c.Name == l.settings.AbstainTool && c.Kind == validate.Function {
 			return abstainReason(c.Args), true
 		}
 	}

@@ -39,19 +39,19 @@ type writer interface {
 
 // Set is the sinks of one config, fed from one queue each.
 type Set struct {
-	redact  []string
-	log     *zap.Logger
-	c       Counters
-	queues  []chan []byte
-	writers []writer
-	wg      sync.WaitGroup
+	redact   []string
+	log      *zap.Logger
+	counters Counters
+	queues   []chan []byte
+	writers  []writer
+	wg       sync.WaitGroup
 }
 
 var _ pipeline.Sink = (*Set)(nil)
 
 // New starts the sinks the config names. secrets carries the webhook key.
 func New(cfg catalog.Escalation, secrets catalog.Secrets, log *zap.Logger, c Counters) (*Set, error) {
-	s := &Set{redact: cfg.Redact, log: log, c: c}
+	s := &Set{redact: cfg.Redact, log: log, counters: c}
 	if cfg.Sinks.File != "" {
 		f, err := openFile(cfg.Sinks.File)
 		if err != nil {
@@ -74,7 +74,7 @@ func (s *Set) add(w writer) {
 		defer s.wg.Done()
 		for line := range q {
 			if err := w.write(line); err != nil {
-				s.c.Failures.WithLabelValues(w.name()).Inc()
+				s.counters.Failures.WithLabelValues(w.name()).Inc()
 				s.log.Warn("escalation sink failed; record lost", zap.String("sink", w.name()), zap.Error(err))
 			}
 		}
@@ -96,7 +96,7 @@ func (s *Set) Record(rec *pipeline.EscalationRecord) {
 		select {
 		case q <- line:
 		default:
-			s.c.Dropped.WithLabelValues(s.writers[i].name()).Inc()
+			s.counters.Dropped.WithLabelValues(s.writers[i].name()).Inc()
 		}
 	}
 }
@@ -198,7 +198,7 @@ func redactArgs(args json.RawMessage, raw *string, pointers []string) (json.RawM
 		return nil, &s
 	}
 	for _, p := range pointers {
-		blank(v, p)
+		redactPointer(v, p)
 	}
 	b, err := jsonx.Marshal(v)
 	if err != nil {
@@ -226,13 +226,13 @@ func redactCall(call json.RawMessage, pointers []string) json.RawMessage {
 				return
 			}
 			for _, p := range pointers {
-				blank(v, p)
+				redactPointer(v, p)
 			}
 			b, _ := jsonx.Marshal(v)
 			holder[key] = string(b)
 		case map[string]any:
 			for _, p := range pointers {
-				blank(a, p)
+				redactPointer(a, p)
 			}
 		}
 	}
@@ -245,8 +245,8 @@ func redactCall(call json.RawMessage, pointers []string) json.RawMessage {
 	return b
 }
 
-// blank replaces the value at pointer p with the redaction marker.
-func blank(v any, p string) {
+// redactPointer replaces the value at pointer p with the redaction marker.
+func redactPointer(v any, p string) {
 	if p == "" || p[0] != '/' {
 		return
 	}

@@ -14,7 +14,7 @@ import (
 // loss costs more than the sync. Rotation is left to the platform (logrotate
 // with copytruncate, or a log shipper); the file is reopened on each reload.
 type fileSink struct {
-	f *os.File
+	file *os.File
 }
 
 func openFile(path string) (*fileSink, error) {
@@ -22,7 +22,7 @@ func openFile(path string) (*fileSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("escalation.sinks.file: %w", err)
 	}
-	return &fileSink{f: f}, nil
+	return &fileSink{file: f}, nil
 }
 
 func (s *fileSink) name() string { return "file" }
@@ -30,13 +30,13 @@ func (s *fileSink) name() string { return "file" }
 func (s *fileSink) write(line []byte) error {
 	buf := make([]byte, 0, len(line)+1)
 	buf = append(append(buf, line...), '\n')
-	if _, err := s.f.Write(buf); err != nil {
+	if _, err := s.file.Write(buf); err != nil {
 		return err
 	}
-	return s.f.Sync()
+	return s.file.Sync()
 }
 
-func (s *fileSink) close() error { return s.f.Close() }
+func (s *fileSink) close() error { return s.file.Close() }
 
 // Webhook delivery bounds, read when a sink is created.
 var (
@@ -50,12 +50,12 @@ var (
 // and full jitter. It runs on the sink's own goroutine, so retries delay
 // only later records, never a response.
 type webhookSink struct {
-	p *webhook.Poster
+	poster *webhook.Poster
 }
 
 func newWebhook(url, secret string) *webhookSink {
 	r := webhook.Retry{Attempts: webhookAttempts, Base: backoffBase, Max: backoffMax, Timeout: webhookTimeout}
-	return &webhookSink{p: webhook.New(url, secret, r)}
+	return &webhookSink{poster: webhook.New(url, secret, r)}
 }
 
 func (s *webhookSink) name() string { return "webhook" }
@@ -63,12 +63,12 @@ func (s *webhookSink) name() string { return "webhook" }
 // Sign returns the X-Toolgate-Signature value for body.
 func Sign(secret, body []byte) string { return signature.Sign(secret, body) }
 
-func (s *webhookSink) write(line []byte) error { return s.p.Deliver(line) }
+func (s *webhookSink) write(line []byte) error { return s.poster.Deliver(line) }
 
-func (s *webhookSink) post(line []byte) error { return s.p.Post(line) }
+func (s *webhookSink) post(line []byte) error { return s.poster.Post(line) }
 
 // close gives queued records a moment to go out, then abandons retries.
 func (s *webhookSink) close() error {
-	s.p.Close()
+	s.poster.Close()
 	return nil
 }

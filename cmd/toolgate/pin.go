@@ -92,7 +92,7 @@ func pinCommand(args []string, stdout, stderr io.Writer) int {
 func pinServer(s catalog.MCPServer) (map[string]catalog.PinEntry, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pinTimeout)
 	defer cancel()
-	rec := &listRecorder{base: http.DefaultTransport}
+	rec := &listRecorder{next: http.DefaultTransport}
 	if s.APIKeyEnv != "" {
 		rec.key = os.Getenv(s.APIKeyEnv)
 	}
@@ -131,10 +131,10 @@ func pinServer(s catalog.MCPServer) (map[string]catalog.PinEntry, error) {
 
 // listRecorder keeps the raw tools of every tools/list answer.
 type listRecorder struct {
-	base http.RoundTripper
-	key  string
-	mu   sync.Mutex
-	raws []json.RawMessage
+	next  http.RoundTripper
+	key   string
+	mu    sync.Mutex
+	lists []json.RawMessage
 }
 
 func (r *listRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -142,7 +142,7 @@ func (r *listRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Authorization", "Bearer "+r.key)
 	}
-	resp, err := r.base.RoundTrip(req)
+	resp, err := r.next.RoundTrip(req)
 	if err != nil || req.Method != http.MethodPost {
 		return resp, err
 	}
@@ -151,12 +151,12 @@ func (r *listRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.keep(body, resp.Header.Get("Content-Type"))
+	r.record(body, resp.Header.Get("Content-Type"))
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
 }
 
-func (r *listRecorder) keep(body []byte, contentType string) {
+func (r *listRecorder) record(body []byte, contentType string) {
 	msgs := [][]byte{body}
 	if bytes.HasPrefix([]byte(contentType), []byte("text/event-stream")) {
 		msgs = nil
@@ -173,7 +173,7 @@ func (r *listRecorder) keep(body []byte, contentType string) {
 		}
 		if json.Unmarshal(m, &v) == nil {
 			r.mu.Lock()
-			r.raws = append(r.raws, v.Result.Tools...)
+			r.lists = append(r.lists, v.Result.Tools...)
 			r.mu.Unlock()
 		}
 	}
@@ -182,5 +182,5 @@ func (r *listRecorder) keep(body []byte, contentType string) {
 func (r *listRecorder) tools() []json.RawMessage {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.raws
+	return r.lists
 }

@@ -57,14 +57,14 @@ type App struct {
 }
 
 // sinkSwitch hands each escalation to the sinks of the live config.
-type sinkSwitch struct{ a *App }
+type sinkSwitch struct{ app *App }
 
 func (s sinkSwitch) Record(rec *pipeline.EscalationRecord) {
-	if s.a.fixedSink != nil {
-		s.a.fixedSink.Record(rec)
+	if s.app.fixedSink != nil {
+		s.app.fixedSink.Record(rec)
 		return
 	}
-	if set := s.a.sinks.Load(); set != nil {
+	if set := s.app.sinks.Load(); set != nil {
 		set.Record(rec)
 	}
 }

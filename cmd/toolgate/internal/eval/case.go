@@ -146,12 +146,12 @@ func listError(what string, probs []string) error {
 // original request's body, and the bad call as the upstream's answer. req,
 // resp and eff are how toolgate reads them, for the checks of prepare.
 type prepared struct {
-	c      Case
-	body   []byte
-	answer []byte
-	req    *neutral.Request
-	resp   *neutral.Answer
-	eff    *catalog.Effective
+	testCase Case
+	body     []byte
+	answer   []byte
+	req      *neutral.Request
+	resp     *neutral.Answer
+	eff      *catalog.Effective
 	// key identifies everything that shapes the re-query; a stored result
 	// is reused only when its key matches (see Result.Key).
 	key string
@@ -186,8 +186,8 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 	}
 	body := jsonx.Object{
 		{Key: "model", Value: jsonx.String(rs.model)},
-		{Key: "messages", Value: jsonx.AppendArray(nil, raws(c.Messages))},
-		{Key: "tools", Value: jsonx.AppendArray(nil, raws(tools))},
+		{Key: "messages", Value: jsonx.AppendArray(nil, asBytes(c.Messages))},
+		{Key: "tools", Value: jsonx.AppendArray(nil, asBytes(tools))},
 	}.Bytes()
 	cd := openaichat.API{}.NewCodec()
 	req, err := cd.DecodeRequest("", body)
@@ -231,10 +231,10 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 		h.Write([]byte{':'})
 		h.Write(part)
 	}
-	return &prepared{c: c, body: body, answer: answer, req: req, resp: resp, eff: eff, key: hex.EncodeToString(h.Sum(nil))[:24]}, nil
+	return &prepared{testCase: c, body: body, answer: answer, req: req, resp: resp, eff: eff, key: hex.EncodeToString(h.Sum(nil))[:24]}, nil
 }
 
-func raws(rs []json.RawMessage) [][]byte {
+func asBytes(rs []json.RawMessage) [][]byte {
 	out := make([][]byte, len(rs))
 	for i, r := range rs {
 		out[i] = r

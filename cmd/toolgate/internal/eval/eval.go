@@ -62,8 +62,8 @@ func Run(ctx context.Context, snap *catalog.Snapshot, cases []Case, opt Options)
 	// Only results that still match their case count.
 	current := make(map[string]Result, len(preps))
 	for _, p := range preps {
-		if r, ok := st.get(p.c.ID); ok && r.Key == p.key {
-			current[p.c.ID] = r
+		if r, ok := st.get(p.testCase.ID); ok && r.Key == p.key {
+			current[p.testCase.ID] = r
 		}
 	}
 	rep := Summarize(cases, current, Meta{
@@ -103,7 +103,7 @@ func pendingCases(st *store, preps []*prepared, resultsPath string, log io.Write
 	var todo []*prepared
 	reused, stale, retry := 0, 0, 0
 	for _, p := range preps {
-		r, ok := st.get(p.c.ID)
+		r, ok := st.get(p.testCase.ID)
 		switch {
 		case !ok:
 		case r.Key != p.key:

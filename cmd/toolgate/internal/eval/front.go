@@ -28,9 +28,9 @@ const caseHeader = "Toolgate-Eval-Case"
 // passes every later call (the re-query toolgate builds) to the config's
 // first upstream, with that upstream's key, through the client serve uses.
 type front struct {
-	srv *http.Server
-	ln  net.Listener
-	rp  *httputil.ReverseProxy
+	server   *http.Server
+	listener net.Listener
+	proxy    *httputil.ReverseProxy
 
 	mu      sync.Mutex
 	tickets map[string]*ticket
@@ -62,7 +62,7 @@ func startFront(up catalog.Upstream, endpoint, key string) (*front, error) {
 	}
 	host := target.Hostname()
 	f := &front{tickets: map[string]*ticket{}}
-	f.rp = &httputil.ReverseProxy{
+	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			u := *target
 			pr.Out.URL, pr.Out.Host = &u, ""
@@ -84,18 +84,18 @@ func startFront(up catalog.Upstream, endpoint, key string) (*front, error) {
 		},
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	if f.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if f.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		return nil, err
 	}
-	f.srv = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
-	go func() { _ = f.srv.Serve(f.ln) }()
+	f.server = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = f.server.Serve(f.listener) }()
 	return f, nil
 }
 
 // URL is the front's base URL.
-func (f *front) URL() string { return "http://" + f.ln.Addr().String() }
+func (f *front) URL() string { return "http://" + f.listener.Addr().String() }
 
-func (f *front) close() { _ = f.srv.Close() }
+func (f *front) close() { _ = f.server.Close() }
 
 // issue registers one attempt at a case whose first answer is answer.
 func (f *front) issue(answer []byte) *ticket {
@@ -123,7 +123,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"error":{"message":"toolgate eval: this request belongs to no case","type":"invalid_request_error"}}`)
 		return
 	}
-	if t.first() {
+	if t.firstCall() {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(t.answer)))
@@ -132,8 +132,8 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	// Deferred: a body cut off mid-copy ends the handler with a panic.
-	defer func() { t.took(time.Since(start)) }()
-	f.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)))
+	defer func() { t.setLatency(time.Since(start)) }()
+	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)))
 }
 
 // noteStatus keeps a failed re-query's status and the start of its body,
@@ -159,9 +159,9 @@ func ticketOf(ctx context.Context) *ticket {
 	return t
 }
 
-// first reports whether this is the attempt's first call, and marks it
+// firstCall reports whether this is the attempt's first call, and marks it
 // answered.
-func (t *ticket) first() bool {
+func (t *ticket) firstCall() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	first := !t.answered
@@ -169,7 +169,7 @@ func (t *ticket) first() bool {
 	return first
 }
 
-func (t *ticket) took(d time.Duration) {
+func (t *ticket) setLatency(d time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.latency = d

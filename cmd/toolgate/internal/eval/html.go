@@ -104,8 +104,8 @@ func writeSweep(b *strings.Builder, rep *Report) {
 			attr = ` class="` + strings.Join(classes, " ") + `"`
 		}
 		fmt.Fprintf(b, "<tr%s><td>%.2f</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td></tr>\n",
-			attr, r.Threshold, r.Substituted, pct(r.SubstitutionRate), pctp(r.Precision), r.WrongTool, r.ShouldEscalate,
-			pct(r.EscalationRate), pctp(r.Recall))
+			attr, r.Threshold, r.Substituted, percent(r.SubstitutionRate), percentOrDash(r.Precision), r.WrongTool, r.ShouldEscalate,
+			percent(r.EscalationRate), percentOrDash(r.Recall))
 	}
 	b.WriteString("</tbody>\n</table>\n")
 }
@@ -117,7 +117,7 @@ func writeKinds(b *strings.Builder, rep *Report) {
 	b.WriteString("<thead><tr><th>kind</th><th>cases</th><th>substituted</th><th>precision</th><th>wrong</th><th>escal. rate</th><th>recall</th><th>failed</th></tr></thead>\n<tbody>\n")
 	for _, k := range rep.Kinds {
 		fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
-			e(kindName(k.Kind)), k.Cases, k.Substituted, pctp(k.Precision), k.Wrong, pct(k.EscalationRate), pctp(k.Recall), k.Errors)
+			e(kindName(k.Kind)), k.Cases, k.Substituted, percentOrDash(k.Precision), k.Wrong, percent(k.EscalationRate), percentOrDash(k.Recall), k.Errors)
 	}
 	b.WriteString("</tbody>\n</table>\n")
 }
@@ -169,7 +169,7 @@ func writePlot(b *strings.Builder, rep *Report) {
 	fmt.Fprintf(b, "<line class=\"target\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", plotLeft, y, plotRght, y)
 	// Left-aligned, away from the recommended threshold's label, which
 	// sits top right where precision usually reaches the target.
-	fmt.Fprintf(b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\">min precision %s</text>\n", plotLeft+6, y-5, pct(rep.MinPrecision))
+	fmt.Fprintf(b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\">min precision %s</text>\n", plotLeft+6, y-5, percent(rep.MinPrecision))
 	x := plotX(rep.ConfiguredThreshold)
 	fmt.Fprintf(b, "<line class=\"config\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x, plotTop, x, plotBot)
 	if rep.Recommended != nil {

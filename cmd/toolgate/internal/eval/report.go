@@ -141,7 +141,7 @@ func Summarize(cases []Case, results map[string]Result, m Meta) *Report {
 		ConfiguredThreshold: m.ConfiguredThreshold,
 		Failures:            []Failure{},
 	}
-	measured, latencies, kinds := tally(rep, cases, results)
+	measured, latencies, kinds := countCases(rep, cases, results)
 	rep.Measured = len(measured)
 	rep.Cost.TotalTokens = rep.Cost.InputTokens + rep.Cost.OutputTokens
 	rep.Cost.LatencyP50MS = percentile(latencies, 50)
@@ -167,10 +167,10 @@ func Summarize(cases []Case, results map[string]Result, m Meta) *Report {
 	return rep
 }
 
-// tally counts each case into rep (pending, failed, decisions, cost) and
+// countCases counts each case into rep (pending, failed, decisions, cost) and
 // into its kind's row, and returns the measured cases, their latencies and
 // the rows by kind.
-func tally(rep *Report, cases []Case, results map[string]Result) (measured []measuredCase, latencies []float64, kinds map[string]*KindRow) {
+func countCases(rep *Report, cases []Case, results map[string]Result) (measured []measuredCase, latencies []float64, kinds map[string]*KindRow) {
 	kinds = map[string]*KindRow{}
 	for _, c := range cases {
 		k := kinds[c.Kind]
@@ -206,7 +206,7 @@ func tally(rep *Report, cases []Case, results map[string]Result) (measured []mea
 		default:
 			rep.Decisions.Invalid++
 		}
-		measured = append(measured, measuredCase{c: c, r: r})
+		measured = append(measured, measuredCase{testCase: c, result: r})
 		k.Measured++
 		if c.Expected != ExpectEscalate {
 			k.WithRightTool++
@@ -229,7 +229,7 @@ func kindRows(kinds map[string]*KindRow, measured []measuredCase, at float64) []
 		k := kinds[n]
 		var of []measuredCase
 		for _, mc := range measured {
-			if mc.c.Kind == n {
+			if mc.testCase.Kind == n {
 				of = append(of, mc)
 			}
 		}
@@ -240,8 +240,8 @@ func kindRows(kinds map[string]*KindRow, measured []measuredCase, at float64) []
 }
 
 type measuredCase struct {
-	c Case
-	r Result
+	testCase Case
+	result   Result
 }
 
 // sweepRow computes one threshold's row over measured cases.
@@ -249,18 +249,18 @@ func sweepRow(ms []measuredCase, t float64) Row {
 	row := Row{Threshold: t}
 	right := 0
 	for _, mc := range ms {
-		if mc.c.Expected != ExpectEscalate {
+		if mc.testCase.Expected != ExpectEscalate {
 			right++
 		}
-		if !mc.r.substitutedAt(t) {
+		if !mc.result.substitutedAt(t) {
 			row.Escalated++
 			continue
 		}
 		row.Substituted++
 		switch {
-		case mc.r.Tool == mc.c.Expected:
+		case mc.result.Tool == mc.testCase.Expected:
 			row.Correct++
-		case mc.c.Expected == ExpectEscalate:
+		case mc.testCase.Expected == ExpectEscalate:
 			row.ShouldEscalate++
 		default:
 			row.WrongTool++
@@ -303,10 +303,10 @@ func recommendation(rep *Report) string {
 	if rep.Recommended == nil {
 		return fmt.Sprintf("no threshold reaches a precision of %s: the model's substitutions are not reliable enough on these cases; "+
 			"keep recovery.confidence_threshold at 1 (escalate every invented call) or improve the catalog's descriptions and the prompt, then measure again",
-			pct(rep.MinPrecision))
+			percent(rep.MinPrecision))
 	}
 	t := *rep.Recommended
-	s := fmt.Sprintf("set recovery.confidence_threshold to %.2f, the lowest threshold with a precision of at least %s", t, pct(rep.MinPrecision))
+	s := fmt.Sprintf("set recovery.confidence_threshold to %.2f, the lowest threshold with a precision of at least %s", t, percent(rep.MinPrecision))
 	if t == rep.ConfiguredThreshold {
 		s += " (the config already has it)"
 	} else {
@@ -315,14 +315,14 @@ func recommendation(rep *Report) string {
 	return s
 }
 
-// pct formats a fraction as a percentage.
-func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+// percent formats a fraction as a percentage.
+func percent(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 
-func pctp(v *float64) string {
+func percentOrDash(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return pct(*v)
+	return percent(*v)
 }
 
 // WriteTable prints the report as text tables.
@@ -348,8 +348,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.Threshold == rep.ConfiguredThreshold {
 			mark += " <- config"
 		}
-		fmt.Fprintf(tw, "%.2f\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Threshold, r.Substituted, pct(r.SubstitutionRate),
-			pctp(r.Precision), r.Wrong, pct(r.EscalationRate), pctp(r.Recall), mark)
+		fmt.Fprintf(tw, "%.2f\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Threshold, r.Substituted, percent(r.SubstitutionRate),
+			percentOrDash(r.Precision), r.Wrong, percent(r.EscalationRate), percentOrDash(r.Recall), mark)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -360,8 +360,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "kind\tcases\tsubstituted\tprecision\twrong\tescal.rate\trecall\tfailed")
 	for _, k := range rep.Kinds {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\t%d\n", kindName(k.Kind), k.Cases, k.Substituted, pctp(k.Precision),
-			k.Wrong, pct(k.EscalationRate), pctp(k.Recall), k.Errors)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\t%d\n", kindName(k.Kind), k.Cases, k.Substituted, percentOrDash(k.Precision),
+			k.Wrong, percent(k.EscalationRate), percentOrDash(k.Recall), k.Errors)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

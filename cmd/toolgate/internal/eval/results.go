@@ -72,7 +72,7 @@ func (r *Result) substitutedAt(t float64) bool {
 // results file as they come.
 type store struct {
 	mu   sync.Mutex
-	f    *os.File
+	file *os.File
 	rows map[string]Result
 	// needNL is set when the file ends in a complete line without a
 	// newline, so the next append starts a line of its own.
@@ -135,7 +135,7 @@ func openStore(path string) (*store, error) {
 		f.Close()
 		return nil, err
 	}
-	s.f = f
+	s.file = f
 	return s, nil
 }
 
@@ -152,7 +152,7 @@ func (s *store) add(r Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rows[r.ID] = r
-	if s.f == nil {
+	if s.file == nil {
 		return nil
 	}
 	b, err := jsonx.Marshal(r)
@@ -165,18 +165,18 @@ func (s *store) add(r Result) error {
 		s.needNL = false
 	}
 	line = append(append(line, b...), '\n')
-	if _, err := s.f.Write(line); err != nil {
+	if _, err := s.file.Write(line); err != nil {
 		return fmt.Errorf("writing the results file: %w", err)
 	}
 	return nil
 }
 
 func (s *store) close() error {
-	if s.f == nil {
+	if s.file == nil {
 		return nil
 	}
-	err := s.f.Sync()
-	if cerr := s.f.Close(); err == nil {
+	err := s.file.Sync()
+	if cerr := s.file.Close(); err == nil {
 		err = cerr
 	}
 	return err

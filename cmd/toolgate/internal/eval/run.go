@@ -179,7 +179,7 @@ type gate struct {
 	until time.Time
 }
 
-func (g *gate) hold(d time.Duration) {
+func (g *gate) pauseFor(d time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if t := time.Now().Add(d); t.After(g.until) {
@@ -243,7 +243,7 @@ func retryDelay(ue *recovery.UpstreamError, attempt int) time.Duration {
 func (rs *runSetup) runCase(ctx context.Context, p *prepared) (Result, bool) {
 	var tokens recovery.Usage
 	for attempt := 0; ; attempt++ {
-		row, ue, ok := rs.once(ctx, p)
+		row, ue, ok := rs.tryOnce(ctx, p)
 		if !ok {
 			return Result{}, false
 		}
@@ -260,16 +260,16 @@ func (rs *runSetup) runCase(ctx context.Context, p *prepared) (Result, bool) {
 		}
 		d := retryDelay(ue, attempt)
 		if ue.Status == http.StatusTooManyRequests {
-			rs.gate.hold(d)
+			rs.gate.pauseFor(d)
 		} else if sleep(ctx, d) != nil {
 			return Result{}, false
 		}
 	}
 }
 
-// once sends one case through toolgate and reads what it did. A
+// tryOnce sends one case through toolgate and reads what it did. A
 // retryable upstream failure is returned for runCase to retry.
-func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.UpstreamError, bool) {
+func (rs *runSetup) tryOnce(ctx context.Context, p *prepared) (Result, *recovery.UpstreamError, bool) {
 	// Waiting out a 429 happens here, before the request, so that the
 	// pause does not eat into recovery.deadline.
 	if rs.gate.wait(ctx) != nil {
@@ -283,10 +283,10 @@ func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.Up
 	}
 	latency, failure := t.seen()
 	row := Result{
-		ID:             p.c.ID,
-		Kind:           p.c.Kind,
+		ID:             p.testCase.ID,
+		Kind:           p.testCase.Kind,
 		Key:            p.key,
-		Expected:       p.c.Expected,
+		Expected:       p.testCase.Expected,
 		CatalogVersion: rs.snap.Version,
 		Model:          rs.model,
 		LatencyMS:      float64(latency.Microseconds()) / 1000,
@@ -310,7 +310,7 @@ func (rs *runSetup) once(ctx context.Context, p *prepared) (Result, *recovery.Up
 		}
 		return row, nil, true
 	}
-	classify(&row, ans, callID(p.c.ID), failure)
+	classify(&row, ans, callID(p.testCase.ID), failure)
 	return row, nil, true
 }
 

@@ -123,7 +123,7 @@ func (s *served) ask(ctx context.Context, body []byte, t *ticket) (*answered, er
 		return nil, errors.New("toolgate's answer is larger than any it should give")
 	}
 	return &answered{status: resp.StatusCode, header: resp.Header, body: b,
-		steps: s.steps.take(resp.Header.Get("X-Toolgate-Request-Id"))}, nil
+		steps: s.steps.popSteps(resp.Header.Get("X-Toolgate-Request-Id"))}, nil
 }
 
 // requeryTokens sums the usage toolgate reports for its re-queries
@@ -203,7 +203,7 @@ func (l *stepLog) ObserveRecovery(requestID string, steps []recovery.Event) {
 	l.byRequest[requestID] = steps
 }
 
-func (l *stepLog) take(requestID string) []recovery.Event {
+func (l *stepLog) popSteps(requestID string) []recovery.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	steps := l.byRequest[requestID]
