@@ -37,7 +37,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, rt *runtime) (
 		m = t.CheckHeaders(r, m)
 	}
 	if m.Kind == route.Refuse {
-		if rt.snap.Config.Mode != catalog.ModeShadow || (m.Route != nil && m.Route.Alone) {
+		if rt.Snap.Config.Mode != catalog.ModeShadow || (m.Route != nil && m.Route.Alone) {
 			s.refuse(w, r, m)
 			return nil, nil
 		}
@@ -97,4 +97,21 @@ func (s *Server) countRefusal(r *http.Request, m route.Match, outcome string) {
 // without any request state, so a fresh one serves.
 func envelopeOf(a api.API) route.Envelope {
 	return a.NewCodec().EncodeError
+}
+
+// writeOpenAIFailure answers with f in OpenAI's envelope: where no API's
+// codec speaks (before the route is known, and on pass-through routes).
+func writeOpenAIFailure(w http.ResponseWriter, f neutral.Failure) {
+	writeFailure(w, f, openaiwire.Error(f))
+}
+
+// writeFailure writes f's status and its body in a route's envelope.
+func writeFailure(w http.ResponseWriter, f neutral.Failure, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if v := pipeline.ShouldRetry(f); v != "" {
+		h.Set("X-Should-Retry", v)
+	}
+	w.WriteHeader(f.Status)
+	_, _ = w.Write(body)
 }

@@ -5,12 +5,10 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/zap"
-
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/exchange"
 	"github.com/toolgate/toolgate/proxy/jsonrpc"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/observe"
@@ -35,7 +33,7 @@ var _ mcp.Pipeline = (*mcpPipeline)(nil)
 func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Ruling {
 	j := &judge.Judge{
 		Local:          &validate.Context{Eff: c.Set.Eff, Values: pipeline.ContextValues(ctx)},
-		Validators:     p.rt.validators,
+		Validators:     p.rt.Validators,
 		RequestID:      c.RequestID,
 		CatalogVersion: c.Set.Version,
 		Server:         c.Server,
@@ -119,7 +117,7 @@ func (p *mcpPipeline) Write(w http.ResponseWriter, status int, upstream http.Hea
 		// server's Content-Type.
 		rp.ContentType = "application/json"
 	}
-	sendReply(w, &rp, nil)
+	exchange.Send(w, &rp, nil)
 }
 
 // Done counts the request and writes its one log line, as report does for
@@ -129,16 +127,7 @@ func (p *mcpPipeline) Done(ctx context.Context, d *mcp.Done) {
 	observe.Record(ctx, p.s.metrics.AddedLatency.WithLabelValues(pipeline.APIMCP), max(overhead, 0).Seconds())
 	p.s.metrics.Requests.WithLabelValues(pipeline.APIMCP, d.Outcome).Inc()
 	p.s.recorder.LogRequest(&pipeline.RequestLine{RequestID: d.RequestID, API: pipeline.APIMCP, Route: d.Route, Server: d.Server, Status: d.Status, Outcome: d.Outcome,
-		Findings: d.Findings, Calls: d.Calls, Duration: time.Since(d.Start), Overhead: max(overhead, 0), Trace: traceIDs(ctx)})
-}
-
-// traceIDs are the log line's fields naming the request's span, or none.
-func traceIDs(ctx context.Context) []zap.Field {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return nil
-	}
-	return []zap.Field{zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String())}
+		Findings: d.Findings, Calls: d.Calls, Duration: time.Since(d.Start), Overhead: max(overhead, 0), Trace: observe.TraceIDs(ctx)})
 }
 
 // mcpTools labels an MCP call's tool "server/tool", or _unknown.

@@ -12,7 +12,7 @@ import (
 
 // JudgesResults says whether an MCP server's tool results are judged.
 func (p *mcpPipeline) JudgesResults() bool {
-	return pipeline.JudgesResults(p.rt.snap, p.rt.validators)
+	return pipeline.JudgesResults(p.rt.Snap, p.rt.Validators)
 }
 
 // Result judges an MCP server's tool result on its way to the client
@@ -24,7 +24,7 @@ func (p *mcpPipeline) Result(ctx context.Context, r *mcp.Result) []byte {
 	}
 	c := pipeline.ResultCheck{ID: r.ID, Tool: r.Tool, Text: mcpText(res.Get("content")), Raw: r.Result, Size: len(r.Result),
 		Structured: res.Get("structuredContent"), IsError: string(res.Get("isError")) == "true"}
-	j := pipeline.NewResultJudge(p.rt.snap, p.rt.validators, r.Server, "", nil)
+	j := pipeline.NewResultJudge(p.rt.Snap, p.rt.Validators, r.Server, "", nil)
 	v := j.Judge(ctx, &c)
 	var out []byte
 	if v.Label == pipeline.ResultRedacted {
@@ -36,7 +36,7 @@ func (p *mcpPipeline) Result(ctx context.Context, r *mcp.Result) []byte {
 	}
 	p.s.metrics.ToolResults.WithLabelValues("mcp", v.Label).Inc()
 	if v.Refused() {
-		p.s.recorder.RecordResult(&pipeline.Facts{API: pipeline.APIMCP, CatalogVersion: p.rt.snap.Version, Server: r.Server}, r.ID, r.Tool, v)
+		p.s.recorder.RecordResult(&pipeline.Facts{API: pipeline.APIMCP, CatalogVersion: p.rt.Snap.Version, Server: r.Server}, r.ID, r.Tool, v)
 		out = jsonrpc.RefusedResult(r.Message, r.Tool, string(v.Code()), v.Why, r.Meta)
 	}
 	return out

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approval"
@@ -32,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/exchange"
 	"github.com/toolgate/toolgate/proxy/gemini"
 	"github.com/toolgate/toolgate/proxy/mcp"
 	"github.com/toolgate/toolgate/proxy/observe"
@@ -53,7 +53,7 @@ type Options struct {
 	// (default 15s).
 	Keepalive time.Duration
 	// Observer, when set, receives every judged answer's recovery steps.
-	Observer RecoveryObserver
+	Observer pipeline.RecoveryObserver
 	// Approvals, when set, holds confirm calls for a person and resumes
 	// them (docs/approvals.md); nil escalates them with nothing to approve.
 	Approvals *approval.Service
@@ -75,38 +75,25 @@ type Server struct {
 	// reloads.
 	mcp *mcp.Gateway
 
-	keepalive time.Duration
-	observer  RecoveryObserver // may be nil
-	approvals *approval.Service
-	tracing   *observe.Tracing
-	// replays keeps recent escalation replies for the same request's
-	// retries, across reloads (replay.go).
-	replays replays
-}
-
-func (s *Server) keepaliveInterval() time.Duration {
-	if s.keepalive <= 0 {
-		return 15 * time.Second
-	}
-	return s.keepalive
+	tracing *observe.Tracing
+	// models is what the model routes' exchanges share across reloads:
+	// the books, approvals, and the memory of escalation replies.
+	models *exchange.Env
 }
 
 // runtime is one generation: everything built from one snapshot (its
 // routes, upstream clients, validators, the ladder's settings), built at
 // load and swapped whole. A request keeps the runtime it started with.
 type runtime struct {
-	snap     *catalog.Snapshot
-	settings recovery.Settings
-	routes   *route.Table
-	ups      []*upstream.Upstream
-	// validators call the snapshot's validators; swapped with it.
-	validators *judge.Validators
+	// Generation is what every route of the generation judges with: the
+	// snapshot, the ladder's settings, the validators and the tracer.
+	pipeline.Generation
+	routes *route.Table
+	ups    []*upstream.Upstream
 	// contextHeaders maps each catalog.context header (canonical) to its
 	// context name.
 	contextHeaders map[string]string
 	mcps           []*mcp.Route
-	// tracer starts the generation's spans; nil with tracing off.
-	tracer trace.Tracer
 }
 
 // apis maps api_paths values and built-in routes to their wire formats.
@@ -123,7 +110,7 @@ var apiNames = slices.Sorted(maps.Keys(apis))
 
 // New builds a Server serving the store's current snapshot.
 func New(o Options) (*Server, error) {
-	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics, keepalive: o.Keepalive, observer: o.Observer, approvals: o.Approvals}
+	s := &Server{store: o.Store, log: o.Logger, metrics: o.Metrics}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -135,8 +122,14 @@ func New(o Options) (*Server, error) {
 		sink = o.Sink
 	}
 	s.recorder = &pipeline.Recorder{Log: s.log, Metrics: s.metrics, Sink: sink}
+	keepalive := o.Keepalive
+	if keepalive <= 0 {
+		keepalive = 15 * time.Second
+	}
+	s.models = &exchange.Env{Log: s.log, Metrics: s.metrics, Recorder: s.recorder, Approvals: o.Approvals,
+		Replays: &exchange.Replays{}, Keepalive: keepalive, Observer: o.Observer}
 	s.tracing = observe.NewTracing(o.TraceTuning, o.Version, s.log, s.metrics.TraceSpansDropped)
-	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: &mcp.Metrics{UpstreamDuration: s.metrics.UpstreamDuration}, Approvals: o.Approvals, CallerToken: tokenOf})
+	s.mcp = mcp.NewGateway(mcp.Deps{Log: s.log, Metrics: &mcp.Metrics{UpstreamDuration: s.metrics.UpstreamDuration}, Approvals: o.Approvals, CallerToken: exchange.CallerOf})
 	rt, err := s.build(o.Store.Load())
 	if err != nil {
 		return nil, err
@@ -165,7 +158,7 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 		for _, u := range old.ups {
 			u.Close()
 		}
-		old.validators.Close()
+		old.Validators.Close()
 		for _, m := range old.mcps {
 			m.Close()
 		}
@@ -174,7 +167,7 @@ func (s *Server) Apply(snap *catalog.Snapshot) error {
 }
 
 func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
-	rt := &runtime{snap: snap, settings: recovery.SettingsFrom(snap)}
+	rt := &runtime{Generation: pipeline.Generation{Snap: snap, Settings: recovery.SettingsFrom(snap)}}
 	for name, src := range snap.Config.Catalog.Context {
 		if rt.contextHeaders == nil {
 			rt.contextHeaders = map[string]string{}
@@ -191,21 +184,21 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 		prefix := uc.PathPrefix
 		for path, name := range route.Builtin {
 			a := apis[name]
-			routes.AddJudged(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
+			routes.AddJudged(name, prefix, path, envelopeOf(a), exchange.NewRoute(s.models, &rt.Generation, u, a, prefix), http.MethodPost)
 		}
 		for path, name := range uc.APIPaths {
 			a, ok := apis[name]
 			if !ok {
 				return nil, fmt.Errorf("upstream %s: api_paths %s: unknown API %q", uc.Name, path, name)
 			}
-			routes.AddJudged(name, prefix, path, envelopeOf(a), s.validated(rt, u, a, prefix), http.MethodPost)
+			routes.AddJudged(name, prefix, path, envelopeOf(a), exchange.NewRoute(s.models, &rt.Generation, u, a, prefix), http.MethodPost)
 		}
 		routes.AddPassThrough(prefix, s.passthrough(rt, u, prefix))
 	}
 	// The MCP routes judge with the validators, so they come first.
-	rt.validators = judge.NewValidators(snap.Validators, s.metrics.ObserveValidator)
+	rt.Validators = judge.NewValidators(snap.Validators, s.metrics.ObserveValidator)
 	if err := s.mcpRoutes(rt, routes); err != nil {
-		rt.validators.Close()
+		rt.Validators.Close()
 		return nil, err
 	}
 	rt.routes = routes
@@ -218,10 +211,10 @@ func (s *Server) build(snap *catalog.Snapshot) (*runtime, error) {
 	// replaces the live exporter.
 	tracer, err := s.tracing.Tracer(snap)
 	if err != nil {
-		rt.validators.Close()
+		rt.Validators.Close()
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
-	rt.tracer = tracer
+	rt.Tracer = tracer
 	return rt, nil
 }
 
@@ -257,8 +250,8 @@ func jsonRPCPlainError(f neutral.Failure) []byte {
 // handler answers 405 to any but POST, GET and DELETE), so no method falls
 // through to a model API's pass-through.
 func (s *Server) mcpRoutes(rt *runtime, routes *route.Table) error {
-	for _, mc := range rt.snap.Config.MCPServers {
-		h, err := s.mcp.Route(rt.snap, &mcpPipeline{s: s, rt: rt}, mc)
+	for _, mc := range rt.Snap.Config.MCPServers {
+		h, err := s.mcp.Route(rt.Snap, &mcpPipeline{s: s, rt: rt}, mc)
 		if err != nil {
 			return fmt.Errorf("mcp server %s: %w", mc.Name, err)
 		}
@@ -272,13 +265,13 @@ func (s *Server) mcpRoutes(rt *runtime, routes *route.Table) error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bw := begin(w)
 	defer s.recovered(bw, r)
-	s.serve(bw, r, bw.rid, bw)
+	s.serve(bw, r, bw.RequestID, bw)
 }
 
 // recovered answers a request whose handler panicked, when one did. It is
 // deferred by ServeHTTP and calls recover itself, as recover requires.
-func (s *Server) recovered(bw *beganWriter, r *http.Request) {
-	rid := bw.rid
+func (s *Server) recovered(bw *exchange.Writer, r *http.Request) {
+	rid := bw.RequestID
 	p := recover()
 	if p == nil {
 		return
@@ -289,7 +282,7 @@ func (s *Server) recovered(bw *beganWriter, r *http.Request) {
 	s.metrics.PanicsRecovered.Inc()
 	s.log.Error("handler panic", zap.String("request_id", rid), zap.String("path", r.URL.Path),
 		zap.String("panic", fmt.Sprint(p)), zap.Stack("stack"))
-	if bw.began.Load() {
+	if bw.Began() {
 		// The status is sent and a stream may be half written: an error
 		// body now would land inside it, and a clean end would pass a cut
 		// answer off as complete. Cutting the connection makes the
@@ -305,15 +298,15 @@ func (s *Server) recovered(bw *beganWriter, r *http.Request) {
 
 // serve is ServeHTTP within its recovery, apart from it so that the frame
 // a held stream waits under stays small (see serveStream).
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string, bw *exchange.Writer) {
 	rt := s.rt.Load()
-	caller, ok := upstream.CheckInbound(r.Header, rt.snap.Secrets.InboundTokens)
+	caller, ok := upstream.CheckInbound(r.Header, rt.Snap.Secrets.InboundTokens)
 	if !ok {
 		writeOpenAIFailure(w, pipeline.AuthFailure)
 		return
 	}
-	bw.caller = caller
-	if rt.tracer != nil {
+	bw.Caller = caller
+	if rt.Tracer != nil {
 		s.serveTraced(w, r, rid, bw, rt)
 		return
 	}
@@ -336,36 +329,6 @@ func takeContext(h http.Header, headers map[string]string) map[string]string {
 	}
 	return vals
 }
-
-// beganWriter notes when the response has begun, so that a recovered
-// panic knows whether a 502 can still be sent. Unwrap keeps
-// http.ResponseController (flushes, hijacks) working through it.
-type beganWriter struct {
-	http.ResponseWriter
-	began atomic.Bool
-	// status is the one sent, for the server span.
-	status atomic.Int32
-	// rid is the request's id.
-	rid string
-	// caller is the inbound token the request presented, or "".
-	caller string
-}
-
-func (b *beganWriter) WriteHeader(code int) {
-	if code >= 200 && b.began.CompareAndSwap(false, true) {
-		b.status.Store(int32(code))
-	}
-	b.ResponseWriter.WriteHeader(code)
-}
-
-func (b *beganWriter) Write(p []byte) (int, error) {
-	if b.began.CompareAndSwap(false, true) {
-		b.status.Store(http.StatusOK)
-	}
-	return b.ResponseWriter.Write(p)
-}
-
-func (b *beganWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 
 // passthrough forwards anything that is not a validated route byte for byte.
 // The body is read whole first: handing the live inbound body to the
@@ -397,7 +360,7 @@ func (s *Server) passthrough(rt *runtime, u *upstream.Upstream, prefix string) h
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(w, r, rt.snap.Config.Limits.MaxRequestBytes)
+		body, err := exchange.ReadBody(w, r, rt.Snap.Config.Limits.MaxRequestBytes)
 		if err != nil {
 			writeOpenAIFailure(w, pipeline.Classify(err))
 			return
@@ -406,65 +369,6 @@ func (s *Server) passthrough(rt *runtime, u *upstream.Upstream, prefix string) h
 		r.ContentLength = int64(len(body))
 		rp.ServeHTTP(w, r)
 	})
-}
-
-// readBody reads the whole request body within limit. Over the limit it
-// stops without buffering the rest; the error says why, for pipeline.Classify.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, &http.MaxBytesError{Limit: limit}
-	}
-	rd := http.MaxBytesReader(innermost(w), r.Body, limit)
-	body, err := readAll(rd, r.ContentLength)
-	if err != nil {
-		return nil, pipeline.BodyError(err)
-	}
-	// Read to its end and closed, the body leaves net/http nothing to
-	// drain when the response begins; left open, it is drained (of
-	// nothing) by a copy made inside the first write.
-	_ = r.Body.Close()
-	return body, nil
-}
-
-// readAll is io.ReadAll sized from the declared length, so a body is read
-// into one allocation instead of a doubling series. The hint is capped: a
-// false Content-Length costs at most maxReadHint bytes up front.
-func readAll(r io.Reader, hint int64) ([]byte, error) {
-	if hint <= 0 || hint > maxReadHint {
-		hint = 512
-	}
-	// One spare byte, so that the read that meets EOF finds room and
-	// does not force a copy of a body that was exactly as announced.
-	b := make([]byte, 0, hint+1)
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-	}
-}
-
-const maxReadHint = 1 << 20
-
-// innermost unwraps w down to the server's own ResponseWriter. Only that
-// one lets http.MaxBytesReader mark the connection to close once the limit
-// is hit; through a wrapper the server would instead try to drain the rest
-// of the body before it sends the 413.
-func innermost(w http.ResponseWriter) http.ResponseWriter {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
-	}
 }
 
 func newRequestID() string {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strings"
-	"time"
 
+	"github.com/toolgate/toolgate/proxy/exchange"
 	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/proxy/pipeline"
 )
@@ -48,18 +47,18 @@ import (
 // begin names the request and wraps its writer.
 //
 //go:noinline
-func begin(w http.ResponseWriter) *beganWriter {
+func begin(w http.ResponseWriter) *exchange.Writer {
 	rid := newRequestID()
 	w.Header().Set("X-Toolgate-Request-Id", rid)
-	return &beganWriter{ResponseWriter: w, rid: rid}
+	return &exchange.Writer{ResponseWriter: w, RequestID: rid}
 }
 
 // serveTraced is serve's end with a server span around the request.
 //
 //go:noinline
-func (s *Server) serveTraced(w http.ResponseWriter, r *http.Request, rid string, bw *beganWriter, rt *runtime) {
-	ctx, sp := observe.StartServer(requestContext(r, rid, rt).Context(), rt.tracer, r, rt.snap.Config.Limits.MaxRequestBytes)
-	defer func() { observe.EndServer(sp, int(bw.status.Load())) }()
+func (s *Server) serveTraced(w http.ResponseWriter, r *http.Request, rid string, bw *exchange.Writer, rt *runtime) {
+	ctx, sp := observe.StartServer(requestContext(r, rid, rt).Context(), rt.Tracer, r, rt.Snap.Config.Limits.MaxRequestBytes)
+	defer func() { observe.EndServer(sp, bw.Status()) }()
 	s.route(w, withContext(r, ctx), rt)
 }
 
@@ -92,13 +91,4 @@ func atPath(r *http.Request, path string) *http.Request {
 	r2 := *r
 	r2.URL = &u
 	return &r2
-}
-
-// exchange begins one request's exchange. Out of line, what it takes to
-// build one is no part of apiRoute.ServeHTTP's frame.
-//
-//go:noinline
-func (j *apiRoute) exchange(w http.ResponseWriter, r *http.Request) *exchange {
-	return &exchange{s: j.s, rt: j.rt, up: j.up, api: j.api, cd: j.api.NewCodec(), series: j.series, w: w, r: r,
-		spent: spent{start: time.Now()}, rid: pipeline.RequestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), j.prefix)}
 }

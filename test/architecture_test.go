@@ -235,6 +235,128 @@ func TestProxyLeavesImports(t *testing.T) {
 	}
 }
 
+// TestProxyRoomsImports keeps proxy/ reading top-down: the server (package
+// proxy) wires the model routes' HTTP exchange (proxy/exchange), which
+// sequences the pipeline proper (proxy/pipeline), which stands on the
+// leaves. Nothing below the exchange imports it, nothing below the server
+// imports the server, and the pipeline knows no route table and no
+// upstream client: what it decides is the same whoever carries it to the
+// client.
+func TestProxyRoomsImports(t *testing.T) {
+	banned := map[string][]string{
+		"proxy/pipeline": {"proxy", "proxy/exchange", "proxy/route", "proxy/upstream", "proxy/sse", "proxy/jsonrpc"},
+		"proxy/exchange": {"proxy", "proxy/route", "proxy/mcp", "proxy/jsonrpc"},
+	}
+	below := []string{"proxy/pipeline", "proxy/route", "proxy/upstream", "proxy/observe", "proxy/mcp",
+		"proxy/jsonrpc", "proxy/api", "proxy/sse", "proxy/openaiwire"}
+	for _, pkg := range append(below, codecs...) {
+		banned[pkg] = append(banned[pkg], "proxy", "proxy/exchange")
+	}
+	for _, c := range codecs {
+		banned["proxy/pipeline"] = append(banned["proxy/pipeline"], c)
+		banned["proxy/exchange"] = append(banned["proxy/exchange"], c)
+	}
+	for pkg, bans := range banned {
+		for _, im := range imports(t, pkg) {
+			if slices.Contains(bans, im) {
+				t.Errorf("%s imports %s/%s: proxy/ reads top-down (server, exchange, pipeline, leaves)", pkg, module, im)
+			}
+		}
+	}
+}
+
+// TestPipelineWritesNothing keeps the pipeline proper off the wire: it
+// decides and builds replies, and the exchange's writer sends them. No
+// file of proxy/pipeline names a response writer or a request.
+func TestPipelineWritesNothing(t *testing.T) {
+	fset, files := parsedFiles(t, "proxy/pipeline")
+	banned := map[string]bool{"ResponseWriter": true, "ResponseController": true, "Flusher": true, "Request": true, "Hijacker": true}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			s, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := s.X.(*ast.Ident); ok && x.Name == "http" && banned[s.Sel.Name] {
+				t.Errorf("%s: the pipeline names http.%s; writing belongs to proxy/exchange", fset.Position(s.Pos()), s.Sel.Name)
+			}
+			return true
+		})
+	}
+}
+
+// TestVerdictFinalWhenDecided keeps the verdict what Decide made it: its
+// fields are unexported, Decide is the one function that writes a
+// Verdict literal or any of its fields, and no struct of the pipeline or
+// the ladder carries a value as any, to be asserted back.
+func TestVerdictFinalWhenDecided(t *testing.T) {
+	fset, files := parsedFiles(t, "proxy/pipeline")
+	fields := map[string]bool{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok || ts.Name.Name != "Verdict" {
+				return true
+			}
+			for _, fl := range ts.Type.(*ast.StructType).Fields.List {
+				for _, name := range fl.Names {
+					if name.IsExported() {
+						t.Errorf("%s: Verdict.%s is exported; only Decide may set a verdict", fset.Position(name.Pos()), name.Name)
+					}
+					fields[name.Name] = true
+				}
+			}
+			return false
+		})
+	}
+	if len(fields) == 0 {
+		t.Fatal("no Verdict struct in proxy/pipeline")
+	}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil || (fn.Recv == nil && fn.Name.Name == "Decide") {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.CompositeLit:
+					if id, ok := x.Type.(*ast.Ident); ok && id.Name == "Verdict" {
+						t.Errorf("%s: %s makes a Verdict; only Decide does", fset.Position(x.Pos()), funcName(fn))
+					}
+				case *ast.AssignStmt:
+					for _, l := range x.Lhs {
+						if sel, ok := l.(*ast.SelectorExpr); ok && fields[sel.Sel.Name] {
+							t.Errorf("%s: %s sets a verdict's %s; only Decide does", fset.Position(l.Pos()), funcName(fn), sel.Sel.Name)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	for _, dir := range []string{"proxy/pipeline", "recovery"} {
+		fset, files := parsedFiles(t, dir)
+		for _, f := range files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				st, ok := n.(*ast.StructType)
+				if !ok {
+					return true
+				}
+				for _, fl := range st.Fields.List {
+					if id, ok := fl.Type.(*ast.Ident); ok && id.Name == "any" {
+						t.Errorf("%s: a field of type any; give it its type", fset.Position(fl.Pos()))
+					}
+					if it, ok := fl.Type.(*ast.InterfaceType); ok && len(it.Methods.List) == 0 {
+						t.Errorf("%s: a field of type interface{}; give it its type", fset.Position(fl.Pos()))
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
 // parsedFiles parses the non-test Go files of dir whole, bodies included.
 func parsedFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
 	t.Helper()
@@ -286,7 +408,16 @@ func TestCodecsDecideNoTruncation(t *testing.T) {
 // what api.Codec and api.Stream declare and never asks a codec or a
 // stream for an optional interface of package api.
 func TestNoCodecAssertions(t *testing.T) {
-	fset, files := parsedFiles(t, "proxy")
+	for _, dir := range []string{"proxy", "proxy/exchange", "proxy/pipeline"} {
+		noCodecAssertions(t, dir)
+	}
+}
+
+// noCodecAssertions fails on a type assertion or switch on a type of
+// package api in dir.
+func noCodecAssertions(t *testing.T, dir string) {
+	t.Helper()
+	fset, files := parsedFiles(t, dir)
 	for _, f := range files {
 		apiName := ""
 		for _, im := range f.Imports {
@@ -345,7 +476,7 @@ func TestRecoveryHasNoHTTP(t *testing.T) {
 // constructor of validate/findings.go: no other non-test file writes a
 // Finding literal.
 func TestFindingsMadeInOnePlace(t *testing.T) {
-	dirs := append([]string{"validate", "judge", "recovery", "proxy", "proxy/mcp", "sink", "approval"}, codecs...)
+	dirs := append([]string{"validate", "judge", "recovery", "proxy", "proxy/exchange", "proxy/pipeline", "proxy/mcp", "sink", "approval"}, codecs...)
 	for _, dir := range dirs {
 		fset, files := parsedFiles(t, dir)
 		for _, f := range files {
@@ -493,26 +624,30 @@ func receiverWrites(body *ast.BlockStmt, recv string) []token.Pos {
 }
 
 // TestOneWriter keeps a judged route's answer in one place: the pipeline
-// builds a reply value and (*exchange).write alone concludes the request,
-// sets the outcome headers, writes the status and the body and reports.
-// WriteHeader is called elsewhere only where no exchange exists (a route
-// refusal, a failure before the route is known), by the stream writer,
-// whose headers go out with a stream's first byte, and by the wrapper that
-// notes it.
+// builds a reply value and proxy/exchange's (*exchange).write alone
+// concludes the request, sets the outcome headers, writes the status and
+// the body and reports. WriteHeader is called elsewhere only where no
+// exchange exists (a route refusal, a failure before the route is known),
+// by the stream writer, whose headers go out with a stream's first byte,
+// and by the wrapper that notes it.
 func TestOneWriter(t *testing.T) {
-	allowed := map[string]map[string]bool{
-		"WriteHeader": {"sendReply": true, "streamWriter.writeLocked": true, "streamWriter.start": true,
-			"writeFailure": true, "Server.refuse": true, "beganWriter.WriteHeader": true},
-		"conclude": {"exchange.write": true},
-		"report":   {"exchange.write": true},
-	}
-	checkWriters(t, "proxy", allowed)
+	checkWriters(t, "proxy/exchange", map[string]map[string]bool{
+		"WriteHeader": {"Send": true, "streamWriter.writeLocked": true, "streamWriter.start": true, "Writer.WriteHeader": true},
+		"conclude":    {"exchange.write": true},
+		"report":      {"exchange.write": true},
+	})
+	// The server writes only the refusals made before an exchange exists.
+	checkWriters(t, "proxy", map[string]map[string]bool{
+		"WriteHeader": {"writeFailure": true, "Server.refuse": true},
+		"conclude":    {},
+		"report":      {},
+	})
 	// An MCP route sends what it answers whole through the pipeline's
 	// writer (Pipeline.Write); it writes a status itself only to open a
 	// stream it relays or asks a person on, to relay a server's answer
 	// as it arrives, and to refuse a request before it is served.
 	checkWriters(t, "proxy/mcp", map[string]map[string]bool{
-		"WriteHeader": {"clientRequest.forward": true, "clientRequest.other": true, "clientRequest.confirm": true,
+		"WriteHeader": {"clientRequest.forward": true, "clientRequest.forwardNonPost": true, "clientRequest.confirm": true,
 			"clientRequest.passthrough": true, "Route.rebinding": true, "statusWriter.WriteHeader": true},
 	})
 }

@@ -1,11 +1,13 @@
 package observe
 
 import (
+	"context"
 	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/upstream"
@@ -29,4 +31,13 @@ func UpstreamSent(sp trace.Span, c *upstream.Call, failed neutral.FailureCode) {
 		sp.SetStatus(codes.Error, http.StatusText(c.Resp.StatusCode))
 	}
 	c.EndWith(sp)
+}
+
+// TraceIDs are the log line's fields naming the request's span, or none.
+func TraceIDs(ctx context.Context) []zap.Field {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return nil
+	}
+	return []zap.Field{zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String())}
 }

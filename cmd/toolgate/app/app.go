@@ -83,7 +83,7 @@ type Options struct {
 	// Sink receives escalations; nil uses the config's sinks.
 	Sink pipeline.Sink
 	// Observer receives every judged answer's recovery steps (eval).
-	Observer proxy.RecoveryObserver
+	Observer pipeline.RecoveryObserver
 	// BaseDir resolves a relative sink file path (the config's folder).
 	BaseDir string
 	// Keepalive overrides the held-stream keepalive interval (tests).

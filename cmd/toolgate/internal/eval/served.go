@@ -196,7 +196,7 @@ type stepLog struct {
 	byRequest map[string][]recovery.Event
 }
 
-// ObserveRecovery implements proxy.RecoveryObserver.
+// ObserveRecovery implements pipeline.RecoveryObserver.
 func (l *stepLog) ObserveRecovery(requestID string, steps []recovery.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ func replayEntry(i int, body []byte, expires time.Time) *replayed {
 }
 
 func TestReplaysExpire(t *testing.T) {
-	var rs replays
+	var rs Replays
 	now := time.Now()
 	e := replayEntry(1, []byte(`{}`), now.Add(time.Minute))
 	rs.keep(e)
@@ -36,7 +36,7 @@ func TestReplaysExpire(t *testing.T) {
 }
 
 func TestReplaysStayBounded(t *testing.T) {
-	var rs replays
+	var rs Replays
 	exp := time.Now().Add(time.Hour)
 	for i := range maxReplayEntries + 10 {
 		rs.keep(replayEntry(i, []byte(`{}`), exp))
@@ -48,7 +48,7 @@ func TestReplaysStayBounded(t *testing.T) {
 		t.Error("the oldest reply survived the bound")
 	}
 
-	rs = replays{}
+	rs = Replays{}
 	big := bytes.Repeat([]byte("x"), maxReplayBodySize)
 	for i := range maxReplayBytes/maxReplayBodySize + 3 {
 		rs.keep(replayEntry(i, big, exp))
@@ -63,7 +63,7 @@ func TestReplaysStayBounded(t *testing.T) {
 }
 
 func TestReplayKeepsTheFirstReply(t *testing.T) {
-	var rs replays
+	var rs Replays
 	exp := time.Now().Add(time.Hour)
 	first := replayEntry(7, []byte(`first`), exp)
 	rs.keep(first)

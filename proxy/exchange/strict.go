@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ var strictProviders = map[string]strict.Provider{
 // auto and the mode is not shadow (where requests reach the upstream as
 // sent). Whether the API has a flag is markStrict's to find.
 func (x *exchange) strictOn() bool {
-	return x.rt.snap.Config.Catalog.Strict == catalog.StrictAuto && !x.settings.Shadow
+	return x.gen.Snap.Config.Catalog.Strict == catalog.StrictAuto && !x.settings.Shadow
 }
 
 // markStrict asks the provider to constrain decoding for every offered
@@ -58,7 +58,7 @@ func (x *exchange) markStrict(body []byte) []byte {
 	for i, t := range offered {
 		tools[i] = strict.Tool{Name: t.Name, Schema: t.Schema, Client: t.Client}
 	}
-	plan := x.rt.snap.PlanStrict(provider, tools, m.StrictPerRequest())
+	plan := x.gen.Snap.PlanStrict(provider, tools, m.StrictPerRequest())
 	nb, err := body, error(nil)
 	if len(plan.Mark) > 0 {
 		nb, err = m.MarkStrict(plan.Mark)
@@ -67,10 +67,10 @@ func (x *exchange) markStrict(body []byte) []byte {
 		if err != nil && r == strict.Marked {
 			r = strict.Unfit
 		}
-		x.s.metrics.StrictTools.WithLabelValues(x.api.Name(), string(r)).Inc()
+		x.env.Metrics.StrictTools.WithLabelValues(x.api.Name(), string(r)).Inc()
 	}
 	if err != nil {
-		x.s.log.Warn("strict marking failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+		x.env.Log.Warn("strict marking failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
 		return body
 	}
 	if len(plan.Mark) == 0 {
@@ -122,7 +122,7 @@ func (x *exchange) strictFallback(ctx context.Context, c *upstream.Call, client 
 	}
 	c.Close()
 	x.forgetStrict(tool)
-	x.s.log.Info("upstream refused the strict marking; sent as the client sent it",
+	x.env.Log.Info("upstream refused the strict marking; sent as the client sent it",
 		zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.String("tool", x.toolLabelOf(tool)))
 	// A fresh codec reads the client's request again, so re-queries start
 	// from it and not from the marked one.
@@ -145,15 +145,15 @@ func (x *exchange) forgetStrict(tool string) {
 		if !run.marked[t.Name] || (tool != "" && t.Name != tool) {
 			continue
 		}
-		x.rt.snap.RefuseStrict(run.provider, t)
-		x.s.metrics.StrictTools.WithLabelValues(x.api.Name(), string(strict.Refused)).Inc()
+		x.gen.Snap.RefuseStrict(run.provider, t)
+		x.env.Metrics.StrictTools.WithLabelValues(x.api.Name(), string(strict.Refused)).Inc()
 	}
 }
 
 // toolLabelOf bounds a tool name for a log line: a catalog name as is,
 // anything else as _request.
 func (x *exchange) toolLabelOf(name string) string {
-	if _, ok := x.rt.snap.Tools[name]; ok || name == "" {
+	if _, ok := x.gen.Snap.Tools[name]; ok || name == "" {
 		return name
 	}
 	return "_request"

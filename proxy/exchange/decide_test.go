@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"slices"
@@ -14,7 +14,7 @@ import (
 // the settings and the request. Its server has no metrics, sink, logger or
 // observer, so any effect decide had would panic.
 func decideExchange(mode string) *exchange {
-	return &exchange{s: &Server{}, rt: &runtime{snap: &catalog.Snapshot{Config: &catalog.Config{
+	return &exchange{env: &Env{}, gen: &pipeline.Generation{Snap: &catalog.Snapshot{Config: &catalog.Config{
 		Escalation: catalog.Escalation{Mode: mode}}}}, parsed: parsed{req: &neutral.Request{}}}
 }
 

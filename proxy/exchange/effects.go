@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"net/http"
@@ -16,7 +16,7 @@ import (
 func (x *exchange) decide(results []*recovery.Result, begun bool) pipeline.Verdict {
 	return pipeline.Decide(results, pipeline.Policy{
 		Shadow:    x.settings.Shadow,
-		ErrorMode: x.rt.snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput,
+		ErrorMode: x.gen.Snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput,
 		Hold:      x.holdable(results, begun),
 	})
 }
@@ -76,7 +76,7 @@ func (x *exchange) answerOf(v *pipeline.Verdict, fx *pipeline.Effects, resp *neu
 	}
 	body, err := x.cd.EncodeAnswer(resp, v.Actions(fx))
 	if err != nil {
-		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
 		return pipeline.FailureReply(x.cd, pipeline.Classify(pipeline.ErrRender))
 	}
 	return pipeline.AnswerReply(upHeader, body, v.Outcome())

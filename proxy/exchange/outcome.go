@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"net/http"
@@ -7,9 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/observe"
-	"github.com/toolgate/toolgate/proxy/openaiwire"
 	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
@@ -31,23 +29,6 @@ type outcome struct {
 	approvalID string
 	// findings are every finding code and operator note of the answer.
 	findings []string
-}
-
-// writeOpenAIFailure answers with f in OpenAI's envelope: where no API's
-// codec speaks (before the route is known, and on pass-through routes).
-func writeOpenAIFailure(w http.ResponseWriter, f neutral.Failure) {
-	writeFailure(w, f, openaiwire.Error(f))
-}
-
-// writeFailure writes f's status and its body in a route's envelope.
-func writeFailure(w http.ResponseWriter, f neutral.Failure, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if v := pipeline.ShouldRetry(f); v != "" {
-		h.Set("X-Should-Retry", v)
-	}
-	w.WriteHeader(f.Status)
-	_, _ = w.Write(body)
 }
 
 // copyHeader copies an upstream answer's headers except framing and
@@ -82,7 +63,7 @@ func (x *exchange) headers(h http.Header, decided bool) {
 	// so that a later append to one header cannot spill into the next: a
 	// []string literal per header was one allocation each.
 	vals := make([]string, 7)
-	vals[0], vals[1] = x.rid, x.rt.snap.Version
+	vals[0], vals[1] = x.rid, x.gen.Snap.Version
 	h["X-Toolgate-Request-Id"] = vals[0:1:1]
 	h["X-Toolgate-Catalog-Version"] = vals[1:2:2]
 	if x.out.escalationID != "" {
@@ -160,6 +141,6 @@ func (x *exchange) report() {
 	if x.req != nil {
 		model = x.req.Model
 	}
-	x.s.recorder.LogRequest(&pipeline.RequestLine{RequestID: x.rid, API: x.api.Name(), Route: x.r.URL.Path, Model: model, Status: o.status,
+	x.env.Recorder.LogRequest(&pipeline.RequestLine{RequestID: x.rid, API: x.api.Name(), Route: x.r.URL.Path, Model: model, Status: o.status,
 		Outcome: o.label, Findings: o.findings, Calls: x.calls, Duration: time.Since(x.start), Overhead: x.overhead(), Trace: traceFields})
 }

@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/proxy/observe"
 	"github.com/toolgate/toolgate/recovery"
 )
 
@@ -48,7 +49,7 @@ func (x *exchange) traceRequest() {
 		attribute.String("gen_ai.provider.name", g[1]),
 		attribute.String("gen_ai.request.model", telemetry.Clip(x.req.Model, maxModelAttr)),
 		attribute.String("toolgate.api", x.api.Name()),
-		attribute.String("toolgate.catalog_version", x.rt.snap.Version),
+		attribute.String("toolgate.catalog_version", x.gen.Snap.Version),
 	)
 }
 
@@ -121,7 +122,7 @@ func (x *exchange) traceOutcome() []zap.Field {
 		}
 		sp.SetAttributes(attrs...)
 	}
-	return traceIDs(x.r.Context())
+	return observe.TraceIDs(x.r.Context())
 }
 
 // answerModel notes the model an answer names ("model", or Gemini's

@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"crypto/sha256"
@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/proxy/upstream"
 )
 
-// Escalation replays: an SDK or framework that retries a 422 on its own
+// Escalation Replays: an SDK or framework that retries a 422 on its own
 // (LangChain.js retries every status outside a fixed list that lacks 422)
 // would make one escalation cost the model again on every retry, and
 // record and count it again. The same request from the same caller on the
@@ -40,7 +40,7 @@ const (
 // and neither do the SDKs that read x-should-retry.
 const statusReplayed = http.StatusConflict
 
-// replayKey names a request for replays: a digest of its API, route,
+// replayKey names a request for Replays: a digest of its API, route,
 // upstream, catalog version, caller and canonical body.
 type replayKey [sha256.Size]byte
 
@@ -54,8 +54,9 @@ type replayed struct {
 	body       []byte
 }
 
-// replays is the per-process memory of recent escalation replies.
-type replays struct {
+// Replays is the per-process memory of recent escalation replies; the
+// zero value is empty, and it outlives config generations.
+type Replays struct {
 	// n is the number of kept replies, read without the lock so that a
 	// request pays for its key only while something could match it.
 	n     atomic.Int64
@@ -68,7 +69,7 @@ type replays struct {
 }
 
 // find returns the reply kept for k, if it has not expired.
-func (rs *replays) find(k replayKey, now time.Time) *replayed {
+func (rs *Replays) find(k replayKey, now time.Time) *replayed {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	e := rs.byKey[k]
@@ -81,7 +82,7 @@ func (rs *replays) find(k replayKey, now time.Time) *replayed {
 // keep remembers e, dropping expired replies and the oldest over the
 // bounds. A reply already kept for the key stays: it is the one the
 // client saw first.
-func (rs *replays) keep(e *replayed) {
+func (rs *Replays) keep(e *replayed) {
 	if len(e.body) > maxReplayBodySize {
 		return
 	}
@@ -109,7 +110,7 @@ func (rs *replays) keep(e *replayed) {
 
 // forget makes e unfindable; it leaves the order with the next keep
 // that reaches it.
-func (rs *replays) forget(e *replayed) {
+func (rs *Replays) forget(e *replayed) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.byKey[e.key] == e {
@@ -118,7 +119,7 @@ func (rs *replays) forget(e *replayed) {
 }
 
 // drop forgets the oldest reply, which is old.
-func (rs *replays) drop(old *replayed) {
+func (rs *Replays) drop(old *replayed) {
 	rs.order[0] = nil
 	rs.order = rs.order[1:]
 	if rs.byKey[old.key] == old {
@@ -130,7 +131,7 @@ func (rs *replays) drop(old *replayed) {
 
 // replayWindow is the live config's window; 0 is off.
 func (x *exchange) replayWindow() time.Duration {
-	if w := x.rt.snap.Config.Escalation.ReplayWindow; w != nil {
+	if w := x.gen.Snap.Config.Escalation.ReplayWindow; w != nil {
 		return w.D()
 	}
 	return 0
@@ -139,22 +140,22 @@ func (x *exchange) replayWindow() time.Duration {
 // replay answers the request with the escalation its earlier copy got,
 // when one is kept; it reports whether it did.
 func (x *exchange) replay() bool {
-	if x.replayWindow() <= 0 || x.s.replays.n.Load() == 0 {
+	if x.replayWindow() <= 0 || x.env.Replays.n.Load() == 0 {
 		return false
 	}
-	e := x.s.replays.find(x.replayKey(), time.Now())
+	e := x.env.Replays.find(x.replayKey(), time.Now())
 	if e == nil {
 		return false
 	}
 	if e.approval != "" && !x.pending(e.approval) {
 		// The ticket it carries was decided or expired: the request is
 		// a new question now.
-		x.s.replays.forget(e)
+		x.env.Replays.forget(e)
 		return false
 	}
 	x.out.escalationID, x.out.approvalID = e.escalation, e.approval
-	x.s.metrics.EscalationReplays.WithLabelValues(x.api.Name()).Inc()
-	x.s.log.Info("escalation replayed", zap.String("request_id", x.rid), zap.String("escalation_id", e.escalation))
+	x.env.Metrics.EscalationReplays.WithLabelValues(x.api.Name()).Inc()
+	x.env.Log.Info("escalation replayed", zap.String("request_id", x.rid), zap.String("escalation_id", e.escalation))
 	x.write(pipeline.Reply{Status: statusReplayed, Label: e.label, Decided: true, ContentType: "application/json",
 		NoRetry: true, Body: e.body})
 	return true
@@ -163,10 +164,10 @@ func (x *exchange) replay() bool {
 // pending reports whether the approval a kept escalation holds still waits
 // for a person; a store that cannot say makes it not.
 func (x *exchange) pending(id string) bool {
-	if x.s.approvals == nil {
+	if x.env.Approvals == nil {
 		return false
 	}
-	r, err := x.s.approvals.Get(x.r.Context(), id)
+	r, err := x.env.Approvals.Get(x.r.Context(), id)
 	return err == nil && r.State == approval.Pending && time.Now().Before(r.ExpiresAt)
 }
 
@@ -176,7 +177,7 @@ func (x *exchange) keepReplay(rp *pipeline.Reply) {
 	if w <= 0 || x.body == nil {
 		return
 	}
-	x.s.replays.keep(&replayed{key: x.replayKey(), expires: time.Now().Add(w), label: rp.Label,
+	x.env.Replays.keep(&replayed{key: x.replayKey(), expires: time.Now().Add(w), label: rp.Label,
 		escalation: x.out.escalationID, approval: x.out.approvalID, body: rp.Body})
 }
 
@@ -199,8 +200,8 @@ func (x *exchange) replayKey() replayKey {
 	field(x.r.URL.Path)
 	field(x.r.URL.RawQuery)
 	field(x.up.Name())
-	field(x.rt.snap.Version)
-	field(callerOf(x.w))
+	field(x.gen.Snap.Version)
+	field(CallerOf(x.w))
 	credentials(x.r.Header, field)
 	if d, err := approval.RequestDigest(x.body); err == nil {
 		field("canonical")
@@ -224,12 +225,4 @@ func credentials(hd http.Header, field func(string)) {
 			field(v)
 		}
 	}
-}
-
-// callerOf is the inbound token the request authenticated with, or "".
-func callerOf(w http.ResponseWriter) string {
-	if bw, ok := w.(*beganWriter); ok {
-		return bw.caller
-	}
-	return ""
 }

@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"errors"
@@ -18,15 +18,15 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 	if x.unread || h == nil || len(h.Results) == 0 {
 		return body, true
 	}
-	j := pipeline.NewResultJudge(x.rt.snap, x.rt.validators, "", x.rid, x.vctx.Values)
-	pair := x.rt.snap.AnyResultRules || x.rt.validators.HasResultValidators()
+	j := pipeline.NewResultJudge(x.gen.Snap, x.gen.Validators, "", x.rid, x.vctx.Values)
+	pair := x.gen.Snap.AnyResultRules || x.gen.Validators.HasResultValidators()
 	var edits []jsonx.Edit
 	from := 0
 	// Counted once per label, not per result: a series lookup allocates.
 	counted := map[string]float64{}
 	defer func() {
 		for label, n := range counted {
-			x.s.metrics.ToolResults.WithLabelValues(x.api.Name(), label).Add(n)
+			x.env.Metrics.ToolResults.WithLabelValues(x.api.Name(), label).Add(n)
 		}
 	}()
 	for i := range h.Results {
@@ -47,7 +47,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 		}
 		counted[v.Label]++
 		if v.Refused() {
-			x.s.recorder.RecordResult(&pipeline.Facts{API: x.api.Name(), Model: x.req.Model, RequestID: x.rid, CatalogVersion: x.rt.snap.Version}, r.ID, c.Tool, v)
+			x.env.Recorder.RecordResult(&pipeline.Facts{API: x.api.Name(), Model: x.req.Model, RequestID: x.rid, CatalogVersion: x.gen.Snap.Version}, r.ID, c.Tool, v)
 			x.refuseResult(r.ID, v)
 			return nil, false
 		}
@@ -74,7 +74,7 @@ var errResultRefused = errors.New("a tool result was refused")
 // the request is read before it is sent, since what it carries may change
 // or stop it.
 func (x *exchange) resultsOn() bool {
-	return pipeline.JudgesResults(x.rt.snap, x.rt.validators)
+	return pipeline.JudgesResults(x.gen.Snap, x.gen.Validators)
 }
 
 // judgeParsedResults judges the results of the parsed request. A

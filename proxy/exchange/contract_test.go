@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"bytes"
@@ -9,10 +9,22 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/neutral"
+	"github.com/toolgate/toolgate/proxy/anthropic"
 	"github.com/toolgate/toolgate/proxy/api"
+	"github.com/toolgate/toolgate/proxy/gemini"
+	"github.com/toolgate/toolgate/proxy/openaichat"
 	"github.com/toolgate/toolgate/proxy/pipeline"
+	"github.com/toolgate/toolgate/proxy/responses"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
+
+// apis are the four model APIs as the server mounts them.
+var apis = map[string]api.API{
+	"chat":      openaichat.API{},
+	"messages":  anthropic.API{},
+	"responses": responses.API{},
+	"gemini":    gemini.API{},
+}
 
 // The APIs whose streams are SSE only answer the parts of the codec
 // contract Gemini needed with what the pipeline does for any API: the

@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"bytes"
@@ -240,7 +240,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 	// The stream is complete; nothing after the terminal event is read.
 	turns := r.st.Turns()
 	if r.holding && missingCallID(turns) {
-		x.s.metrics.CountUnvalidated(pipeline.UnreadableResponse)
+		x.env.Metrics.CountUnvalidated(pipeline.UnreadableResponse)
 		r.fail(pipeline.ErrNoCallID)
 		return
 	}
@@ -255,7 +255,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 	r.stopKeepalive()
 	v := x.decide(results, r.sw.begun())
 	fx := x.perform(results, &v, r.heldCopy(&v))
-	x.s.metrics.StreamsHeldEvents.Observe(float64(len(r.held.events)))
+	x.env.Metrics.StreamsHeldEvents.Observe(float64(len(r.held.events)))
 	rp := r.deliver(&v, &fx)
 	x.write(rp)
 	if rp.Tail {
@@ -290,7 +290,7 @@ type streamRun struct {
 func (r *streamRun) startKeepalive() {
 	if !r.keeping {
 		r.keeping = true
-		r.stopKeepalive = r.sw.keepalive(r.x.s.keepaliveInterval(), keepaliveBytes(r.st))
+		r.stopKeepalive = r.sw.keepalive(r.x.env.Keepalive, keepaliveBytes(r.st))
 	}
 }
 
@@ -353,7 +353,7 @@ func (r *streamRun) take() (done, ok bool) {
 		return false, false
 	}
 	if r.holding || r.opening {
-		if r.held.add(ev) > x.rt.snap.Config.Limits.MaxResponseBytes {
+		if r.held.add(ev) > x.gen.Snap.Config.Limits.MaxResponseBytes {
 			return fail(pipeline.ErrTooLarge)
 		}
 		return step.Done, true
@@ -432,7 +432,7 @@ func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 	}
 	r.held.reset()
 	out := r.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data}, r.cur.Sent())
-	x.s.log.Info("upstream error in the stream passed on", zap.String("request_id", x.rid),
+	x.env.Log.Info("upstream error in the stream passed on", zap.String("request_id", x.rid),
 		zap.String("api", x.api.Name()), zap.Bool("held_call_dropped", dropped))
 	x.write(pipeline.TailReply(out, pipeline.LabelUpstreamError, false))
 	if !r.sw.failed() {
@@ -504,7 +504,7 @@ func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) pipeline.
 	}
 	out, err := st.Encode(r.held.events, v.Actions(fx), sent)
 	if err != nil {
-		x.s.log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
 		return tail(st.ErrorEvent(pipeline.Classify(pipeline.ErrRender), nil, sent))
 	}
 	return tail(out)
@@ -728,7 +728,7 @@ var errDrained = errors.New("upstream kept the body open after the terminal even
 // always an error the client's SDK reports, following what sent says the
 // client has.
 func (x *exchange) streamFail(sw *streamWriter, st api.Stream, sent api.Sent, err error) {
-	x.s.log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+	x.env.Log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
 	f := pipeline.Classify(err)
 	if !sw.begun() {
 		x.write(pipeline.FailureReply(x.cd, f))

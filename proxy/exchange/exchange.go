@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/judge"
@@ -28,9 +29,9 @@ import (
 // the answer it gets. It is the single place where the pipeline's steps are
 // sequenced; codecs translate and the ladder decides.
 type exchange struct {
-	s  *Server
-	rt *runtime
-	up *upstream.Upstream
+	env *Env
+	gen *pipeline.Generation
+	up  *upstream.Upstream
 	// api names the wire format; cd translates this request's exchange.
 	api api.API
 	cd  api.Codec
@@ -101,25 +102,41 @@ type usageEntry struct {
 	Output int64         `json:"output"`
 }
 
-// validated returns the handler for a route whose answers are judged.
-func (s *Server) validated(rt *runtime, u *upstream.Upstream, a api.API, prefix string) http.Handler {
-	return &apiRoute{s: s, rt: rt, up: u, api: a, series: s.metrics.ForAPI(a.Name()), prefix: prefix}
+// Env is what every model route's exchanges share, across config
+// generations: the books, approvals, the replay memory and the logger.
+type Env struct {
+	Log      *zap.Logger
+	Metrics  *observe.Metrics
+	Recorder *pipeline.Recorder
+	// Approvals holds confirm calls for a person; nil escalates them with
+	// nothing to approve.
+	Approvals *approval.Service
+	Replays   *Replays
+	// Keepalive is the interval of keepalives on held streams.
+	Keepalive time.Duration
+	// Observer, when set, receives every judged answer's recovery steps.
+	Observer pipeline.RecoveryObserver
 }
 
-// apiRoute is what every exchange on one model API's judged route starts
-// from.
-type apiRoute struct {
-	s      *Server
-	rt     *runtime
+// Route is one model API's judged route under one upstream and config
+// generation: what every exchange on it starts from.
+type Route struct {
+	env    *Env
+	gen    *pipeline.Generation
 	up     *upstream.Upstream
 	api    api.API
 	series *observe.APISeries
 	prefix string
 }
 
+// NewRoute is the handler of a route whose answers are judged.
+func NewRoute(env *Env, gen *pipeline.Generation, up *upstream.Upstream, a api.API, prefix string) *Route {
+	return &Route{env: env, gen: gen, up: up, api: a, series: env.Metrics.ForAPI(a.Name()), prefix: prefix}
+}
+
 // ServeHTTP implements http.Handler, itself rather than through a
 // HandlerFunc: each wrapper would be a frame more under a held stream.
-func (j *apiRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) { j.exchange(w, r).serve() }
+func (j *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) { j.exchange(w, r).serve() }
 
 func (x *exchange) serve() {
 	c, ok := x.open()
@@ -139,7 +156,7 @@ func (x *exchange) serve() {
 //go:noinline
 func (x *exchange) answerPath(c *upstream.Call) *streamRun {
 	if c.Resp.StatusCode < 200 || c.Resp.StatusCode > 299 {
-		x.write(pipeline.RelayReply(c.Resp.StatusCode, c.Resp.Header, c.Body, x.rt.snap.Config.Limits.MaxResponseBytes))
+		x.write(pipeline.RelayReply(c.Resp.StatusCode, c.Resp.Header, c.Body, x.gen.Snap.Config.Limits.MaxResponseBytes))
 		return nil
 	}
 	if undecoded(c.Resp.Header) {
@@ -165,8 +182,8 @@ func (x *exchange) answerPath(c *upstream.Call) *streamRun {
 // is apart from serve so that its frame is gone while a stream is held
 // (see serveStream).
 func (x *exchange) open() (*upstream.Call, bool) {
-	snap := x.rt.snap
-	body, err := readBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
+	snap := x.gen.Snap
+	body, err := ReadBody(x.w, x.r, snap.Config.Limits.MaxRequestBytes)
 	if err != nil {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
@@ -181,7 +198,7 @@ func (x *exchange) open() (*upstream.Call, bool) {
 	if x.replay() {
 		return nil, false
 	}
-	x.settings = x.rt.settings
+	x.settings = x.gen.Settings
 	x.header = upstream.OutboundHeader(x.r.Header, false)
 	x.query = x.up.ApplyKey(x.header, x.r.URL.RawQuery, x.api.Name())
 
@@ -287,7 +304,7 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 	for _, t := range turns {
 		for _, note := range x.cd.Notes(t) {
 			x.out.findings = append(x.out.findings, note)
-			x.s.metrics.CountUnvalidated(note)
+			x.env.Metrics.CountUnvalidated(note)
 		}
 	}
 	results := make([]*recovery.Result, len(turns))
@@ -303,7 +320,7 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 			UserText:      x.req.UserText,
 		})
 		if err != nil {
-			x.s.log.Info("client went away during recovery", zap.String("request_id", x.rid))
+			x.env.Log.Info("client went away during recovery", zap.String("request_id", x.rid))
 			return nil, false
 		}
 		results[i] = res
@@ -344,8 +361,8 @@ func answerError(err error) error {
 // refuseAnswer answers an upstream answer toolgate cannot judge: it is
 // not forwarded.
 func (x *exchange) refuseAnswer(err error) {
-	x.s.metrics.CountUnvalidated(pipeline.UnreadableResponse)
-	x.s.log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+	x.env.Metrics.CountUnvalidated(pipeline.UnreadableResponse)
+	x.env.Log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
 	x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
 }
 
@@ -374,7 +391,7 @@ var abstainSchema = []byte(`{"type":"object","properties":{"reason":{"type":"str
 // abstainOn reports whether the config offers the abstain exit to this
 // request's mode.
 func (x *exchange) abstainOn() bool {
-	return x.rt.snap.Config.Abstain.Enabled && !x.settings.Shadow
+	return x.gen.Snap.Config.Abstain.Enabled && !x.settings.Shadow
 }
 
 // offerAbstain appends the virtual "no tool fits" tool to the upstream
@@ -384,7 +401,7 @@ func (x *exchange) abstainOn() bool {
 // The injected body becomes the request's body, so re-queries keep exactly
 // the tools the upstream saw first.
 func (x *exchange) offerAbstain(body []byte) []byte {
-	cfg := x.rt.snap.Config.Abstain
+	cfg := x.gen.Snap.Config.Abstain
 	if x.req.Choice.Kind != neutral.ChoiceAuto || len(x.req.Offered) == 0 {
 		return body
 	}
@@ -445,14 +462,14 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 // the upstream is its judge, and the answer is still held to the config
 // catalog. It writes nothing of the exchange: it runs beside send.
 func (x *exchange) parseRequest(body []byte) parsed {
-	snap := x.rt.snap
+	snap := x.gen.Snap
 	req, err := x.cd.DecodeRequest(x.path, body)
 	p := parsed{req: req}
 	var evidence validate.Evidence
 	if err == nil {
 		evidence = validate.NewCorpus(req.Vouching)
 	} else {
-		x.s.metrics.CountUnvalidated(pipeline.UnreadableRequest)
+		x.env.Metrics.CountUnvalidated(pipeline.UnreadableRequest)
 		p.req = &neutral.Request{Body: body}
 		p.unread = true
 	}
@@ -465,8 +482,8 @@ func (x *exchange) parseRequest(body []byte) parsed {
 // take makes p the exchange's request and sets up the judge for it.
 func (x *exchange) take(p parsed) {
 	x.parsed = p
-	snap := x.rt.snap
-	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.rt.validators, RequestID: x.rid, CatalogVersion: snap.Version}
+	snap := x.gen.Snap
+	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.gen.Validators, RequestID: x.rid, CatalogVersion: snap.Version}
 	x.traceRequest()
 }
 
@@ -501,7 +518,7 @@ func (x *exchange) readAnswer(c *upstream.Call) ([]byte, error) {
 	if undecoded(c.Resp.Header) {
 		return nil, pipeline.ErrEncoding
 	}
-	limit := x.rt.snap.Config.Limits.MaxResponseBytes
+	limit := x.gen.Snap.Config.Limits.MaxResponseBytes
 	b, err := readAll(io.LimitReader(c.Body, limit+1), c.Resp.ContentLength)
 	if err != nil {
 		if cause := c.Cause(); errors.Is(cause, upstream.ErrIdle) {
@@ -559,6 +576,6 @@ func (x *exchange) fail(err error) {
 	if x.r.Context().Err() != nil {
 		return
 	}
-	x.s.log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(httpx.WithoutURL(err)))
+	x.env.Log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(httpx.WithoutURL(err)))
 	x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
 }

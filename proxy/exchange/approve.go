@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ const outcomeApproved = "approved"
 // confirming, and at least one does. The calls must be the model's own:
 // a substitute a person never asked for is not held.
 func (x *exchange) holdable(results []*recovery.Result, begun bool) bool {
-	if x.s.approvals == nil || x.settings.Shadow || begun {
+	if x.env.Approvals == nil || x.settings.Shadow || begun {
 		// A stream that has sent text cannot be replayed whole on resume:
 		// its escalation stays what the config says.
 		return false
@@ -98,22 +98,22 @@ const storeDownHeld = "the approval store cannot be reached; the call is held, r
 func (x *exchange) hold(v *pipeline.Verdict, e *neutral.Escalated, held *heldCopy) (answering *neutral.Escalated, down bool) {
 	body, err := held.render()
 	if err != nil {
-		x.s.log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
 		return e, false
 	}
 	spec, err := x.holdSpec(v, e.ID, held.contentType, body, held.stream)
 	if err != nil {
-		x.s.log.Info("confirm call not held", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Info("confirm call not held", zap.String("request_id", x.rid), zap.Error(err))
 		return e, false
 	}
-	rec, secret, err := x.s.approvals.Request(context.WithoutCancel(x.r.Context()), spec)
+	rec, secret, err := x.env.Approvals.Request(context.WithoutCancel(x.r.Context()), spec)
 	if err != nil {
-		x.s.log.Warn("approval store failed; the call stays held", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Warn("approval store failed; the call stays held", zap.String("request_id", x.rid), zap.Error(err))
 		return e, true
 	}
 	ticket, _ := json.Marshal(rec.Ticket(secret))
 	x.out.approvalID = rec.ID
-	x.s.log.Info("call held for approval", zap.String("request_id", x.rid),
+	x.env.Log.Info("call held for approval", zap.String("request_id", x.rid),
 		zap.String("approval_id", rec.ID), zap.String("escalation_id", rec.EscalationID))
 	ticketed := *e
 	ticketed.Body = withMember(e.Body, "approval", ticket)
@@ -146,7 +146,7 @@ func (x *exchange) holdSpec(v *pipeline.Verdict, escalationID, contentType strin
 		}
 	}
 	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.Name(),
-		Caller: x.caller(), CatalogVersion: x.rt.snap.Version, EscalationID: escalationID, Calls: calls,
+		Caller: x.caller(), CatalogVersion: x.gen.Snap.Version, EscalationID: escalationID, Calls: calls,
 		Held: packHeld(contentType, held), Stream: stream, UserText: x.req.UserText}, nil
 }
 
@@ -192,7 +192,7 @@ func resumeAsked(r *http.Request) bool {
 // resume answers a request that presents an approval: the stored answer
 // once, or a refusal. Nothing is sent upstream either way.
 func (x *exchange) resume(body []byte) {
-	svc := x.s.approvals
+	svc := x.env.Approvals
 	id, err := approval.ParseID(x.r.Header.Get(headerApproval))
 	if svc == nil || err != nil || len(x.r.Header.Values(headerApproval)) != 1 {
 		x.refuseResume(approval.CodeUnknown)
@@ -247,23 +247,7 @@ func releasable(r *approval.Record, m approval.Match) bool {
 // of the inbound token, or "" without inbound_auth (the body, route and
 // upstream still bind it).
 func (x *exchange) caller() string {
-	return approval.Binding{Token: tokenOf(x.w)}.Digest()
-}
-
-// tokenOf is the inbound token of the request w answers, or "" without
-// inbound_auth, looked up through the writers wrapped around toolgate's
-// own (an MCP route's).
-func tokenOf(w http.ResponseWriter) string {
-	for {
-		if bw, ok := w.(*beganWriter); ok {
-			return bw.caller
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return ""
-		}
-		w = u.Unwrap()
-	}
+	return approval.Binding{Token: CallerOf(x.w)}.Digest()
 }
 
 // stillValid judges the stored calls against the current catalog, as one
@@ -289,7 +273,7 @@ func (x *exchange) release(rec *approval.Record) {
 	ct, body := unpackHeld(rec.Held)
 	x.out.escalationID = rec.EscalationID
 	x.write(pipeline.Reply{Status: http.StatusOK, Label: outcomeApproved, Decided: true, ContentType: ct, NoCache: rec.Stream, Body: body})
-	x.s.log.Info("approved call released", zap.String("request_id", x.rid), zap.String("approval_id", rec.ID))
+	x.env.Log.Info("approved call released", zap.String("request_id", x.rid), zap.String("approval_id", rec.ID))
 }
 
 // approvalFailure answers a claim that released nothing.
@@ -298,7 +282,7 @@ func (x *exchange) approvalFailure(err error) {
 		x.refuseResume(rf.Code)
 		return
 	}
-	x.s.log.Warn("approval store failed", zap.String("request_id", x.rid), zap.Error(err))
+	x.env.Log.Warn("approval store failed", zap.String("request_id", x.rid), zap.Error(err))
 	x.write(pipeline.FailureReply(x.cd, pipeline.StoreFailure("the approval store cannot be reached; retry the request")))
 }
 

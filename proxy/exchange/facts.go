@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"github.com/toolgate/toolgate/neutral"
@@ -14,7 +14,7 @@ func (x *exchange) facts() pipeline.Facts {
 	if x.req != nil {
 		model = x.req.Model
 	}
-	return pipeline.Facts{API: x.api.Name(), Model: model, RequestID: x.rid, CatalogVersion: x.rt.snap.Version,
+	return pipeline.Facts{API: x.api.Name(), Model: model, RequestID: x.rid, CatalogVersion: x.gen.Snap.Version,
 		UpstreamIDs: x.upIDs, CallJSON: x.cd.CallJSON, AbstainTool: x.settings.AbstainTool, Tools: x}
 }
 
@@ -22,20 +22,20 @@ func (x *exchange) facts() pipeline.Facts {
 // counts it and hands it to the sinks.
 func (x *exchange) escalated(r *recovery.Result) *neutral.Escalated {
 	f := x.facts()
-	return x.s.recorder.Record(&f, r)
+	return x.env.Recorder.Record(&f, r)
 }
 
 // account counts the answer's calls and the ladder's steps.
 func (x *exchange) account(results []*recovery.Result) {
 	f := x.facts()
-	x.out.findings = x.s.recorder.Count(&f, results, x.out.findings)
+	x.out.findings = x.env.Recorder.Count(&f, results, x.out.findings)
 }
 
 // ToolLabel bounds the tool label: a catalog name, _request for a tool only
 // the request declared, _unknown for anything else.
 func (x *exchange) ToolLabel(name string, v validate.CallReport) string {
 	if v.Tool == nil {
-		if _, ok := x.rt.snap.Tools[name]; ok {
+		if _, ok := x.gen.Snap.Tools[name]; ok {
 			return name
 		}
 		return "_unknown"

@@ -1,6 +1,24 @@
-package proxy
+package pipeline
 
-import "github.com/toolgate/toolgate/recovery"
+import (
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/judge"
+	"github.com/toolgate/toolgate/recovery"
+)
+
+// Generation is what one config generation gives every route: the
+// snapshot, the ladder's settings, the validators and the tracer, built at
+// load and swapped whole. A request keeps the generation it began with.
+type Generation struct {
+	Snap     *catalog.Snapshot
+	Settings recovery.Settings
+	// Validators call the snapshot's validators.
+	Validators *judge.Validators
+	// Tracer starts the generation's spans; nil with tracing off.
+	Tracer trace.Tracer
+}
 
 // RecoveryObserver receives the recovery steps of every judged answer: the
 // steps the "recovery attempt" log lines and the recovery metrics count.
@@ -14,17 +32,4 @@ type RecoveryObserver interface {
 	// It runs on the request's goroutine and must not block. Steps hold
 	// names and sizes, never argument values.
 	ObserveRecovery(requestID string, steps []recovery.Event)
-}
-
-// observe hands the ladder's steps to the observer, if there is one.
-func (x *exchange) observe(results []*recovery.Result) {
-	o := x.s.observer
-	if o == nil {
-		return
-	}
-	var steps []recovery.Event
-	for _, r := range results {
-		steps = append(steps, r.Events...)
-	}
-	o.ObserveRecovery(x.rid, steps)
 }

@@ -1,4 +1,4 @@
-package proxy
+package exchange
 
 import (
 	"io"
@@ -26,15 +26,15 @@ func (x *exchange) write(rp pipeline.Reply) {
 	if rp.Escalation {
 		x.keepReplay(&rp)
 	}
-	sendReply(x.w, &rp, func(h http.Header) { x.headers(h, rp.Decided) })
+	Send(x.w, &rp, func(h http.Header) { x.headers(h, rp.Decided) })
 	x.report()
 }
 
-// sendReply writes a whole reply to w: the upstream's headers to pass on, the
+// Send writes a whole reply to w: the upstream's headers to pass on, the
 // reply's own, those stamp adds (the request's X-Toolgate headers:
 // docs/routes.md, "Headers"), then the status and the body. A model route's write and an MCP route's own
 // answers (mcpPipeline.Write) both go out through it.
-func sendReply(w http.ResponseWriter, rp *pipeline.Reply, stamp func(http.Header)) {
+func Send(w http.ResponseWriter, rp *pipeline.Reply, stamp func(http.Header)) {
 	h := w.Header()
 	if rp.Upstream != nil {
 		copyHeader(h, rp.Upstream)
