@@ -60,7 +60,7 @@ func Run(ctx context.Context, snap *catalog.Snapshot, cases []Case, opt Options)
 	}
 
 	// Only results that still match their case count.
-	current := make(map[string]Result, len(preps))
+	current := make(map[string]CaseResult, len(preps))
 	for _, p := range preps {
 		if r, ok := st.get(p.testCase.ID); ok && r.Key == p.key {
 			current[p.testCase.ID] = r

@@ -254,7 +254,7 @@ func TestRecommendationNone(t *testing.T) {
 		{ID: "a", Kind: "k", Expected: "x"},
 		{ID: "b", Kind: "k", Expected: "y"},
 	}
-	results := map[string]Result{
+	results := map[string]CaseResult{
 		"a": {ID: "a", Decision: "substitute", Outcome: OutcomeSubstituted, Tool: "x", Confidence: fptr(0.5)},
 		"b": {ID: "b", Decision: "substitute", Outcome: OutcomeSubstituted, Tool: "x", Confidence: fptr(0.9)},
 	}

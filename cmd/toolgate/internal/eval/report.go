@@ -54,7 +54,7 @@ type Report struct {
 	Kinds   []KindRow `json:"kinds"`
 	Cost    Cost      `json:"cost"`
 	// Failures lists the cases that ended in an error, in file order.
-	Failures []Failure `json:"failures"`
+	Failures []FailedCase `json:"failures"`
 }
 
 // Decisions counts the model's answers.
@@ -111,8 +111,8 @@ type Cost struct {
 	Retries      int     `json:"retries"`
 }
 
-// Failure is one case that could not be measured.
-type Failure struct {
+// FailedCase is one case that could not be measured.
+type FailedCase struct {
 	ID    string `json:"id"`
 	Error string `json:"error"`
 }
@@ -130,7 +130,7 @@ type Meta struct {
 // Summarize computes the report over cases from their results (keyed by case
 // id; a case without a result is pending). Labels are taken from the cases,
 // so relabelling a case needs no new run.
-func Summarize(cases []Case, results map[string]Result, m Meta) *Report {
+func Summarize(cases []Case, results map[string]CaseResult, m Meta) *Report {
 	rep := &Report{
 		Model:               m.Model,
 		CatalogVersion:      m.CatalogVersion,
@@ -139,7 +139,7 @@ func Summarize(cases []Case, results map[string]Result, m Meta) *Report {
 		Interrupted:         m.Interrupted,
 		MinPrecision:        m.MinPrecision,
 		ConfiguredThreshold: m.ConfiguredThreshold,
-		Failures:            []Failure{},
+		Failures:            []FailedCase{},
 	}
 	measured, latencies, kinds := countCases(rep, cases, results)
 	rep.Measured = len(measured)
@@ -170,7 +170,7 @@ func Summarize(cases []Case, results map[string]Result, m Meta) *Report {
 // countCases counts each case into rep (pending, failed, decisions, cost) and
 // into its kind's row, and returns the measured cases, their latencies and
 // the rows by kind.
-func countCases(rep *Report, cases []Case, results map[string]Result) (measured []measuredCase, latencies []float64, kinds map[string]*KindRow) {
+func countCases(rep *Report, cases []Case, results map[string]CaseResult) (measured []measuredCase, latencies []float64, kinds map[string]*KindRow) {
 	kinds = map[string]*KindRow{}
 	for _, c := range cases {
 		k := kinds[c.Kind]
@@ -190,7 +190,7 @@ func countCases(rep *Report, cases []Case, results map[string]Result) (measured 
 		if r.Error != "" {
 			rep.Errors++
 			k.Errors++
-			rep.Failures = append(rep.Failures, Failure{ID: c.ID, Error: r.Error})
+			rep.Failures = append(rep.Failures, FailedCase{ID: c.ID, Error: r.Error})
 			continue
 		}
 		rep.Cost.Requeries++
@@ -241,7 +241,7 @@ func kindRows(kinds map[string]*KindRow, measured []measuredCase, at float64) []
 
 type measuredCase struct {
 	testCase Case
-	result   Result
+	result   CaseResult
 }
 
 // sweepRow computes one threshold's row over measured cases.

@@ -22,8 +22,8 @@ const (
 	OutcomeEscalated = "escalated"
 )
 
-// Result is what one case measured: one line of the results file.
-type Result struct {
+// CaseResult is what one case measured: one line of the results file.
+type CaseResult struct {
 	ID       string `json:"id"`
 	Kind     string `json:"kind"`
 	Expected string `json:"expected"`
@@ -64,7 +64,7 @@ type Result struct {
 // substitutedAt reports whether serve would have run the substitute with
 // recovery.confidence_threshold = t: it passed every check at 0, and the
 // ladder's only other test is confidence >= threshold.
-func (r *Result) substitutedAt(t float64) bool {
+func (r *CaseResult) substitutedAt(t float64) bool {
 	return r.Error == "" && r.Outcome == OutcomeSubstituted && r.Confidence != nil && *r.Confidence >= t
 }
 
@@ -73,7 +73,7 @@ func (r *Result) substitutedAt(t float64) bool {
 type store struct {
 	mu   sync.Mutex
 	file *os.File
-	rows map[string]Result
+	rows map[string]CaseResult
 	// needNL is set when the file ends in a complete line without a
 	// newline, so the next append starts a line of its own.
 	needNL bool
@@ -86,7 +86,7 @@ type store struct {
 // since appending after it would corrupt the next record too. An empty
 // path keeps results in memory only.
 func openStore(path string) (*store, error) {
-	s := &store{rows: map[string]Result{}}
+	s := &store{rows: map[string]CaseResult{}}
 	if path == "" {
 		return s, nil
 	}
@@ -105,7 +105,7 @@ func openStore(path string) (*store, error) {
 		}
 		line := bytes.TrimSpace(data[start:end])
 		if len(line) > 0 {
-			var r Result
+			var r CaseResult
 			if err := json.Unmarshal(line, &r); err != nil || r.ID == "" {
 				if last {
 					keep = start
@@ -140,7 +140,7 @@ func openStore(path string) (*store, error) {
 }
 
 // get returns the latest result of a case.
-func (s *store) get(id string) (Result, bool) {
+func (s *store) get(id string) (CaseResult, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.rows[id]
@@ -148,7 +148,7 @@ func (s *store) get(id string) (Result, bool) {
 }
 
 // add records r, writing it out as one line.
-func (s *store) add(r Result) error {
+func (s *store) add(r CaseResult) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rows[r.ID] = r

@@ -126,7 +126,7 @@ func TestResultsFileCutOff(t *testing.T) {
 	if len(st.rows) != 2 || st.skipped != 1 {
 		t.Fatalf("rows %d skipped %d", len(st.rows), st.skipped)
 	}
-	if err := st.add(Result{ID: "c", Key: "k", Decision: "escalate"}); err != nil {
+	if err := st.add(CaseResult{ID: "c", Key: "k", Decision: "escalate"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.close(); err != nil {
@@ -155,7 +155,7 @@ func TestResultsFileCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = st2.add(Result{ID: "b", Key: "k"})
+	_ = st2.add(CaseResult{ID: "b", Key: "k"})
 	_ = st2.close()
 	st2, _ = openStore(path2)
 	defer st2.close()

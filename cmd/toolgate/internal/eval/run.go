@@ -240,12 +240,12 @@ func retryDelay(ue *recovery.UpstreamError, attempt int) time.Duration {
 // runCase runs one case to a result, retrying retryable upstream answers.
 // It reports false when the run was stopped before the case finished: such
 // a case is not recorded, and runs again on resume.
-func (rs *runSetup) runCase(ctx context.Context, p *prepared) (Result, bool) {
+func (rs *runSetup) runCase(ctx context.Context, p *prepared) (CaseResult, bool) {
 	var tokens recovery.Usage
 	for attempt := 0; ; attempt++ {
 		row, ue, ok := rs.tryOnce(ctx, p)
 		if !ok {
-			return Result{}, false
+			return CaseResult{}, false
 		}
 		tokens.Input += row.InputTokens
 		tokens.Output += row.OutputTokens
@@ -262,27 +262,27 @@ func (rs *runSetup) runCase(ctx context.Context, p *prepared) (Result, bool) {
 		if ue.Status == http.StatusTooManyRequests {
 			rs.gate.pauseFor(d)
 		} else if sleep(ctx, d) != nil {
-			return Result{}, false
+			return CaseResult{}, false
 		}
 	}
 }
 
 // tryOnce sends one case through toolgate and reads what it did. A
 // retryable upstream failure is returned for runCase to retry.
-func (rs *runSetup) tryOnce(ctx context.Context, p *prepared) (Result, *recovery.UpstreamError, bool) {
+func (rs *runSetup) tryOnce(ctx context.Context, p *prepared) (CaseResult, *recovery.UpstreamError, bool) {
 	// Waiting out a 429 happens here, before the request, so that the
 	// pause does not eat into recovery.deadline.
 	if rs.gate.wait(ctx) != nil {
-		return Result{}, nil, false
+		return CaseResult{}, nil, false
 	}
 	t := rs.srv.front.issue(p.answer)
 	defer rs.srv.front.drop(t)
 	ans, err := rs.srv.ask(ctx, p.body, t)
 	if ctx.Err() != nil {
-		return Result{}, nil, false
+		return CaseResult{}, nil, false
 	}
 	latency, failure := t.seen()
-	row := Result{
+	row := CaseResult{
 		ID:             p.testCase.ID,
 		Kind:           p.testCase.Kind,
 		Key:            p.key,
@@ -320,7 +320,7 @@ func (rs *runSetup) tryOnce(ctx context.Context, p *prepared) (Result, *recovery
 // needs confirmation); or a failure to get an answer at all, which is not a
 // measurement and is recorded as an error. failure is the front's account
 // of a re-query that got no answer.
-func classify(row *Result, ans *answered, id, failure string) {
+func classify(row *CaseResult, ans *answered, id, failure string) {
 	for _, ev := range ans.steps {
 		if ev.Strategy == catalog.StrategyDecision && ev.Confidence >= 0 {
 			c := ev.Confidence
@@ -353,7 +353,7 @@ func classify(row *Result, ans *answered, id, failure string) {
 
 // classifyEscalation reads an escalation: the decision that led to it, or
 // why there was none.
-func classifyEscalation(row *Result, label string, e *recovery.Escalation, failure string) {
+func classifyEscalation(row *CaseResult, label string, e *recovery.Escalation, failure string) {
 	for _, at := range e.Attempts {
 		if at.Kind != "upstream_error" {
 			continue
