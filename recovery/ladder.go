@@ -480,7 +480,7 @@ func (l *ladder) promptTools(bad validate.ToolCall) []PromptTool {
 // chain asks the model to fix the calls at positions by replying with the
 // reasons, and keeps asking with the new answer while the budget allows.
 // It serves the correction strategy and the reprompt step alike.
-func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, error) {
+func (l *ladder) chain(ctx context.Context, positions []int, kind QueryKind) (rung, error) {
 	turn := l.input.Turn
 	// at maps a call index of turn to the position it answers for, or -1.
 	at := make([]int, len(turn.Calls))
@@ -551,7 +551,7 @@ func (l *ladder) chain(ctx context.Context, positions []int, kind Kind) (rung, e
 // spend takes one attempt for the next round on the calls at pending: a
 // recovery attempt while any of them names a bad tool, else a reprompt
 // attempt. spent reports a budget already used up.
-func (l *ladder) spend(pending []int) (kind Kind, spent bool) {
+func (l *ladder) spend(pending []int) (kind QueryKind, spent bool) {
 	for _, p := range pending {
 		if l.reports[p].Worst() == validate.ClassName {
 			if l.recoveriesLeft <= 0 {
@@ -568,14 +568,14 @@ func (l *ladder) spend(pending []int) (kind Kind, spent bool) {
 	return KindReprompt, false
 }
 
-func budgetName(k Kind) string {
+func budgetName(k QueryKind) string {
 	if k == KindRecovery {
 		return "recovery"
 	}
 	return "reprompt"
 }
 
-func chainStrategy(k Kind) string {
+func chainStrategy(k QueryKind) string {
 	if k == KindRecovery {
 		return catalog.StrategyCorrection
 	}

@@ -28,8 +28,8 @@ type Reply = neutral.Reply
 // followed by a reply to each of its calls, in the turn's order.
 type Round = neutral.Round
 
-// Kind says why the upstream is asked again; it labels metrics.
-type Kind = neutral.QueryKind
+// QueryKind says why the upstream is asked again; it labels metrics.
+type QueryKind = neutral.QueryKind
 
 // Query kinds.
 const (

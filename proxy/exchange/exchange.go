@@ -97,7 +97,7 @@ type spent struct {
 }
 
 type usageEntry struct {
-	Kind   recovery.Kind `json:"kind"`
+	Kind   recovery.QueryKind `json:"kind"`
 	Input  int64         `json:"input"`
 	Output int64         `json:"output"`
 }
@@ -550,7 +550,7 @@ func keepEncoding(dst, src http.Header) {
 }
 
 // note records an upstream answer's usage and request id.
-func (x *exchange) note(kind recovery.Kind, u recovery.Usage, h http.Header) {
+func (x *exchange) note(kind recovery.QueryKind, u recovery.Usage, h http.Header) {
 	x.usage = append(x.usage, usageEntry{Kind: kind, Input: u.Input, Output: u.Output})
 	x.traceUsage(u)
 	if id := upstreamRequestID(h); id != "" {

@@ -56,7 +56,7 @@ func (x *exchange) traceRequest() {
 // startUpstream opens the client span of one upstream call and returns
 // the headers to send: with tracing on, a copy carrying that span's
 // context, so the upstream continues the trace under it.
-func (x *exchange) startUpstream(ctx context.Context, kind recovery.Kind) (context.Context, trace.Span, http.Header) {
+func (x *exchange) startUpstream(ctx context.Context, kind recovery.QueryKind) (context.Context, trace.Span, http.Header) {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx, nil, x.header
 	}

@@ -131,7 +131,7 @@ func (s *served) ask(ctx context.Context, body []byte, t *ticket) (*answered, er
 func (a *answered) requeryTokens() (in, out int64) {
 	var u struct {
 		Calls []struct {
-			Kind   recovery.Kind `json:"kind"`
+			Kind   recovery.QueryKind `json:"kind"`
 			Input  int64         `json:"input"`
 			Output int64         `json:"output"`
 		} `json:"calls"`
