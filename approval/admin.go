@@ -28,7 +28,7 @@ type View struct {
 	Tool           string          `json:"tool,omitempty"`
 	Arguments      json.RawMessage `json:"arguments,omitempty"`
 	CallDigest     string          `json:"call_digest"`
-	Calls          []Call          `json:"calls"`
+	Calls          []HeldCall          `json:"calls"`
 	RequestDigest  string          `json:"request_digest"`
 	Route          string          `json:"route"`
 	Upstream       string          `json:"upstream"`
@@ -52,7 +52,7 @@ func (s *Service) view(r *Record) View {
 		RequestDigest: r.RequestDigest, Route: r.Route, Upstream: r.Upstream,
 		CatalogVersion: r.CatalogVersion, EscalationID: r.EscalationID,
 		Created: r.Created, ExpiresAt: r.ExpiresAt, DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt,
-		Note: r.Note, ReleasedAt: r.ReleasedAt, Calls: make([]Call, len(r.Calls)),
+		Note: r.Note, ReleasedAt: r.ReleasedAt, Calls: make([]HeldCall, len(r.Calls)),
 		LastUserMessage: r.UserText, AskedBy: r.Caller,
 	}
 	var hidden []string
@@ -239,7 +239,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // unreachable store with a retryable 503.
 func storeError(w http.ResponseWriter, err error) {
 	if rf, ok := AsRefusal(err); ok {
-		msg := map[Code]string{
+		msg := map[RefusalCode]string{
 			CodeUnknown: "no such approval (never held here, or removed after it expired)",
 			CodeExpired: "the approval expired before it was decided",
 			CodeDecided: "the approval was already decided; it is " + string(rf.State),

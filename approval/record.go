@@ -57,8 +57,8 @@ const (
 	Caller Approver = "caller"
 )
 
-// Call is one call of the held answer, as judged.
-type Call struct {
+// HeldCall is one call of the held answer, as judged.
+type HeldCall struct {
 	Tool string `json:"tool"`
 	// Arguments are the call's arguments in canonical form.
 	Arguments json.RawMessage `json:"arguments"`
@@ -66,18 +66,18 @@ type Call struct {
 }
 
 // NewCall canonicalizes a call's arguments and computes its digest.
-func NewCall(tool string, args []byte) (Call, error) {
+func NewCall(tool string, args []byte) (HeldCall, error) {
 	c, err := CanonicalCall(tool, args)
 	if err != nil {
-		return Call{}, err
+		return HeldCall{}, err
 	}
 	var parts struct {
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal(c, &parts); err != nil {
-		return Call{}, err
+		return HeldCall{}, err
 	}
-	return Call{Tool: tool, Arguments: parts.Arguments, Digest: Digest(c)}, nil
+	return HeldCall{Tool: tool, Arguments: parts.Arguments, Digest: Digest(c)}, nil
 }
 
 // Record is one held answer and the decision about it.
@@ -99,7 +99,7 @@ type Record struct {
 	Caller         string `json:"caller,omitempty"`
 	CatalogVersion string `json:"catalog_version"`
 	EscalationID   string `json:"escalation_id"`
-	Calls          []Call `json:"calls"`
+	Calls          []HeldCall `json:"calls"`
 	// UserText is the conversation's last user message, for the person
 	// deciding; it is shown on the page and the admin API, never logged
 	// or sent to sinks or notifications.
@@ -231,7 +231,7 @@ type Spec struct {
 	Caller         string
 	CatalogVersion string
 	EscalationID   string
-	Calls          []Call
+	Calls          []HeldCall
 	Held           []byte
 	Stream         bool
 	UserText       string
@@ -313,26 +313,26 @@ func (u *unavailable) Unwrap() []error {
 
 func unavailableErr(err error) error { return &unavailable{err: err} }
 
-// Code is a refusal's code (docs/approvals.md, "Resume refusals").
-type Code string
+// RefusalCode is a refusal's code (docs/approvals.md, "Resume refusals").
+type RefusalCode string
 
 // Refusal codes.
 const (
-	CodePending  Code = "approval_pending"
-	CodeDenied   Code = "approval_denied"
-	CodeExpired  Code = "approval_expired"
-	CodeUsed     Code = "approval_used"
-	CodeMismatch Code = "approval_mismatch"
-	CodeUnknown  Code = "approval_unknown"
-	CodeStale    Code = "approval_stale"
-	CodeSecret   Code = "approval_secret"
+	CodePending  RefusalCode = "approval_pending"
+	CodeDenied   RefusalCode = "approval_denied"
+	CodeExpired  RefusalCode = "approval_expired"
+	CodeUsed     RefusalCode = "approval_used"
+	CodeMismatch RefusalCode = "approval_mismatch"
+	CodeUnknown  RefusalCode = "approval_unknown"
+	CodeStale    RefusalCode = "approval_stale"
+	CodeSecret   RefusalCode = "approval_secret"
 	// CodeDecided is the admin API's answer to a second decision.
-	CodeDecided Code = "approval_decided"
+	CodeDecided RefusalCode = "approval_decided"
 )
 
 // Refusal is why an approval cannot be released or decided.
 type Refusal struct {
-	Code Code
+	Code RefusalCode
 	// State is the record's state when it was refused, if it was found.
 	State State
 }
@@ -353,7 +353,7 @@ func (r *Refusal) Status() int {
 	return http.StatusConflict
 }
 
-func refuse(c Code, s State) error { return &Refusal{Code: c, State: s} }
+func refuse(c RefusalCode, s State) error { return &Refusal{Code: c, State: s} }
 
 // AsRefusal returns err's refusal, if it is one.
 func AsRefusal(err error) (*Refusal, bool) {

@@ -21,7 +21,7 @@ type Event struct {
 	By           string    `json:"by,omitempty"`
 	At           time.Time `json:"at"`
 	// Code is a refused resume's §5a code.
-	Code Code `json:"code,omitempty"`
+	Code RefusalCode `json:"code,omitempty"`
 	// Chain, Seq and Prev link the events one process wrote: Chain names
 	// the process's chain, Seq counts its events from 1 and Prev is the
 	// digest of the event before (chain.go), so a removed or altered
@@ -91,7 +91,7 @@ func (s *Service) SetTTL(d time.Duration) {
 // Store is the service's store.
 func (s *Service) Store() Store { return s.cfg.Store }
 
-func (s *Service) emit(result string, r *Record, by string, at time.Time, code Code) {
+func (s *Service) emit(result string, r *Record, by string, at time.Time, code RefusalCode) {
 	s.cfg.Metrics.count(result)
 	if s.cfg.Audit != nil {
 		s.chain.link(Event{Result: result, ApprovalID: r.ID, EscalationID: r.EscalationID,
@@ -188,7 +188,7 @@ func (s *Service) Claim(ctx context.Context, id string, m Match) (*Record, error
 
 // Refuse counts and audits a resume refused before its claim: a stored
 // call that no longer passes the catalog (CodeStale).
-func (s *Service) Refuse(r *Record, code Code) {
+func (s *Service) Refuse(r *Record, code RefusalCode) {
 	s.emit(ResultRefused, r, "", s.cfg.Now(), code)
 }
 

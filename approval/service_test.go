@@ -45,7 +45,7 @@ func TestParseIDAndSecret(t *testing.T) {
 
 // TestSecretNeverPrinted: a secret shows only in the escalation's ticket.
 func TestSecretNeverPrinted(t *testing.T) {
-	r, sec := NewRecord(Spec{Approver: Caller, Calls: []Call{{Tool: "t", Digest: "sha256:x"}}}, time.Now(), time.Minute)
+	r, sec := NewRecord(Spec{Approver: Caller, Calls: []HeldCall{{Tool: "t", Digest: "sha256:x"}}}, time.Now(), time.Minute)
 	raw := r.Ticket(sec).Secret
 	if len(raw) != 32 {
 		t.Fatalf("secret %q", raw)
@@ -141,7 +141,7 @@ func TestNotifySignedRetriedAndNeverBlocking(t *testing.T) {
 	svc := New(Config{Store: NewMemory(Options{}), Metrics: m, Notifier: n,
 		Redact: func(string, json.RawMessage) json.RawMessage { return json.RawMessage(`{"card":"[redacted]"}`) }})
 	call, _ := NewCall("refund", []byte(`{"card":"4111"}`))
-	r, _, err := svc.Request(context.Background(), Spec{Calls: []Call{call}, Held: []byte("secret answer")})
+	r, _, err := svc.Request(context.Background(), Spec{Calls: []HeldCall{call}, Held: []byte("secret answer")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestNotifySignedRetriedAndNeverBlocking(t *testing.T) {
 		t.Fatal("no notification after a retry")
 	}
 	// A caller approval notifies nobody: the app asks its own user.
-	if _, _, err := svc.Request(context.Background(), Spec{Approver: Caller, Calls: []Call{call}}); err != nil {
+	if _, _, err := svc.Request(context.Background(), Spec{Approver: Caller, Calls: []HeldCall{call}}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -181,7 +181,7 @@ func release(r *Record, now time.Time) {
 // own copy.
 func clone(r *Record, held bool) *Record {
 	c := *r
-	c.Calls = append([]Call(nil), r.Calls...)
+	c.Calls = append([]HeldCall(nil), r.Calls...)
 	c.SecretHash = append([]byte(nil), r.SecretHash...)
 	c.Held = nil
 	if held && r.Held != nil {

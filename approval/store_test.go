@@ -92,12 +92,12 @@ func testRecord(t *testing.T, c *clock, who Approver) (*Record, Secret, Match) {
 	}
 	r, sec := NewRecord(Spec{
 		Approver: who, RequestDigest: "sha256:req", Route: "/v1/chat/completions", Upstream: "openai",
-		CatalogVersion: "v1", EscalationID: "esc_1", Calls: []Call{call}, Held: []byte("held answer bytes"),
+		CatalogVersion: "v1", EscalationID: "esc_1", Calls: []HeldCall{call}, Held: []byte("held answer bytes"),
 	}, c.Now(), testTTL)
 	return r, sec, Match{RequestDigest: "sha256:req", Route: "/v1/chat/completions", Upstream: "openai", Secret: sec}
 }
 
-func wantCode(t *testing.T, err error, code Code) {
+func wantCode(t *testing.T, err error, code RefusalCode) {
 	t.Helper()
 	r, ok := AsRefusal(err)
 	if !ok || r.Code != code {
@@ -498,7 +498,7 @@ func TestStoreClaimBoundToCaller(t *testing.T) {
 			a := Binding{Token: "token-a"}.Digest()
 			call, _ := NewCall("issue_refund", []byte(`{"order_id":"A1"}`))
 			r, sec := NewRecord(Spec{Approver: who, RequestDigest: "sha256:req", Route: "/r", Upstream: "u", Caller: a,
-				Calls: []Call{call}, Held: []byte("held")}, c.Now(), testTTL)
+				Calls: []HeldCall{call}, Held: []byte("held")}, c.Now(), testTTL)
 			put(t, p.a, r)
 			if who == Operator {
 				if _, err := p.a.Decide(ctx, r.ID, Decision{Approve: true, By: "ana"}); err != nil {

@@ -127,7 +127,7 @@ func (x *exchange) holdSpec(v *pipeline.Verdict, escalationID, contentType strin
 		return approval.Spec{}, err
 	}
 	approver := approval.Caller
-	var calls []approval.Call
+	var calls []approval.HeldCall
 	for _, r := range v.Held() {
 		for i, c := range r.Calls {
 			if c.Kind == neutral.Other {
@@ -252,7 +252,7 @@ func (x *exchange) caller() string {
 
 // stillValid judges the stored calls against the current catalog, as one
 // batch, as they were judged when held.
-func (x *exchange) stillValid(calls []approval.Call) bool {
+func (x *exchange) stillValid(calls []approval.HeldCall) bool {
 	batch := make([]validate.ToolCall, len(calls))
 	at := make([]int, len(calls))
 	for i, c := range calls {
@@ -288,12 +288,12 @@ func (x *exchange) approvalFailure(err error) {
 
 // refuseResume answers a refused resume in the route's envelope; a retry
 // of the same request would be refused again.
-func (x *exchange) refuseResume(code approval.Code) {
+func (x *exchange) refuseResume(code approval.RefusalCode) {
 	rf := &approval.Refusal{Code: code}
 	x.write(pipeline.FailureReply(x.cd, neutral.Failure{Status: rf.Status(), Code: neutral.FailureCode(code), Message: approvalRefusalText[code]}))
 }
 
-var approvalRefusalText = map[approval.Code]string{
+var approvalRefusalText = map[approval.RefusalCode]string{
 	approval.CodePending:  "the call is waiting for a person's decision; retry once it is approved",
 	approval.CodeDenied:   "a person denied the call",
 	approval.CodeExpired:  "the approval expired before the call was released",

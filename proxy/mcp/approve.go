@@ -78,7 +78,7 @@ func (cr *clientRequest) holdUnconfirmed(h *held, why string) []byte {
 		approver = approval.Caller
 	}
 	rec, secret, err := svc.Request(context.WithoutCancel(cr.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
-		Route: m.Route, Upstream: m.Upstream, Caller: m.Caller, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.Call{ac}})
+		Route: m.Route, Upstream: m.Upstream, Caller: m.Caller, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.HeldCall{ac}})
 	if err != nil {
 		cr.log().Warn("approval store failed; the call stays held", zap.Error(err))
 		return cr.failure(h.m.id, storeFailure("the approval store cannot be reached; the call was not run, retry it"))
@@ -132,7 +132,7 @@ func (cr *clientRequest) resume(h *held) bool {
 // refuseResume answers a resume that releases nothing: a JSON-RPC error
 // whose data.code is the refusal's code (docs/approvals.md, "Resume
 // refusals").
-func (cr *clientRequest) refuseResume(h *held, code approval.Code) {
+func (cr *clientRequest) refuseResume(h *held, code approval.RefusalCode) {
 	cr.outcome = outcomeEscalated
 	cr.writeJSON(http.StatusOK, jsonrpc.ErrorResponse(h.m.id, jsonrpc.CodeInvalidRequest, "the approval does not release this call: "+string(code),
 		map[string]any{"code": code}))
