@@ -14,9 +14,9 @@ import (
 // Drift counts a drifted MCP tool definition, logs it and hands it to the
 // sinks. The route reports each definition once per action, so the log
 // line is written once per definition.
-func (p *mcpPipeline) Drift(_ context.Context, d *mcp.Drift) { p.s.drift(d) }
+func (p *mcpPipeline) Drift(_ context.Context, d *mcp.DriftReport) { p.s.drift(d) }
 
-func (s *Server) drift(d *mcp.Drift) {
+func (s *Server) drift(d *mcp.DriftReport) {
 	s.metrics.ToolDrift.WithLabelValues(d.Server, d.Tool, d.Action).Inc()
 	s.log.Warn("mcp tool definition drifted from its pin",
 		zap.String("mcp_server", d.Server), zap.String("tool", d.Tool), zap.String("action", d.Action),
@@ -33,6 +33,6 @@ func (s *Server) PinDecided(d approval.Drift) {
 			zap.String("digest", d.Digest), zap.String("by", d.DecidedBy))
 		return
 	}
-	s.drift(&mcp.Drift{Server: d.Server, Tool: d.Tool, Action: mcp.DriftAccepted, PinnedDigest: d.PinnedDigest,
+	s.drift(&mcp.DriftReport{Server: d.Server, Tool: d.Tool, Action: mcp.DriftAccepted, PinnedDigest: d.PinnedDigest,
 		Digest: d.Digest, Diff: d.Diff, By: d.DecidedBy})
 }

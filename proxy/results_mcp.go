@@ -17,7 +17,7 @@ func (p *mcpPipeline) JudgesResults() bool {
 
 // Result judges an MCP server's tool result on its way to the client
 // (docs/results.md): its text content and structuredContent.
-func (p *mcpPipeline) Result(ctx context.Context, r *mcp.Result) []byte {
+func (p *mcpPipeline) Result(ctx context.Context, r *mcp.ToolResult) []byte {
 	res, err := jsonx.SplitObject(r.Result)
 	if err != nil {
 		return nil

@@ -40,7 +40,7 @@ func (cr *clientRequest) called(m *message, t tracked) ([]byte, bool) {
 	if !results {
 		return nil, false
 	}
-	out := cr.rt.pipe.Result(cr.ctx, &Result{Message: m.raw, Result: m.result, Meta: res.Get("_meta"),
+	out := cr.rt.pipe.Result(cr.ctx, &ToolResult{Message: m.raw, Result: m.result, Meta: res.Get("_meta"),
 		ID: string(m.id), Server: cr.rt.cfg.Name, Tool: t.tool})
 	return out, out != nil
 }

@@ -37,10 +37,10 @@ const (
 	DriftAccepted = "accepted"
 )
 
-// Drift is a tool definition unlike its pin, as the pipeline counts,
+// DriftReport is a tool definition unlike its pin, as the pipeline counts,
 // logs and records it: both digests and what changed, never the
 // arguments of any call.
-type Drift struct {
+type DriftReport struct {
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
 	Action string `json:"action"`
@@ -233,7 +233,7 @@ func (cr *clientRequest) drifted(tool string, was pinned, def []byte, digest str
 		}
 	}
 	if cr.rt.state.firstSight(action, tool, digest) {
-		cr.rt.pipe.Drift(cr.ctx, &Drift{Server: cr.rt.cfg.Name, Tool: tool, Action: action, PinnedDigest: was.digest, Digest: digest, Diff: diff})
+		cr.rt.pipe.Drift(cr.ctx, &DriftReport{Server: cr.rt.cfg.Name, Tool: tool, Action: action, PinnedDigest: was.digest, Digest: digest, Diff: diff})
 	}
 	if action == DriftWarned {
 		cr.rt.state.clearDrift(tool)

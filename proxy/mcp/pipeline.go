@@ -30,14 +30,14 @@ type Pipeline interface {
 	// nil when it passes unchanged, else the message to send instead (the
 	// result with its credentials replaced, or an error result naming the
 	// finding).
-	Result(ctx context.Context, r *Result) []byte
+	Result(ctx context.Context, r *ToolResult) []byte
 	// Write sends an answer the route gives whole: status, the server's
 	// headers to pass on (nil: the body is toolgate's own JSON), body.
 	Write(w http.ResponseWriter, status int, upstream http.Header, body []byte)
 	// Done counts one MCP request and writes its log line.
 	Done(ctx context.Context, r *Done)
 	// Drift counts, logs and records a tool definition unlike its pin.
-	Drift(ctx context.Context, d *Drift)
+	Drift(ctx context.Context, d *DriftReport)
 }
 
 // Call is one tools/call on its way to the pipeline.
@@ -105,8 +105,8 @@ type Output struct {
 	Version, Label string
 }
 
-// Result is a tool result to judge before the client's model reads it.
-type Result struct {
+// ToolResult is a tool result to judge before the client's model reads it.
+type ToolResult struct {
 	// Message is the server's response, Result its result object (a slice
 	// of Message), Meta the result's _meta.
 	Message, Result, Meta []byte

@@ -30,7 +30,7 @@ type EscalationRecord struct {
 	Session string `json:"session,omitempty"`
 	// Drift, instead of an escalation, is an MCP tool definition unlike
 	// its pin (docs/pins.md, "Drift"): both digests and the diff.
-	Drift *mcp.Drift `json:"drift,omitempty"`
+	Drift *mcp.DriftReport `json:"drift,omitempty"`
 }
 
 // Sink receives every escalation (docs/escalations.md). Implementations
