@@ -28,7 +28,7 @@ type View struct {
 	Tool           string          `json:"tool,omitempty"`
 	Arguments      json.RawMessage `json:"arguments,omitempty"`
 	CallDigest     string          `json:"call_digest"`
-	Calls          []HeldCall          `json:"calls"`
+	Calls          []HeldCall      `json:"calls"`
 	RequestDigest  string          `json:"request_digest"`
 	Route          string          `json:"route"`
 	Upstream       string          `json:"upstream"`

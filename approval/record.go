@@ -96,9 +96,9 @@ type Record struct {
 	Upstream      string `json:"upstream"`
 	// Caller is the digest of who made the hold (Binding.Digest): only the
 	// same caller may resume it. Empty when nothing names the caller.
-	Caller         string `json:"caller,omitempty"`
-	CatalogVersion string `json:"catalog_version"`
-	EscalationID   string `json:"escalation_id"`
+	Caller         string     `json:"caller,omitempty"`
+	CatalogVersion string     `json:"catalog_version"`
+	EscalationID   string     `json:"escalation_id"`
 	Calls          []HeldCall `json:"calls"`
 	// UserText is the conversation's last user message, for the person
 	// deciding; it is shown on the page and the admin API, never logged

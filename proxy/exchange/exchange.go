@@ -98,8 +98,8 @@ type spent struct {
 
 type usageEntry struct {
 	Kind   recovery.QueryKind `json:"kind"`
-	Input  int64         `json:"input"`
-	Output int64         `json:"output"`
+	Input  int64              `json:"input"`
+	Output int64              `json:"output"`
 }
 
 // Env is what every model route's exchanges share, across config

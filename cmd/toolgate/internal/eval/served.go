@@ -132,8 +132,8 @@ func (a *answered) requeryTokens() (in, out int64) {
 	var u struct {
 		Calls []struct {
 			Kind   recovery.QueryKind `json:"kind"`
-			Input  int64         `json:"input"`
-			Output int64         `json:"output"`
+			Input  int64              `json:"input"`
+			Output int64              `json:"output"`
 		} `json:"calls"`
 	}
 	if json.Unmarshal([]byte(a.header.Get("X-Toolgate-Usage")), &u) != nil {
