@@ -124,7 +124,7 @@ func Check(p Provider, schema []byte) Fit {
 	if err != nil {
 		return Fit{Reason: "/: not a JSON object"}
 	}
-	w := &walk{p: p, root: root, refs: map[string][]string{}}
+	w := &walk{provider: p, root: root, refs: map[string][]string{}}
 	if !w.rootShape(root) {
 		return Fit{Reason: w.reason}
 	}
@@ -137,15 +137,15 @@ func Check(p Provider, schema []byte) Fit {
 // walk is one schema's check: where it failed and the totals the
 // providers limit.
 type walk struct {
-	p      Provider
-	root   jsonx.Object
-	reason string
+	provider Provider
+	root     jsonx.Object
+	reason   string
 	// refs are the local references each definition ("" for the root)
 	// makes, for Anthropic's rule against recursive schemas.
-	refs                    map[string][]string
-	props, enums, chars     int
-	optional, unions        int
-	bigEnumChars, bigEnumAt string
+	refs                          map[string][]string
+	properties, enums, characters int
+	optional, unions              int
+	bigEnumChars, bigEnumAt       string
 }
 
 func (w *walk) fail(ptr, format string, args ...any) bool {
@@ -162,31 +162,31 @@ func (w *walk) rootShape(root jsonx.Object) bool {
 	if string(root.Get("type")) != `"object"` {
 		return w.fail("", "the root must be type object")
 	}
-	if w.p == OpenAI && root.Has("anyOf") {
+	if w.provider == OpenAI && root.Has("anyOf") {
 		return w.fail("", "anyOf at the root")
 	}
 	return true
 }
 
-// schema checks one schema object at ptr; def names the definition it
+// schema checks one schema object at ptr; definition names the one it
 // belongs to ("" for the root's own tree).
-func (w *walk) schema(s jsonx.Object, ptr, def string, depth int) bool {
+func (w *walk) schema(s jsonx.Object, ptr, definition string, depth int) bool {
 	for _, f := range s {
-		if !keywords[w.p][f.Key] && (f.Key != "$schema" || ptr != "") {
+		if !keywords[w.provider][f.Key] && (f.Key != "$schema" || ptr != "") {
 			return w.fail(ptr, "%s is outside the subset", f.Key)
 		}
 	}
 	if !s.Has("type") && !s.Has("anyOf") && !s.Has("$ref") && !s.Has("enum") && !s.Has("const") && !s.Has("allOf") {
 		return w.fail(ptr, "a schema without a type")
 	}
-	if !w.typeList(s, ptr) || !w.values(s, ptr) || !w.ref(s, ptr, def) {
+	if !w.typeList(s, ptr) || !w.values(s, ptr) || !w.ref(s, ptr, definition) {
 		return false
 	}
-	if !w.object(s, ptr, def, depth) {
+	if !w.object(s, ptr, definition, depth) {
 		return false
 	}
-	if it := s.Get("items"); it != nil {
-		if !w.sub(it, ptr+"/items", def, depth) {
+	if items := s.Get("items"); items != nil {
+		if !w.sub(items, ptr+"/items", definition, depth) {
 			return false
 		}
 	}
@@ -194,7 +194,7 @@ func (w *walk) schema(s jsonx.Object, ptr, def string, depth int) bool {
 		return false
 	}
 	for _, key := range []string{"anyOf", "allOf", "prefixItems"} {
-		if !w.list(s, key, ptr, def, depth) {
+		if !w.list(s, key, ptr, definition, depth) {
 			return false
 		}
 	}
@@ -202,32 +202,32 @@ func (w *walk) schema(s jsonx.Object, ptr, def string, depth int) bool {
 }
 
 // sub checks a nested schema; boolean schemas are outside every subset.
-func (w *walk) sub(raw []byte, ptr, def string, depth int) bool {
+func (w *walk) sub(raw []byte, ptr, definition string, depth int) bool {
 	obj, err := jsonx.SplitObject(raw)
 	if err != nil {
 		return w.fail(ptr, "a boolean or malformed schema")
 	}
-	return w.schema(obj, ptr, def, depth)
+	return w.schema(obj, ptr, definition, depth)
 }
 
 // list checks each schema of an anyOf, allOf or prefixItems.
-func (w *walk) list(s jsonx.Object, key, ptr, def string, depth int) bool {
+func (w *walk) list(s jsonx.Object, key, ptr, definition string, depth int) bool {
 	raw := s.Get(key)
 	if raw == nil {
 		return true
 	}
-	elems, err := jsonx.SplitArray(raw)
-	if err != nil || len(elems) == 0 {
+	elements, err := jsonx.SplitArray(raw)
+	if err != nil || len(elements) == 0 {
 		return w.fail(ptr, "%s must be a non-empty array", key)
 	}
 	if key == "anyOf" {
 		w.unions++
 	}
-	if key == "allOf" && w.p == Anthropic && strings.Contains(string(raw), `"$ref"`) {
+	if key == "allOf" && w.provider == Anthropic && strings.Contains(string(raw), `"$ref"`) {
 		return w.fail(ptr+"/allOf", "allOf with $ref")
 	}
-	for i, e := range elems {
-		if !w.sub(e, ptr+"/"+key+"/"+strconv.Itoa(i), def, depth) {
+	for i, e := range elements {
+		if !w.sub(e, ptr+"/"+key+"/"+strconv.Itoa(i), definition, depth) {
 			return false
 		}
 	}
@@ -264,15 +264,15 @@ func (w *walk) values(s jsonx.Object, ptr string) bool {
 		}
 	}
 	if raw := s.Get("const"); raw != nil {
-		w.chars += len(raw)
+		w.characters += len(raw)
 	}
 	if raw := s.Get("format"); raw != nil {
 		f, _ := jsonx.Unquote(raw)
-		if !formats[w.p][f] {
+		if !formats[w.provider][f] {
 			return w.fail(ptr, "format %q is outside the subset", f)
 		}
 	}
-	if raw := s.Get("pattern"); raw != nil && w.p == Anthropic {
+	if raw := s.Get("pattern"); raw != nil && w.provider == Anthropic {
 		pat, _ := jsonx.Unquote(raw)
 		if what := unsupportedRegex(pat); what != "" {
 			return w.fail(ptr, "pattern uses %s", what)
@@ -284,22 +284,22 @@ func (w *walk) values(s jsonx.Object, ptr string) bool {
 // enum counts an enum's values for OpenAI's limits and holds Anthropic's
 // enums to primitive values.
 func (w *walk) enum(raw []byte, ptr string) bool {
-	vals, err := jsonx.SplitArray(raw)
-	if err != nil || len(vals) == 0 {
+	members, err := jsonx.SplitArray(raw)
+	if err != nil || len(members) == 0 {
 		return w.fail(ptr, "enum must be a non-empty array")
 	}
 	total := 0
-	for _, v := range vals {
+	for _, v := range members {
 		if v[0] == '{' || v[0] == '[' {
-			if w.p == Anthropic {
+			if w.provider == Anthropic {
 				return w.fail(ptr, "enum with an object or array value")
 			}
 		}
 		total += len(v)
 	}
-	w.enums += len(vals)
-	w.chars += total
-	if len(vals) > openAIBigEnum && total > openAIBigEnumChars && w.bigEnumAt == "" {
+	w.enums += len(members)
+	w.characters += total
+	if len(members) > openAIBigEnum && total > openAIBigEnumChars && w.bigEnumAt == "" {
 		w.bigEnumAt = ptr
 	}
 	return true
@@ -331,16 +331,16 @@ func unsupportedRegex(p string) string {
 }
 
 // ref checks a $ref: local only, and recorded for the recursion check.
-func (w *walk) ref(s jsonx.Object, ptr, def string) bool {
+func (w *walk) ref(s jsonx.Object, ptr, definition string) bool {
 	raw := s.Get("$ref")
 	if raw == nil {
 		return true
 	}
-	r, _ := jsonx.Unquote(raw)
-	if r != "#" && !strings.HasPrefix(r, "#/") {
-		return w.fail(ptr, "$ref %q is not local", r)
+	target, _ := jsonx.Unquote(raw)
+	if target != "#" && !strings.HasPrefix(target, "#/") {
+		return w.fail(ptr, "$ref %q is not local", target)
 	}
-	w.refs[def] = append(w.refs[def], refTarget(r))
+	w.refs[definition] = append(w.refs[definition], refTarget(target))
 	return true
 }
 
@@ -356,22 +356,22 @@ func refTarget(r string) string {
 
 // object checks an object schema's properties, required and
 // additionalProperties.
-func (w *walk) object(s jsonx.Object, ptr, def string, depth int) bool {
-	props := s.Get("properties")
-	isObject := props != nil || typeNames(s.Get("type"))["object"]
+func (w *walk) object(s jsonx.Object, ptr, definition string, depth int) bool {
+	properties := s.Get("properties")
+	isObject := properties != nil || typeNames(s.Get("type"))["object"]
 	if !isObject {
 		return true
 	}
-	if w.p == OpenAI && depth > openAIMaxDepth {
+	if w.provider == OpenAI && depth > openAIMaxDepth {
 		return w.fail(ptr, "more than %d levels of nesting", openAIMaxDepth)
 	}
-	if !w.closed(s, ptr, def, depth) {
+	if !w.closed(s, ptr, definition, depth) {
 		return false
 	}
 	var members jsonx.Object
-	if props != nil {
+	if properties != nil {
 		var err error
-		if members, err = jsonx.SplitObject(props); err != nil {
+		if members, err = jsonx.SplitObject(properties); err != nil {
 			return w.fail(ptr, "properties must be an object")
 		}
 	}
@@ -387,15 +387,15 @@ func (w *walk) object(s jsonx.Object, ptr, def string, depth int) bool {
 		}
 	}
 	for _, m := range members {
-		w.props++
-		w.chars += len(m.Key)
+		w.properties++
+		w.characters += len(m.Key)
 		if !required[m.Key] {
-			if w.p == OpenAI {
+			if w.provider == OpenAI {
 				return w.fail(ptr, "property %q is optional: every property must be required", m.Key)
 			}
 			w.optional++
 		}
-		if !w.sub(m.Value, ptr+"/properties/"+escapePointer(m.Key), def, depth+1) {
+		if !w.sub(m.Value, ptr+"/properties/"+escapePointer(m.Key), definition, depth+1) {
 			return false
 		}
 	}
@@ -405,15 +405,15 @@ func (w *walk) object(s jsonx.Object, ptr, def string, depth int) bool {
 // closed holds additionalProperties to what the subset asks: false on
 // every object for OpenAI and Anthropic; anything, checked as a schema
 // when it is one, for Gemini.
-func (w *walk) closed(s jsonx.Object, ptr, def string, depth int) bool {
-	ap := s.Get("additionalProperties")
-	if w.p == Gemini {
-		if ap != nil && ap[0] == '{' {
-			return w.sub(ap, ptr+"/additionalProperties", def, depth+1)
+func (w *walk) closed(s jsonx.Object, ptr, definition string, depth int) bool {
+	additional := s.Get("additionalProperties")
+	if w.provider == Gemini {
+		if additional != nil && additional[0] == '{' {
+			return w.sub(additional, ptr+"/additionalProperties", definition, depth+1)
 		}
 		return true
 	}
-	if string(ap) != "false" {
+	if string(additional) != "false" {
 		return w.fail(ptr, "additionalProperties must be false")
 	}
 	return true
@@ -421,7 +421,7 @@ func (w *walk) closed(s jsonx.Object, ptr, def string, depth int) bool {
 
 // array checks the array limits a subset allows.
 func (w *walk) array(s jsonx.Object, ptr string) bool {
-	if w.p != Anthropic {
+	if w.provider != Anthropic {
 		return true
 	}
 	if raw := s.Get("minItems"); raw != nil {
@@ -444,7 +444,7 @@ func (w *walk) defs(s jsonx.Object, ptr string, depth int) bool {
 			return w.fail(ptr, "%s must be an object", key)
 		}
 		for _, m := range members {
-			w.chars += len(m.Key)
+			w.characters += len(m.Key)
 			if !w.sub(m.Value, ptr+"/"+key+"/"+escapePointer(m.Key), key+"/"+m.Key, depth) {
 				return false
 			}
@@ -456,14 +456,14 @@ func (w *walk) defs(s jsonx.Object, ptr string, depth int) bool {
 // limits holds the totals to OpenAI's per-schema limits and rules out
 // recursion for Anthropic, once the whole schema is walked.
 func (w *walk) limits() bool {
-	switch w.p {
+	switch w.provider {
 	case OpenAI:
 		switch {
-		case w.props > openAIMaxProperties:
+		case w.properties > openAIMaxProperties:
 			return w.fail("", "more than %d properties", openAIMaxProperties)
 		case w.enums > openAIMaxEnumValues:
 			return w.fail("", "more than %d enum values", openAIMaxEnumValues)
-		case w.chars > openAIMaxStringChars:
+		case w.characters > openAIMaxStringChars:
 			return w.fail("", "names and enum values longer than %d characters together", openAIMaxStringChars)
 		case w.bigEnumAt != "":
 			return w.fail(w.bigEnumAt, "an enum of more than %d values longer than %d characters", openAIBigEnum, openAIBigEnumChars)
@@ -479,22 +479,26 @@ func (w *walk) limits() bool {
 // cycle finds a definition that reaches itself through $ref, and names
 // it, or returns "".
 func (w *walk) cycle() string {
-	state := map[string]uint8{} // 1 visiting, 2 done
-	var visit func(n string) (string, bool)
-	visit = func(n string) (string, bool) {
-		switch state[n] {
-		case 1:
-			return n, true
-		case 2:
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[string]uint8{}
+	var visit func(name string) (string, bool)
+	visit = func(name string) (string, bool) {
+		switch state[name] {
+		case visiting:
+			return name, true
+		case done:
 			return "", false
 		}
-		state[n] = 1
-		for _, m := range w.refs[n] {
-			if at, ok := visit(m); ok {
+		state[name] = visiting
+		for _, target := range w.refs[name] {
+			if at, ok := visit(target); ok {
 				return at, true
 			}
 		}
-		state[n] = 2
+		state[name] = done
 		return "", false
 	}
 	names := make([]string, 0, len(w.refs))
