@@ -135,6 +135,26 @@ func TestFunctionLength(t *testing.T) {
 	}
 }
 
+// TestPackageSize keeps every production package small enough to hold
+// one concern: a package past the limit is a sign that two live in it.
+func TestPackageSize(t *testing.T) {
+	const limit = 4000
+	lines := map[string]int{}
+	for _, p := range productionGoFiles(t) {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines[filepath.Dir(p)] += strings.Count(string(src), "\n")
+	}
+	for dir, n := range lines {
+		if n > limit {
+			rel, _ := filepath.Rel("..", dir)
+			t.Errorf("%s holds %d lines of production Go; keep a package under %d by moving a concern out", rel, n, limit)
+		}
+	}
+}
+
 // TestNoSpecReferences keeps production comments pointing at pages a reader
 // of the repository can open: the contract document they once cited
 // ("SPEC §4") is not in it, and each rule it states is told in docs/.
