@@ -1,7 +1,8 @@
-// Package proxy is toolgate's HTTP side: routes, the upstream client, the
-// provider-neutral validation pipeline for answers and streams, escalation
-// encoding and metrics. Per-API wire formats live in the codec
-// subpackages; this package only sequences them.
+// Package proxy is toolgate's HTTP side: the provider-neutral validation
+// pipeline for answers and streams and escalation encoding. Per-API wire
+// formats live in the codec subpackages, the route table and path guard in
+// proxy/route, the upstream client in proxy/upstream and the metrics and
+// traces in proxy/observe; this package only sequences them.
 package proxy
 
 import (
