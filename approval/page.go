@@ -121,8 +121,8 @@ func (p *pageHandler) session(r *http.Request, now time.Time) (session, bool) {
 		return session{}, false
 	}
 	enc := base64.RawURLEncoding.Strict()
-	pl, mac, ok := strings.Cut(c.Value, ".")
-	payload, err1 := enc.DecodeString(pl)
+	encodedPayload, mac, ok := strings.Cut(c.Value, ".")
+	payload, err1 := enc.DecodeString(encodedPayload)
 	sum, err2 := enc.DecodeString(mac)
 	if !ok || err1 != nil || err2 != nil {
 		return session{}, false
@@ -281,11 +281,11 @@ func (p *pageHandler) login(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusForbidden, pageData{Login: true, Error: "That is not an approvals admin token."})
 		return
 	}
-	nb := make([]byte, 16)
-	_, _ = rand.Read(nb)
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
 	exp := p.svc.cfg.Now().Add(sessionTTL)
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: cookieValue(k, hex.EncodeToString(nb), exp), Path: "/ui/",
+		Name: sessionCookie, Value: cookieValue(k, hex.EncodeToString(nonce), exp), Path: "/ui/",
 		Expires: exp, MaxAge: int(sessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
@@ -294,8 +294,8 @@ func (p *pageHandler) login(w http.ResponseWriter, r *http.Request) {
 
 func (p *pageHandler) logout(w http.ResponseWriter, r *http.Request) {
 	ss, ok := p.session(r, p.svc.cfg.Now())
-	f, fok := readForm(w, r)
-	if ok && fok && hmac.Equal([]byte(f.Get("csrf")), []byte(ss.csrf())) {
+	f, formRead := readForm(w, r)
+	if ok && formRead && hmac.Equal([]byte(f.Get("csrf")), []byte(ss.csrf())) {
 		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/ui/", MaxAge: -1,
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	}

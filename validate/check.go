@@ -348,9 +348,9 @@ func unnamedKeyword(e *jsonschema.ValidationError) string {
 
 // safeMessage describes a schema failure without quoting argument values:
 // sinks and logs may only carry pointers, keywords and schema facts.
-func safeMessage(ptr, kw string, ek jsonschema.ErrorKind) string {
+func safeMessage(ptr, kw string, errKind jsonschema.ErrorKind) string {
 	var detail string
-	switch k := ek.(type) {
+	switch k := errKind.(type) {
 	case *kind.Type:
 		detail = "expected " + strings.Join(k.Want, " or ") + ", got " + k.Got
 	case *kind.Required:

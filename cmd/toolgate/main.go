@@ -282,22 +282,22 @@ func newLogger(c catalog.Log, out io.Writer) (*zap.Logger, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("log.level: %w", err)
 	}
-	zc := zap.NewProductionConfig()
-	enc := zapcore.NewJSONEncoder(zc.EncoderConfig)
+	logConfig := zap.NewProductionConfig()
+	enc := zapcore.NewJSONEncoder(logConfig.EncoderConfig)
 	if c.Format == "console" {
 		enc = zapcore.NewConsoleEncoder(zap.NewDevelopmentConfig().EncoderConfig)
 	}
 	// struct{ io.Writer } hides Sync: on a file that is an fsync every
 	// second, and a log line needs no disk barrier.
 	sink := zapcore.Lock(zapcore.AddSync(struct{ io.Writer }{out}))
-	ws := &zapcore.BufferedWriteSyncer{WS: sink, Size: 256 << 10, FlushInterval: time.Second}
+	buffered := &zapcore.BufferedWriteSyncer{WS: sink, Size: 256 << 10, FlushInterval: time.Second}
 	// No zap.AddCaller: the caller of every request line is the same line
 	// of the pipeline, and finding it walked the stack on each request
 	// (about 60% of the line's cost). No stack on error lines either: they
 	// report what the operator must fix (a rejected reload, a failed
 	// listener), where a trace of toolgate's own frames is noise; a
 	// recovered panic logs its stack itself.
-	log := zap.New(zapcore.NewCore(enc, ws, level),
+	log := zap.New(zapcore.NewCore(enc, buffered, level),
 		zap.AddStacktrace(zapcore.DPanicLevel), zap.ErrorOutput(sink))
-	return log, func() { _ = ws.Stop() }, nil
+	return log, func() { _ = buffered.Stop() }, nil
 }

@@ -67,7 +67,7 @@ func (cr *clientRequest) boundCaller() string {
 func (cr *clientRequest) holdUnconfirmed(h *held, why string) []byte {
 	svc := cr.rt.gateway.deps.Approvals
 	m, err := cr.callMatch(h.name, h.args)
-	ac, err2 := approval.NewCall(h.name, h.args)
+	heldCall, err2 := approval.NewCall(h.name, h.args)
 	if svc == nil || err != nil || err2 != nil {
 		return cr.refuseUnconfirmed(h, why)
 	}
@@ -78,7 +78,7 @@ func (cr *clientRequest) holdUnconfirmed(h *held, why string) []byte {
 		approver = approval.Caller
 	}
 	rec, secret, err := svc.Request(context.WithoutCancel(cr.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
-		Route: m.Route, Upstream: m.Upstream, Caller: m.Caller, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.HeldCall{ac}})
+		Route: m.Route, Upstream: m.Upstream, Caller: m.Caller, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.HeldCall{heldCall}})
 	if err != nil {
 		cr.log().Warn("approval store failed; the call stays held", zap.Error(err))
 		return cr.failure(h.m.id, storeFailure("the approval store cannot be reached; the call was not run, retry it"))

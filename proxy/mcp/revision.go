@@ -47,24 +47,24 @@ type routeError struct {
 // without a session; anything else is a session revision, served as
 // before. It reports false when it answered the request itself.
 func (cr *clientRequest) revision(msgs []message, batch bool) bool {
-	hv := strings.TrimSpace(cr.r.Header.Get(hdrProtocol))
+	headerVersion := strings.TrimSpace(cr.r.Header.Get(hdrProtocol))
 	if batch || len(msgs) != 1 || msgs[0].kind == kindResponse {
 		return true // batches are 2025-03-26's; post refuses them otherwise
 	}
 	m := &msgs[0]
-	if !stateless(hv) && !bytes.Contains(m.params, []byte(metaProtocol)) {
+	if !stateless(headerVersion) && !bytes.Contains(m.params, []byte(metaProtocol)) {
 		return true // a session revision's request: nothing more to read
 	}
 	meta := requestMeta(m.params)
-	mv, _ := jsonx.Unquote(meta.Get(metaProtocol))
-	if mv == "" && !stateless(hv) {
+	metaVersion, _ := jsonx.Unquote(meta.Get(metaProtocol))
+	if metaVersion == "" && !stateless(headerVersion) {
 		return true
 	}
-	cr.statelessRevision, cr.version, cr.capabilities, cr.method = true, mv, meta.Get(metaCapabilities), m.method
+	cr.statelessRevision, cr.version, cr.capabilities, cr.method = true, metaVersion, meta.Get(metaCapabilities), m.method
 	if cr.version == "" {
-		cr.version = hv
+		cr.version = headerVersion
 	}
-	if e := checkRevision(m, cr.r.Header, hv, mv); e != nil {
+	if e := checkRevision(m, cr.r.Header, headerVersion, metaVersion); e != nil {
 		cr.outcome = outcomeInvalid
 		cr.rt.pipe.Write(cr.w, http.StatusBadRequest, nil, jsonrpc.ErrorResponse(m.id, e.code, e.msg, e.data))
 		return false
@@ -103,18 +103,18 @@ func checkRevision(m *message, h http.Header, hv, mv string) *routeError {
 // method that names something, Mcp-Name equals that name. Surrounding
 // whitespace is not part of a header's value.
 func checkRouting(m *message, h http.Header) *routeError {
-	mh, ok := headerValue(h, hdrMethod)
+	methodHeader, ok := headerValue(h, hdrMethod)
 	switch {
 	case !ok:
 		return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the Mcp-Method header is required"}
-	case mh != m.method:
-		return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the Mcp-Method header " + quoteHeader(mh) + " differs from the body's method " + quoteHeader(m.method)}
+	case methodHeader != m.method:
+		return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the Mcp-Method header " + quoteHeader(methodHeader) + " differs from the body's method " + quoteHeader(m.method)}
 	}
 	field, required := nameField(m.method)
 	if field == "" {
 		return nil
 	}
-	nh, ok := headerValue(h, hdrName)
+	nameHeader, ok := headerValue(h, hdrName)
 	if !ok {
 		if required {
 			return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the Mcp-Name header is required for " + m.method}
@@ -122,8 +122,8 @@ func checkRouting(m *message, h http.Header) *routeError {
 		return nil
 	}
 	params, _ := jsonx.ParseObject(m.params)
-	if body, _ := jsonx.Unquote(params.Get(field)); nh != body {
-		return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the Mcp-Name header " + quoteHeader(nh) + " differs from params." + field + " " + quoteHeader(body)}
+	if body, _ := jsonx.Unquote(params.Get(field)); nameHeader != body {
+		return &routeError{code: jsonrpc.CodeHeaderMismatch, msg: "the Mcp-Name header " + quoteHeader(nameHeader) + " differs from params." + field + " " + quoteHeader(body)}
 	}
 	return nil
 }

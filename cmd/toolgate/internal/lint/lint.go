@@ -60,24 +60,24 @@ var wordRE = regexp.MustCompile(`[a-z0-9]+`)
 
 // Similarity is the Jaccard overlap of two texts' word sets, 0 to 1.
 func Similarity(a, b string) float64 {
-	wa := map[string]bool{}
+	wordsA := map[string]bool{}
 	for _, w := range wordRE.FindAllString(strings.ToLower(a), -1) {
-		wa[w] = true
+		wordsA[w] = true
 	}
-	wb := map[string]bool{}
+	wordsB := map[string]bool{}
 	for _, w := range wordRE.FindAllString(strings.ToLower(b), -1) {
-		wb[w] = true
+		wordsB[w] = true
 	}
-	if len(wa) == 0 || len(wb) == 0 {
+	if len(wordsA) == 0 || len(wordsB) == 0 {
 		return 0
 	}
 	inter := 0
-	for w := range wa {
-		if wb[w] {
+	for w := range wordsA {
+		if wordsB[w] {
 			inter++
 		}
 	}
-	return float64(inter) / float64(len(wa)+len(wb)-inter)
+	return float64(inter) / float64(len(wordsA)+len(wordsB)-inter)
 }
 
 type schemaNode struct {
