@@ -15,7 +15,7 @@ import (
 //
 // Why: a held stream's handler waits in the event reader, for as long as
 // the upstream holds a tool call, under every frame from Server.ServeHTTP
-// down: ServeHTTP, serve, route, apiRoute.ServeHTTP, exchange.serve,
+// down: ServeHTTP, serve, route, exchange.Route.ServeHTTP, exchange.serve,
 // serveStream, streamRun.read and the reader's Next and fill, with the
 // upstream connection's own reader below them. Writing the headers takes
 // the goroutine's stack to 16 KiB, and the runtime halves a stack at a
@@ -26,7 +26,7 @@ import (
 // struct literal) in its caller's frame, and so in the frame a stream
 // waits under; out of line they live only while the helper runs.
 //
-// The guard: TestHeldStreamStackShrinks (heldstack_test.go) holds a stream
+// The guard: TestHeldStreamStackShrinks (proxy/heldstack_test.go) holds a stream
 // in a child process, reads the depth of those frames from its traceback
 // and fails over the budget. It skips itself under the race detector, whose
 // instrumentation changes the frames; run it without -race after touching
@@ -37,10 +37,11 @@ import (
 // next to what they belong to:
 //   - Server.dispatch (guard.go): the route match and everything but a
 //     judged route's handler;
-//   - exchange.answerPath (pipeline.go): the choice of an answer's path and
-//     the whole non-stream answer;
-//   - newStreamRun and streamRun.take (stream.go): the run's setup and what
-//     is done with each event;
+//   - Route.exchange and exchange.answerPath (proxy/exchange/exchange.go):
+//     the exchange's making, and the choice of an answer's path with the
+//     whole non-stream answer;
+//   - newStreamRun and streamRun.handle (proxy/exchange/stream.go): the
+//     run's setup and what is done with each event;
 //   - sse.Reader's emit and stop (proxy/sse/sse.go): the reader's Next keeps
 //     building an event and the end of the source out of its frame.
 

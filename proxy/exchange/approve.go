@@ -38,8 +38,8 @@ const outcomeApproved = "approved"
 // either passes or escalates only because a valid call's tool needs
 // confirming, and at least one does. The calls must be the model's own:
 // a substitute a person never asked for is not held.
-func (x *exchange) holdable(results []*recovery.Result, begun bool) bool {
-	if x.env.Approvals == nil || x.settings.Shadow || begun {
+func (x *exchange) holdable(results []*recovery.Result, streamBegun bool) bool {
+	if x.env.Approvals == nil || x.settings.Shadow || streamBegun {
 		// A stream that has sent text cannot be replayed whole on resume:
 		// its escalation stays what the config says.
 		return false
@@ -147,7 +147,7 @@ func (x *exchange) holdSpec(v *pipeline.Verdict, escalationID, contentType strin
 	}
 	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.Name(),
 		Caller: x.caller(), CatalogVersion: x.gen.Snap.Version, EscalationID: escalationID, Calls: calls,
-		Held: packHeld(contentType, held), Stream: stream, UserText: x.req.UserText}, nil
+		Held: packHeld(contentType, held), Stream: stream, UserText: x.parsed.req.UserText}, nil
 }
 
 // packHeld keeps the answer's content type with its bytes: a Gemini
@@ -219,7 +219,7 @@ func (x *exchange) resume(body []byte) {
 		return
 	}
 	if err == nil && releasable(rec, m) {
-		x.take(x.parseRequest(body))
+		x.useRequest(x.parseRequest(body))
 		if !x.stillValid(rec.Calls) {
 			svc.Refuse(rec, approval.CodeStale)
 			x.refuseResume(approval.CodeStale)

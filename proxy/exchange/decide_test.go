@@ -15,7 +15,7 @@ import (
 // observer, so any effect decide had would panic.
 func decideExchange(mode string) *exchange {
 	return &exchange{env: &Env{}, gen: &pipeline.Generation{Snap: &catalog.Snapshot{Config: &catalog.Config{
-		Escalation: catalog.Escalation{Mode: mode}}}}, parsed: parsed{req: &neutral.Request{}}}
+		Escalation: catalog.Escalation{Mode: mode}}}}, parsed: parsedRequest{req: &neutral.Request{}}}
 }
 
 func escalating(id string) *recovery.Result {

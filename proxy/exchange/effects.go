@@ -11,13 +11,13 @@ import (
 	"github.com/toolgate/toolgate/recovery"
 )
 
-// decide is the verdict on this exchange's answer. begun: a stream's
+// decide is the verdict on this exchange's answer. streamBegun: a stream's
 // first bytes went out before its answer was decided.
-func (x *exchange) decide(results []*recovery.Result, begun bool) pipeline.Verdict {
+func (x *exchange) decide(results []*recovery.Result, streamBegun bool) pipeline.Verdict {
 	return pipeline.Decide(results, pipeline.Policy{
 		Shadow:    x.settings.Shadow,
-		ErrorMode: x.gen.Snap.Config.Escalation.Mode != catalog.EscalationMessage || x.req.StructuredOutput,
-		Hold:      x.holdable(results, begun),
+		ErrorMode: x.gen.Snap.Config.Escalation.Mode != catalog.EscalationMessage || x.parsed.req.StructuredOutput,
+		Hold:      x.holdable(results, streamBegun),
 	})
 }
 
@@ -28,7 +28,7 @@ func (x *exchange) decide(results []*recovery.Result, begun bool) pipeline.Verdi
 // a held answer is stored for a person's yes. held renders the answer as
 // it would be released; nil when this answer cannot be held.
 func (x *exchange) perform(results []*recovery.Result, v *pipeline.Verdict, held *heldCopy) pipeline.Effects {
-	x.account(results)
+	x.countCalls(results)
 	x.observe(results)
 	var fx pipeline.Effects
 	for _, i := range v.Escalating() {

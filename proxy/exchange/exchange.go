@@ -47,16 +47,12 @@ type exchange struct {
 	// toolgate's own replaces.
 	query string
 
-	// spent is what the request's upstream calls took, which the
+	// parsed is what was read of the client's request: set whole once
+	// the upstream has the request (useRequest), and read-only after.
+	parsed parsedRequest
+	// account is what the request's upstream calls took, which the
 	// outcome headers, the log line and escalations report.
-	spent
-	// upSpan is the client span of the latest upstream call; respModel
-	// the model its answer named.
-	upSpan    trace.Span
-	respModel string
-	// parsed is what was read of the client's request; it is taken whole
-	// (take) once the upstream has the request.
-	parsed
+	account account
 	// jd judges this request's calls with its evidence and context.
 	jd       *judge.Judge
 	settings recovery.Settings
@@ -72,10 +68,11 @@ type exchange struct {
 	key *replayKey
 }
 
-// parsed is what the pipeline read of the client's request and what
-// judging its answer needs. parseRequest makes it, on a goroutine of its
-// own while the upstream works on the request, and hands it back whole.
-type parsed struct {
+// parsedRequest is what the pipeline read of the client's request and
+// what judging its answer needs. parseRequest makes it, on a goroutine of
+// its own while the upstream works on the request, and hands it back
+// whole; nothing changes it after.
+type parsedRequest struct {
 	req *neutral.Request
 	eff *catalog.Effective
 	// vctx is what the local checks read; the judge points into the
@@ -85,15 +82,19 @@ type parsed struct {
 	unread bool
 }
 
-// spent is what a request's upstream calls took: their number, the time
-// spent waiting on them (toolgate's overhead is the rest), their usage
-// and the request ids the upstream gave them.
-type spent struct {
+// account is what a request's upstream calls took: their number, the
+// time spent waiting on them (toolgate's overhead is the rest), their
+// usage and the request ids the upstream gave them.
+type account struct {
 	start  time.Time
 	upWait time.Duration
 	calls  int
 	usage  []usageEntry
 	upIDs  []string
+	// upSpan is the client span of the latest upstream call; respModel
+	// the model its answer named.
+	upSpan    trace.Span
+	respModel string
 }
 
 type usageEntry struct {
@@ -137,6 +138,15 @@ func NewRoute(env *Env, gen *pipeline.Generation, up *upstream.Upstream, a api.A
 // ServeHTTP implements http.Handler, itself rather than through a
 // HandlerFunc: each wrapper would be a frame more under a held stream.
 func (j *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) { j.exchange(w, r).serve() }
+
+// exchange begins one request's exchange. Out of line, what it takes to
+// build one is no part of Route.ServeHTTP's frame.
+//
+//go:noinline
+func (j *Route) exchange(w http.ResponseWriter, r *http.Request) *exchange {
+	return &exchange{env: j.env, gen: j.gen, up: j.up, api: j.api, cd: j.api.NewCodec(), series: j.series, w: w, r: r,
+		account: account{start: time.Now()}, rid: pipeline.RequestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), j.prefix)}
+}
 
 func (x *exchange) serve() {
 	c, ok := x.open()
@@ -221,7 +231,7 @@ func (x *exchange) open() (*upstream.Call, bool) {
 // parsing is what parseRequest hands back from its goroutine: the parsed
 // request, or the panic it met.
 type parsing struct {
-	p     parsed
+	p     parsedRequest
 	crash any
 }
 
@@ -249,14 +259,14 @@ func (x *exchange) sendParsing(body []byte) (*upstream.Call, error) {
 		}
 		panic(res.crash)
 	}
-	x.take(res.p)
+	x.useRequest(res.p)
 	return c, err
 }
 
 // sendRead reads the request, then sends it with the strict flags and the
 // abstain exit, which go into its tools, and handles a refused marking.
 func (x *exchange) sendRead(body []byte) (*upstream.Call, error) {
-	x.take(x.parseRequest(body))
+	x.useRequest(x.parseRequest(body))
 	if x.resultsOn() {
 		var ok bool
 		if body, ok = x.judgeParsedResults(body); !ok {
@@ -290,7 +300,7 @@ func (x *exchange) serveAnswer(c *upstream.Call) {
 		return
 	}
 	x.answerModel(answer)
-	x.note(recovery.KindOriginal, resp.Usage, c.Resp.Header)
+	x.countUsage(recovery.KindOriginal, resp.Usage, c.Resp.Header)
 	results, ok := x.judge(resp.Choices, &asker{x: x, prev: resp}, false)
 	if !ok {
 		return
@@ -312,12 +322,12 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 		res, err := recovery.Run(x.r.Context(), &recovery.Input{
 			Turn:          turn,
 			Judge:         x.jd.Batch,
-			Eff:           x.eff,
+			Eff:           x.parsed.eff,
 			Settings:      &x.settings,
 			Ask:           ask,
-			Stateful:      x.req.Stateful || committed,
-			StoresAnswers: x.req.StoresAnswers,
-			UserText:      x.req.UserText,
+			Stateful:      x.parsed.req.Stateful || committed,
+			StoresAnswers: x.parsed.req.StoresAnswers,
+			UserText:      x.parsed.req.UserText,
 		})
 		if err != nil {
 			x.env.Log.Info("client went away during recovery", zap.String("request_id", x.rid))
@@ -402,10 +412,10 @@ func (x *exchange) abstainOn() bool {
 // the tools the upstream saw first.
 func (x *exchange) offerAbstain(body []byte) []byte {
 	cfg := x.gen.Snap.Config.Abstain
-	if x.req.Choice.Kind != neutral.ChoiceAuto || len(x.req.Offered) == 0 {
+	if x.parsed.req.Choice.Kind != neutral.ChoiceAuto || len(x.parsed.req.Offered) == 0 {
 		return body
 	}
-	for _, o := range x.req.Offered {
+	for _, o := range x.parsed.req.Offered {
 		if o.Name == cfg.ToolName {
 			return body
 		}
@@ -414,7 +424,6 @@ func (x *exchange) offerAbstain(body []byte) []byte {
 	if err != nil {
 		return body
 	}
-	x.req.Body = nb
 	x.settings.AbstainTool = cfg.ToolName
 	return nb
 }
@@ -453,7 +462,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		return nil, fmt.Errorf("%w: no choice", recovery.ErrBadAnswer)
 	}
 	x.answerModel(answer)
-	x.note(q.Kind, resp.Usage, c.Resp.Header)
+	x.countUsage(q.Kind, resp.Usage, c.Resp.Header)
 	return resp.Choices[0], nil
 }
 
@@ -461,10 +470,10 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 // answer needs. A request toolgate cannot read goes upstream all the same:
 // the upstream is its judge, and the answer is still held to the config
 // catalog. It writes nothing of the exchange: it runs beside send.
-func (x *exchange) parseRequest(body []byte) parsed {
+func (x *exchange) parseRequest(body []byte) parsedRequest {
 	snap := x.gen.Snap
 	req, err := x.cd.DecodeRequest(x.path, body)
-	p := parsed{req: req}
+	p := parsedRequest{req: req}
 	var evidence validate.Evidence
 	if err == nil {
 		evidence = validate.NewCorpus(req.Vouching)
@@ -479,18 +488,18 @@ func (x *exchange) parseRequest(body []byte) parsed {
 	return p
 }
 
-// take makes p the exchange's request and sets up the judge for it.
-func (x *exchange) take(p parsed) {
+// useRequest makes p the exchange's request and sets up the judge for it.
+func (x *exchange) useRequest(p parsedRequest) {
 	x.parsed = p
 	snap := x.gen.Snap
-	x.jd = &judge.Judge{Local: &x.vctx, Validators: x.gen.Validators, RequestID: x.rid, CatalogVersion: snap.Version}
+	x.jd = &judge.Judge{Local: &x.parsed.vctx, Validators: x.gen.Validators, RequestID: x.rid, CatalogVersion: snap.Version}
 	x.traceRequest()
 }
 
 // send makes one upstream call and times it.
 func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte) (*upstream.Call, error) {
 	t := time.Now()
-	x.calls++
+	x.account.calls++
 	// The transport only reads the header map, and the upstream calls of
 	// one request are sequential, so all of them share it.
 	path, query := x.path, x.query
@@ -500,21 +509,21 @@ func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte
 	ctx, sp, header := x.startUpstream(ctx, kind)
 	c, err := x.up.Do(ctx, http.MethodPost, path, query, header, body)
 	d := time.Since(t)
-	x.upWait += d
+	x.account.upWait += d
 	observe.Record(ctx, x.series.UpstreamDuration(kind), d.Seconds())
 	var failed neutral.FailureCode
 	if err != nil {
 		failed = pipeline.Classify(err).Code
 	}
 	observe.UpstreamSent(sp, c, failed)
-	x.upSpan = sp
+	x.account.upSpan = sp
 	return c, err
 }
 
 // readAnswer reads a whole non-streaming answer within the response limit.
 func (x *exchange) readAnswer(c *upstream.Call) ([]byte, error) {
 	t := time.Now()
-	defer func() { x.upWait += time.Since(t) }()
+	defer func() { x.account.upWait += time.Since(t) }()
 	if undecoded(c.Resp.Header) {
 		return nil, pipeline.ErrEncoding
 	}
@@ -549,12 +558,12 @@ func keepEncoding(dst, src http.Header) {
 	}
 }
 
-// note records an upstream answer's usage and request id.
-func (x *exchange) note(kind recovery.QueryKind, u recovery.Usage, h http.Header) {
-	x.usage = append(x.usage, usageEntry{Kind: kind, Input: u.Input, Output: u.Output})
+// countUsage records an upstream answer's usage and request id.
+func (x *exchange) countUsage(kind recovery.QueryKind, u recovery.Usage, h http.Header) {
+	x.account.usage = append(x.account.usage, usageEntry{Kind: kind, Input: u.Input, Output: u.Output})
 	x.traceUsage(u)
 	if id := upstreamRequestID(h); id != "" {
-		x.upIDs = append(x.upIDs, id)
+		x.account.upIDs = append(x.account.upIDs, id)
 	}
 	in, out := x.series.Tokens(kind)
 	in.Add(float64(u.Input))

@@ -11,11 +11,11 @@ import (
 // model, ids and catalog version, and how its codec writes a call.
 func (x *exchange) facts() pipeline.Facts {
 	model := ""
-	if x.req != nil {
-		model = x.req.Model
+	if x.parsed.req != nil {
+		model = x.parsed.req.Model
 	}
 	return pipeline.Facts{API: x.api.Name(), Model: model, RequestID: x.rid, CatalogVersion: x.gen.Snap.Version,
-		UpstreamIDs: x.upIDs, CallJSON: x.cd.CallJSON, AbstainTool: x.settings.AbstainTool, Tools: x}
+		UpstreamIDs: x.account.upIDs, CallJSON: x.cd.CallJSON, AbstainTool: x.settings.AbstainTool, Tools: x}
 }
 
 // escalated completes the ladder's escalation with the exchange's facts,
@@ -25,8 +25,8 @@ func (x *exchange) escalated(r *recovery.Result) *neutral.Escalated {
 	return x.env.Recorder.Record(&f, r)
 }
 
-// account counts the answer's calls and the ladder's steps.
-func (x *exchange) account(results []*recovery.Result) {
+// countCalls counts the answer's calls and the ladder's steps.
+func (x *exchange) countCalls(results []*recovery.Result) {
 	f := x.facts()
 	x.out.findings = x.env.Recorder.Count(&f, results, x.out.findings)
 }

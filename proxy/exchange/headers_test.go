@@ -35,7 +35,7 @@ func TestUsageJSON(t *testing.T) {
 		{{Kind: recovery.KindOriginal, Input: 12, Output: 3}},
 		{{Kind: recovery.KindOriginal, Input: 1 << 40, Output: 0}, {Kind: "re\"query", Input: 7, Output: -1}},
 	} {
-		x := &spent{usage: usage}
+		x := &account{usage: usage}
 		var in, out int64
 		for _, u := range usage {
 			in += u.Input

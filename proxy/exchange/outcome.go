@@ -73,7 +73,7 @@ func (x *exchange) headers(h http.Header, decided bool) {
 	if !decided {
 		return
 	}
-	vals[3], vals[4], vals[5], vals[6] = x.out.label, strconv.Itoa(x.calls), millis(x.overhead()), x.usageJSON()
+	vals[3], vals[4], vals[5], vals[6] = x.out.label, strconv.Itoa(x.account.calls), millis(x.account.overhead()), x.account.usageJSON()
 	h["X-Toolgate-Outcome"] = vals[3:4:4]
 	h["X-Toolgate-Upstream-Calls"] = vals[4:5:5]
 	h["X-Toolgate-Overhead-Ms"] = vals[5:6:6]
@@ -92,7 +92,7 @@ func millis(d time.Duration) string {
 
 // overhead is the request's time so far less what it waited on the
 // upstream.
-func (sp *spent) overhead() time.Duration {
+func (sp *account) overhead() time.Duration {
 	d := time.Since(sp.start) - sp.upWait
 	if d < 0 {
 		return 0
@@ -102,7 +102,7 @@ func (sp *spent) overhead() time.Duration {
 
 // usageJSON is the X-Toolgate-Usage value: the tokens of every upstream
 // call, in total and call by call.
-func (sp *spent) usageJSON() string {
+func (sp *account) usageJSON() string {
 	var in, out int64
 	for _, u := range sp.usage {
 		in += u.Input
@@ -134,13 +134,13 @@ func (sp *spent) usageJSON() string {
 // and bodies are never logged.
 func (x *exchange) report() {
 	o := &x.out
-	observe.Record(x.r.Context(), x.series.Added, x.overhead().Seconds())
+	observe.Record(x.r.Context(), x.series.Added, x.account.overhead().Seconds())
 	traceFields := x.traceOutcome()
 	x.series.Requests(o.label).Inc()
 	model := ""
-	if x.req != nil {
-		model = x.req.Model
+	if x.parsed.req != nil {
+		model = x.parsed.req.Model
 	}
 	x.env.Recorder.LogRequest(&pipeline.RequestLine{RequestID: x.rid, API: x.api.Name(), Route: x.r.URL.Path, Model: model, Status: o.status,
-		Outcome: o.label, Findings: o.findings, Calls: x.calls, Duration: time.Since(x.start), Overhead: x.overhead(), Trace: traceFields})
+		Outcome: o.label, Findings: o.findings, Calls: x.account.calls, Duration: time.Since(x.account.start), Overhead: x.account.overhead(), Trace: traceFields})
 }

@@ -14,11 +14,11 @@ import (
 // client's own bytes, or with only the credentials' strings replaced. On a
 // refusal it writes the route's error envelope and reports false.
 func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
-	h := x.req.History
-	if x.unread || h == nil || len(h.Results) == 0 {
+	h := x.parsed.req.History
+	if x.parsed.unread || h == nil || len(h.Results) == 0 {
 		return body, true
 	}
-	j := pipeline.NewResultJudge(x.gen.Snap, x.gen.Validators, "", x.rid, x.vctx.Values)
+	j := pipeline.NewResultJudge(x.gen.Snap, x.gen.Validators, "", x.rid, x.parsed.vctx.Values)
 	pair := x.gen.Snap.AnyResultRules || x.gen.Validators.HasResultValidators()
 	var edits []jsonx.Edit
 	from := 0
@@ -47,7 +47,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 		}
 		counted[v.Label]++
 		if v.Refused() {
-			x.env.Recorder.RecordResult(&pipeline.Facts{API: x.api.Name(), Model: x.req.Model, RequestID: x.rid, CatalogVersion: x.gen.Snap.Version}, r.ID, c.Tool, v)
+			x.env.Recorder.RecordResult(&pipeline.Facts{API: x.api.Name(), Model: x.parsed.req.Model, RequestID: x.rid, CatalogVersion: x.gen.Snap.Version}, r.ID, c.Tool, v)
 			x.refuseResult(r.ID, v)
 			return nil, false
 		}

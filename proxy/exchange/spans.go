@@ -29,8 +29,8 @@ const maxModelAttr = 256
 // spanName is "{operation} {model}", the GenAI conventions' span name.
 func (x *exchange) spanName() string {
 	op := genAI[x.api.Name()][0]
-	if x.req != nil && x.req.Model != "" {
-		return op + " " + telemetry.Clip(x.req.Model, maxModelAttr)
+	if x.parsed.req != nil && x.parsed.req.Model != "" {
+		return op + " " + telemetry.Clip(x.parsed.req.Model, maxModelAttr)
 	}
 	return op
 }
@@ -47,7 +47,7 @@ func (x *exchange) traceRequest() {
 	sp.SetAttributes(
 		attribute.String("gen_ai.operation.name", g[0]),
 		attribute.String("gen_ai.provider.name", g[1]),
-		attribute.String("gen_ai.request.model", telemetry.Clip(x.req.Model, maxModelAttr)),
+		attribute.String("gen_ai.request.model", telemetry.Clip(x.parsed.req.Model, maxModelAttr)),
 		attribute.String("toolgate.api", x.api.Name()),
 		attribute.String("toolgate.catalog_version", x.gen.Snap.Version),
 	)
@@ -76,7 +76,7 @@ func (x *exchange) startUpstream(ctx context.Context, kind recovery.QueryKind) (
 // traceUsage puts one answer's model and token usage on its upstream
 // call's span.
 func (x *exchange) traceUsage(u recovery.Usage) {
-	sp := x.upSpan
+	sp := x.account.upSpan
 	if sp == nil || !sp.IsRecording() {
 		return
 	}
@@ -85,11 +85,11 @@ func (x *exchange) traceUsage(u recovery.Usage) {
 		attribute.Int64("gen_ai.usage.input_tokens", u.Input),
 		attribute.Int64("gen_ai.usage.output_tokens", u.Output),
 	}
-	if x.req != nil {
-		attrs = append(attrs, attribute.String("gen_ai.request.model", telemetry.Clip(x.req.Model, maxModelAttr)))
+	if x.parsed.req != nil {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", telemetry.Clip(x.parsed.req.Model, maxModelAttr)))
 	}
-	if x.respModel != "" {
-		attrs = append(attrs, attribute.String("gen_ai.response.model", x.respModel))
+	if x.account.respModel != "" {
+		attrs = append(attrs, attribute.String("gen_ai.response.model", x.account.respModel))
 	}
 	sp.SetAttributes(attrs...)
 }
@@ -104,13 +104,13 @@ func (x *exchange) traceOutcome() []zap.Field {
 	}
 	if sp.IsRecording() {
 		var in, out int64
-		for _, u := range x.usage {
+		for _, u := range x.account.usage {
 			in += u.Input
 			out += u.Output
 		}
 		attrs := []attribute.KeyValue{
 			attribute.String("toolgate.outcome", x.out.label),
-			attribute.Int("toolgate.upstream_calls", x.calls),
+			attribute.Int("toolgate.upstream_calls", x.account.calls),
 			attribute.Int64("gen_ai.usage.input_tokens", in),
 			attribute.Int64("gen_ai.usage.output_tokens", out),
 		}
@@ -129,8 +129,8 @@ func (x *exchange) traceOutcome() []zap.Field {
 // "modelVersion"), for its upstream call's span. Only read while that
 // span records.
 func (x *exchange) answerModel(answer []byte) {
-	x.respModel = ""
-	if x.upSpan == nil || !x.upSpan.IsRecording() {
+	x.account.respModel = ""
+	if x.account.upSpan == nil || !x.account.upSpan.IsRecording() {
 		return
 	}
 	obj, err := jsonx.SplitObject(answer)
@@ -142,6 +142,6 @@ func (x *exchange) answerModel(answer []byte) {
 		raw = obj.Get("modelVersion")
 	}
 	if m, ok := jsonx.Unquote(raw); ok {
-		x.respModel = telemetry.Clip(m, maxModelAttr)
+		x.account.respModel = telemetry.Clip(m, maxModelAttr)
 	}
 }

@@ -244,7 +244,7 @@ func (r *streamRun) complete(done bool, rd api.EventReader) {
 		r.fail(pipeline.ErrNoCallID)
 		return
 	}
-	x.note(neutral.KindOriginal, r.st.Usage(), c.Resp.Header)
+	x.countUsage(neutral.KindOriginal, r.st.Usage(), c.Resp.Header)
 	results, ok := x.judge(turns, &asker{x: x}, r.cur.Sent().Committed)
 	if !ok {
 		return
@@ -276,7 +276,7 @@ type streamRun struct {
 	// holding: a call has begun and everything is held. opening: nothing
 	// but opening events has come yet, and they are held.
 	holding, opening, shadow bool
-	keeping                  bool
+	keepaliveOn              bool
 	stopKeepalive            func()
 	// ev is the event being taken.
 	ev sse.Event
@@ -288,8 +288,8 @@ type streamRun struct {
 }
 
 func (r *streamRun) startKeepalive() {
-	if !r.keeping {
-		r.keeping = true
+	if !r.keepaliveOn {
+		r.keepaliveOn = true
 		r.stopKeepalive = r.sw.keepalive(r.x.env.Keepalive, keepaliveBytes(r.st))
 	}
 }
@@ -310,24 +310,24 @@ func (r *streamRun) fail(err error) {
 func (r *streamRun) read() (done, ok bool) {
 	r.tRead = time.Now()
 	for !done && r.rd.Next() {
-		if done, ok = r.take(); !ok {
+		if done, ok = r.handle(); !ok {
 			return false, false
 		}
 	}
-	r.x.upWait += time.Since(r.tRead)
+	r.x.account.upWait += time.Since(r.tRead)
 	return done, true
 }
 
-// take feeds the event the reader has read and writes or holds it. ok is
+// handle feeds the event the reader has read and writes or holds it. ok is
 // false when the stream is over: the client is gone or a failure was
 // written, after the wait since tRead was counted, so that the failure's
 // log line reports toolgate's own time.
 //
 //go:noinline
-func (r *streamRun) take() (done, ok bool) {
+func (r *streamRun) handle() (done, ok bool) {
 	x, rd, tRead := r.x, r.rd, r.tRead
 	fail := func(err error) (bool, bool) {
-		x.upWait += time.Since(tRead)
+		x.account.upWait += time.Since(tRead)
 		r.fail(err)
 		return false, false
 	}
@@ -344,7 +344,7 @@ func (r *streamRun) take() (done, ok bool) {
 		return fail(fmt.Errorf("%w: %w", pipeline.ErrBadEvent, err))
 	}
 	if step.UpstreamError {
-		x.upWait += time.Since(tRead)
+		x.account.upWait += time.Since(tRead)
 		r.relayError(ev, rd)
 		return false, false
 	}
@@ -393,7 +393,7 @@ func (r *streamRun) route(ev *sse.Event, step neutral.Step) bool {
 			// The opening events go out in front of this one, in the
 			// same flush.
 			r.stopKeepalive()
-			r.keeping = false
+			r.keepaliveOn = false
 			if r.sw.writeLater(r.held.buf) != nil {
 				return false
 			}

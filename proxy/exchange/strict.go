@@ -47,7 +47,7 @@ func (x *exchange) strictOn() bool {
 func (x *exchange) markStrict(body []byte) []byte {
 	m := x.cd
 	provider, known := strictProviders[x.api.Name()]
-	if !known || x.unread {
+	if !known || x.parsed.unread {
 		return body
 	}
 	offered := m.StrictTools()
@@ -81,7 +81,6 @@ func (x *exchange) markStrict(body []byte) []byte {
 		run.marked[n] = true
 	}
 	x.strict = run
-	x.req.Body = nb
 	return nb
 }
 
@@ -128,7 +127,7 @@ func (x *exchange) strictFallback(ctx context.Context, c *upstream.Call, client 
 	// from it and not from the marked one.
 	x.strict = nil
 	x.cd = x.api.NewCodec()
-	x.take(x.parseRequest(client))
+	x.useRequest(x.parseRequest(client))
 	body := client
 	if x.abstainOn() {
 		body = x.offerAbstain(body)
