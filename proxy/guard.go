@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"go.uber.org/zap"
@@ -114,4 +115,17 @@ func writeFailure(w http.ResponseWriter, f neutral.Failure, body []byte) {
 	}
 	w.WriteHeader(f.Status)
 	_, _ = w.Write(body)
+}
+
+// atPath is r with its URL's path set to path. Out of line, the copies it
+// makes take no place in route's frame.
+//
+//go:noinline
+func atPath(r *http.Request, path string) *http.Request {
+	u := *r.URL
+	u.RawPath = path
+	u.Path, _ = url.PathUnescape(path)
+	r2 := *r
+	r2.URL = &u
+	return &r2
 }

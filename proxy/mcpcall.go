@@ -3,9 +3,12 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/approval"
 	"github.com/toolgate/toolgate/catalog"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/judge"
 	"github.com/toolgate/toolgate/neutral"
 	"github.com/toolgate/toolgate/proxy/exchange"
@@ -15,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/proxy/pipeline"
 	"github.com/toolgate/toolgate/recovery"
 	"github.com/toolgate/toolgate/validate"
+	"go.uber.org/zap"
 )
 
 // mcpPipeline is the pipeline as an MCP route drives it: a tools/call is
@@ -171,4 +175,84 @@ func neutralFindings(fs []validate.Finding) []neutral.Finding {
 		}
 	}
 	return out
+}
+
+// JudgesResults says whether an MCP server's tool results are judged.
+func (p *mcpPipeline) JudgesResults() bool {
+	return pipeline.JudgesResults(p.rt.Snap, p.rt.Validators)
+}
+
+// Result judges an MCP server's tool result on its way to the client
+// (docs/results.md): its text content and structuredContent.
+func (p *mcpPipeline) Result(ctx context.Context, r *mcp.ToolResult) []byte {
+	res, err := jsonx.SplitObject(r.Result)
+	if err != nil {
+		return nil
+	}
+	c := pipeline.ResultCheck{ID: r.ID, Tool: r.Tool, Text: mcpText(res.Get("content")), Raw: r.Result, Size: len(r.Result),
+		Structured: res.Get("structuredContent"), IsError: string(res.Get("isError")) == "true"}
+	j := pipeline.NewResultJudge(p.rt.Snap, p.rt.Validators, r.Server, "", nil)
+	v := j.Judge(ctx, &c)
+	var out []byte
+	if v.Label == pipeline.ResultRedacted {
+		if off, ok := pipeline.Locate(r.Message, r.Result, 0); ok {
+			out = jsonx.Splice(r.Message, []jsonx.Edit{{Start: off, End: off + len(r.Result), Text: v.Raw}})
+		} else {
+			v = pipeline.Unreplaced()
+		}
+	}
+	p.s.metrics.ToolResults.WithLabelValues("mcp", v.Label).Inc()
+	if v.Refused() {
+		p.s.recorder.RecordResult(&pipeline.Facts{API: pipeline.APIMCP, CatalogVersion: p.rt.Snap.Version, Server: r.Server}, r.ID, r.Tool, v)
+		out = jsonrpc.RefusedResult(r.Message, r.Tool, string(v.Code()), v.Why, r.Meta)
+	}
+	return out
+}
+
+// mcpText joins a result's text content blocks, as the model reads them.
+func mcpText(content []byte) string {
+	items, err := jsonx.SplitArray(content)
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, it := range items {
+		obj, err := jsonx.SplitObject(it)
+		if err != nil {
+			continue
+		}
+		if t, _ := jsonx.Unquote(obj.Get("type")); t != "text" {
+			continue
+		}
+		if s, ok := jsonx.Unquote(obj.Get("text")); ok {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Drift counts a drifted MCP tool definition, logs it and hands it to the
+// sinks. The route reports each definition once per action, so the log
+// line is written once per definition.
+func (p *mcpPipeline) Drift(_ context.Context, d *mcp.DriftReport) { p.s.drift(d) }
+
+func (s *Server) drift(d *mcp.DriftReport) {
+	s.metrics.ToolDrift.WithLabelValues(d.Server, d.Tool, d.Action).Inc()
+	s.log.Warn("mcp tool definition drifted from its pin",
+		zap.String("mcp_server", d.Server), zap.String("tool", d.Tool), zap.String("action", d.Action),
+		zap.String("pinned_digest", d.PinnedDigest), zap.String("digest", d.Digest), zap.String("by", d.By))
+	s.recorder.Sink.Record(&pipeline.EscalationRecord{Time: time.Now().UTC(), API: pipeline.APIMCP, Server: d.Server, Drift: d})
+}
+
+// PinDecided reports a person's decision on a held drift: an accepted
+// definition is counted, logged and recorded as the others are; a
+// rejected one stays counted as held.
+func (s *Server) PinDecided(d approval.Drift) {
+	if d.State == approval.DriftRejected {
+		s.log.Info("mcp drifted tool definition rejected", zap.String("mcp_server", d.Server), zap.String("tool", d.Tool),
+			zap.String("digest", d.Digest), zap.String("by", d.DecidedBy))
+		return
+	}
+	s.drift(&mcp.DriftReport{Server: d.Server, Tool: d.Tool, Action: mcp.DriftAccepted, PinnedDigest: d.PinnedDigest,
+		Digest: d.Digest, Diff: d.Diff, By: d.DecidedBy})
 }

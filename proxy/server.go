@@ -1,8 +1,10 @@
-// Package proxy is toolgate's HTTP side: the provider-neutral validation
-// pipeline for answers and streams and escalation encoding. Per-API wire
-// formats live in the codec subpackages, the route table and path guard in
-// proxy/route, the upstream client in proxy/upstream and the metrics and
-// traces in proxy/observe; this package only sequences them.
+// Package proxy is toolgate's HTTP side, wired: the server takes each
+// request, matches it against the route table (proxy/route), and hands a
+// model API's judged route to its exchange (proxy/exchange), an MCP route
+// to proxy/mcp with the pipeline as it asks (mcpcall.go), and anything
+// else to a pass-through. What decides is proxy/pipeline; the codecs
+// (proxy/openaichat, proxy/anthropic, proxy/responses, proxy/gemini) only
+// translate.
 package proxy
 
 import (

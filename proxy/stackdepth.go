@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/toolgate/toolgate/proxy/exchange"
 	"github.com/toolgate/toolgate/proxy/observe"
@@ -35,8 +34,8 @@ import (
 //
 // The out-of-line pieces that are the logic of their own file stay there,
 // next to what they belong to:
-//   - Server.dispatch (guard.go): the route match and everything but a
-//     judged route's handler;
+//   - Server.dispatch and atPath (guard.go): the route match and everything
+//     but a judged route's handler;
 //   - Route.exchange and exchange.answerPath (proxy/exchange/exchange.go):
 //     the exchange's making, and the choice of an answer's path with the
 //     whole non-stream answer;
@@ -80,16 +79,3 @@ func requestContext(r *http.Request, rid string, rt *runtime) *http.Request {
 //
 //go:noinline
 func withContext(r *http.Request, ctx context.Context) *http.Request { return r.WithContext(ctx) }
-
-// atPath is r with its URL's path set to path. Out of line, the copies it
-// makes take no place in route's frame.
-//
-//go:noinline
-func atPath(r *http.Request, path string) *http.Request {
-	u := *r.URL
-	u.RawPath = path
-	u.Path, _ = url.PathUnescape(path)
-	r2 := *r
-	r2.URL = &u
-	return &r2
-}
