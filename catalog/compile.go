@@ -159,48 +159,48 @@ func (c *Config) gatherTools(ps *problems, baseDir string) []catalogEntry {
 
 // compileTool builds one Tool, adding a problem for a schema or rule that
 // does not compile or for a rule reading an undeclared context value.
-func compileTool(ps *problems, e catalogEntry, declared map[string]ContextSource, opt schema.Options) *Tool {
-	tc := &e.cfg
+func compileTool(ps *problems, entry catalogEntry, declared map[string]ContextSource, opt schema.Options) *Tool {
+	config := &entry.cfg
 	t := &Tool{
-		Name:          tc.Name,
-		Description:   tc.Description,
-		Policy:        tc.Policy,
-		Approver:      tc.Approver,
-		Substitutable: tc.Substitutable != nil && *tc.Substitutable,
-		Provenance:    tc.Provenance,
+		Name:          config.Name,
+		Description:   config.Description,
+		Policy:        config.Policy,
+		Approver:      config.Approver,
+		Substitutable: config.Substitutable != nil && *config.Substitutable,
+		Provenance:    config.Provenance,
 	}
 	ok := true
 	where := func(field string) string {
-		if e.fromFile {
-			return e.path
+		if entry.fromFile {
+			return entry.path
 		}
-		return e.path + field
+		return entry.path + field
 	}
-	if params := compactJSON(tc.Parameters); params != nil {
+	if params := compactJSON(config.Parameters); params != nil {
 		t.Parameters = params
-		sch, err := schema.Compile("https://toolgate.invalid/catalog/"+url.PathEscape(tc.Name)+".json", params, opt)
+		compiled, err := schema.Compile("https://toolgate.invalid/catalog/"+url.PathEscape(config.Name)+".json", params, opt)
 		if err != nil {
-			ps.add(where(".parameters"), "tool %q (%s): schema does not compile: %v", tc.Name, tc.Origin, err)
+			ps.add(where(".parameters"), "tool %q (%s): schema does not compile: %v", config.Name, config.Origin, err)
 			ok = false
 		}
-		t.Schema, t.fast = sch, schema.NewFast(sch)
+		t.Schema, t.fast = compiled, schema.NewFast(compiled)
 	}
-	for i, rc := range tc.Rules {
-		r, err := NewRule(rc.Expr, rc.Message)
+	for i, ruleConfig := range config.Rules {
+		rule, err := NewRule(ruleConfig.Expr, ruleConfig.Message)
 		if err != nil {
-			ps.add(where(indexPath(".rules", i)+".expr"), "tool %q: rule %q: %v", tc.Name, rc.Expr, err)
+			ps.add(where(indexPath(".rules", i)+".expr"), "tool %q: rule %q: %v", config.Name, ruleConfig.Expr, err)
 			ok = false
 			continue
 		}
-		for _, k := range r.ContextKeys {
-			if _, known := declared[k]; !known {
-				ps.add(where(indexPath(".rules", i)+".expr"), "tool %q: rule %q reads context.%s, which catalog.context does not declare", tc.Name, rc.Expr, k)
+		for _, key := range rule.ContextKeys {
+			if _, known := declared[key]; !known {
+				ps.add(where(indexPath(".rules", i)+".expr"), "tool %q: rule %q reads context.%s, which catalog.context does not declare", config.Name, ruleConfig.Expr, key)
 				ok = false
 			}
 		}
-		t.Rules = append(t.Rules, r)
+		t.Rules = append(t.Rules, rule)
 	}
-	ok = compileResultRules(ps, where, tc, t) && ok
+	ok = compileResultRules(ps, where, config, t) && ok
 	if !ok {
 		return nil
 	}

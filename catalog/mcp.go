@@ -57,49 +57,49 @@ type MCPSchema struct {
 // catalog.mcp.expose: catalog, a tool without an entry is hidden.
 func (s *Snapshot) MCPSet(server string, listed []MCPTool) *MCPSet {
 	set := &MCPSet{Hidden: map[string]bool{}, Input: map[string]*MCPSchema{}, Output: map[string]*MCPSchema{}, Labels: map[string]string{}}
-	pol := MCPPolicy{Expose: ExposeAll}
+	policy := MCPPolicy{Expose: ExposeAll}
 	if s.Config != nil {
-		pol = s.Config.Catalog.MCP
+		policy = s.Config.Catalog.MCP
 	}
 	tools := make(map[string]*Tool, len(listed))
-	for _, lt := range listed {
-		if _, dup := tools[lt.Name]; dup || set.Hidden[lt.Name] {
+	for _, offered := range listed {
+		if _, dup := tools[offered.Name]; dup || set.Hidden[offered.Name] {
 			continue
 		}
-		cfg := s.MCPTools[server+"/"+lt.Name]
-		if cfg == nil && pol.Expose == ExposeCatalog {
-			set.Hidden[lt.Name] = true
+		entry := s.MCPTools[server+"/"+offered.Name]
+		if entry == nil && policy.Expose == ExposeCatalog {
+			set.Hidden[offered.Name] = true
 			continue
 		}
-		t := &Tool{Name: lt.Name, Description: lt.Description, Parameters: compactJSON(lt.InputSchema), Policy: PolicyExecute}
+		t := &Tool{Name: offered.Name, Description: offered.Description, Parameters: compactJSON(offered.InputSchema), Policy: PolicyExecute}
 		own := &MCPSchema{}
 		var fast *schema.Fast
 		if t.Parameters != nil {
-			e := s.schemaCache().Entry(t.Parameters)
-			own.Schema, own.Err, fast = e.Schema, e.Err, e.Fast
+			compiled := s.schemaCache().Entry(t.Parameters)
+			own.Schema, own.Err, fast = compiled.Schema, compiled.Err, compiled.Fast
 		}
 		t.Schema, t.SchemaError, t.fast = own.Schema, own.Err, fast
-		if cfg != nil {
-			t.Description = firstNonEmpty(cfg.Description, lt.Description)
-			t.Policy, t.Provenance, t.Rules, t.ResultRules = cfg.Policy, cfg.Provenance, cfg.Rules, cfg.ResultRules
-			if cfg.Schema != nil {
-				t.Schema, t.SchemaError, t.Parameters, t.fast = cfg.Schema, nil, cfg.Parameters, cfg.fast
+		if entry != nil {
+			t.Description = firstNonEmpty(entry.Description, offered.Description)
+			t.Policy, t.Provenance, t.Rules, t.ResultRules = entry.Policy, entry.Provenance, entry.Rules, entry.ResultRules
+			if entry.Schema != nil {
+				t.Schema, t.SchemaError, t.Parameters, t.fast = entry.Schema, nil, entry.Parameters, entry.fast
 				if own.Schema != nil || own.Err != nil {
-					set.Input[lt.Name] = own
+					set.Input[offered.Name] = own
 				}
 			}
 		}
-		if pol.ConfirmDestructive && lt.Destructive {
+		if policy.ConfirmDestructive && offered.Destructive {
 			t.Policy = PolicyConfirm
 		}
-		if out := compactJSON(lt.OutputSchema); out != nil {
-			o := &MCPSchema{}
-			o.Schema, o.Err = s.schemaCache().Get(out)
-			set.Output[lt.Name] = o
+		if out := compactJSON(offered.OutputSchema); out != nil {
+			output := &MCPSchema{}
+			output.Schema, output.Err = s.schemaCache().Get(out)
+			set.Output[offered.Name] = output
 		}
-		tools[lt.Name] = t
-		set.Labels[lt.Name] = server + "/" + lt.Name
-		set.Visible = append(set.Visible, lt.Name)
+		tools[offered.Name] = t
+		set.Labels[offered.Name] = server + "/" + offered.Name
+		set.Visible = append(set.Visible, offered.Name)
 	}
 	sort.Strings(set.Visible)
 	set.Version = mcpVersion(s.Version, server, listed)
