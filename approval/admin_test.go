@@ -46,7 +46,7 @@ func (f *fixture) hold(t *testing.T, who Approver) (*Record, Secret) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, sec, err := f.svc.Request(context.Background(), Spec{Approver: who, RequestDigest: "sha256:req",
+	r, sec, err := f.svc.Request(context.Background(), HeldAnswer{Approver: who, RequestDigest: "sha256:req",
 		Route: "/v1/chat/completions", Upstream: "openai", EscalationID: "esc_9", Calls: []HeldCall{call}, Held: []byte("answer")})
 	if err != nil {
 		t.Fatal(err)

@@ -269,7 +269,7 @@ func TestNotifySlackFormat(t *testing.T) {
 			return json.RawMessage(`{"card":"[redacted]","memo":"<b>` + strings.Repeat("x", 500) + `"}`)
 		}})
 	call, _ := NewCall("issue_refund", []byte(`{"card":"4111","memo":"hi"}`))
-	r, _, err := svc.Request(context.Background(), Spec{Calls: []HeldCall{call}, Held: []byte("held"), UserText: "refund my order please"})
+	r, _, err := svc.Request(context.Background(), HeldAnswer{Calls: []HeldCall{call}, Held: []byte("held"), UserText: "refund my order please"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestChainVerifies(t *testing.T) {
 	call, _ := NewCall("refund", []byte(`{}`))
 	for i := 0; i < 3; i++ {
 		for _, s := range []*Service{svc, other} {
-			r, _, _ := s.Request(context.Background(), Spec{Calls: []HeldCall{call}, Held: []byte("h")})
+			r, _, _ := s.Request(context.Background(), HeldAnswer{Calls: []HeldCall{call}, Held: []byte("h")})
 			if _, err := s.Decide(context.Background(), r.ID, Decision{Approve: i%2 == 0, By: "ana"}); err != nil {
 				t.Fatal(err)
 			}
@@ -401,7 +401,7 @@ func TestRedisPausedLeavesNoChange(t *testing.T) {
 	s := openRedis(t, srv.Addr, Options{})
 	svc := New(Config{Store: s})
 	call, _ := NewCall("refund", []byte(`{}`))
-	spec := Spec{Calls: []HeldCall{call}, Held: []byte("h"), RequestDigest: "sha256:r"}
+	spec := HeldAnswer{Calls: []HeldCall{call}, Held: []byte("h"), RequestDigest: "sha256:r"}
 	warm, _, err := svc.Request(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -461,7 +461,7 @@ func TestAdminPausedRedisAnswers503(t *testing.T) {
 	svc := New(Config{Store: s})
 	h := svc.Handler(Tokens{Named: []NamedToken{{Name: "ana", Token: "ana-token-1"}}})
 	call, _ := NewCall("refund", []byte(`{}`))
-	r, _, err := svc.Request(ctx, Spec{Calls: []HeldCall{call}, Held: []byte("h")})
+	r, _, err := svc.Request(ctx, HeldAnswer{Calls: []HeldCall{call}, Held: []byte("h")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestAdminPausedRedisAnswers503(t *testing.T) {
 func TestViewMasksRedactedValuesInTheUserMessage(t *testing.T) {
 	f := newFixture(t, adminToken) // redacts "4111"
 	call, _ := NewCall("issue_refund", []byte(`{"order_id":"A1","card":"4111"}`))
-	r, _, err := f.svc.Request(context.Background(), Spec{Calls: []HeldCall{call}, Held: []byte("h"),
+	r, _, err := f.svc.Request(context.Background(), HeldAnswer{Calls: []HeldCall{call}, Held: []byte("h"),
 		UserText: "Refund A1 to card 4111 please, 41111 is not mine"})
 	if err != nil {
 		t.Fatal(err)
@@ -560,7 +560,7 @@ func TestDecideOutlivesItsRequest(t *testing.T) {
 	var events []Event
 	svc := New(Config{Store: openRedis(t, srv.Addr, Options{}), Audit: func(e Event) { events = append(events, e) }})
 	call, _ := NewCall("refund", []byte(`{}`))
-	r, _, err := svc.Request(ctx, Spec{Calls: []HeldCall{call}, Held: []byte("h")})
+	r, _, err := svc.Request(ctx, HeldAnswer{Calls: []HeldCall{call}, Held: []byte("h")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +578,7 @@ func TestPageShowsWhoAsked(t *testing.T) {
 	f := newFixture(t, adminToken)
 	call, _ := NewCall("issue_refund", []byte(`{}`))
 	caller := Binding{Token: "client-token"}.Digest()
-	r, _, err := f.svc.Request(context.Background(), Spec{Calls: []HeldCall{call}, Held: []byte("h"), Caller: caller})
+	r, _, err := f.svc.Request(context.Background(), HeldAnswer{Calls: []HeldCall{call}, Held: []byte("h"), Caller: caller})
 	if err != nil {
 		t.Fatal(err)
 	}

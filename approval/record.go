@@ -221,9 +221,9 @@ func (b Binding) Digest() string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// Spec is what the pipeline knows of a held answer when it asks for an
-// approval.
-type Spec struct {
+// HeldAnswer is what the pipeline knows of a held answer when it asks
+// for an approval.
+type HeldAnswer struct {
 	Approver       Approver
 	RequestDigest  string
 	Route          string
@@ -243,7 +243,7 @@ const maxUserText = 2000
 
 // NewRecord makes a pending record from s, expiring ttl after now, and the
 // secret for a caller approval (zero otherwise).
-func NewRecord(s Spec, now time.Time, ttl time.Duration) (*Record, Secret) {
+func NewRecord(s HeldAnswer, now time.Time, ttl time.Duration) (*Record, Secret) {
 	r := &Record{
 		ID: idPrefix + random(), State: Pending, Approver: s.Approver,
 		Created: now.UTC(), ExpiresAt: now.Add(ttl).UTC(),

@@ -109,7 +109,7 @@ func (s *Service) refreshPending(ctx context.Context) {
 
 // Request holds an answer: it stores a pending record and returns it with
 // the secret a caller approval hands out (zero otherwise).
-func (s *Service) Request(ctx context.Context, spec Spec) (*Record, Secret, error) {
+func (s *Service) Request(ctx context.Context, spec HeldAnswer) (*Record, Secret, error) {
 	r, sec := NewRecord(spec, s.cfg.Now(), time.Duration(s.ttl.Load()))
 	if err := s.cfg.Store.Put(ctx, r); err != nil {
 		return nil, Secret{}, err

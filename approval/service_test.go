@@ -20,7 +20,7 @@ import (
 )
 
 func TestParseIDAndSecret(t *testing.T) {
-	r, sec := NewRecord(Spec{Approver: Caller}, time.Now(), time.Minute)
+	r, sec := NewRecord(HeldAnswer{Approver: Caller}, time.Now(), time.Minute)
 	if _, err := ParseID(r.ID); err != nil {
 		t.Fatalf("a new id %q does not parse: %v", r.ID, err)
 	}
@@ -37,7 +37,7 @@ func TestParseIDAndSecret(t *testing.T) {
 	if _, err := ParseSecret("0123"); err == nil {
 		t.Error("a short secret parsed")
 	}
-	other, _ := NewRecord(Spec{}, time.Now(), time.Minute)
+	other, _ := NewRecord(HeldAnswer{}, time.Now(), time.Minute)
 	if other.ID == r.ID {
 		t.Fatal("two records got one id")
 	}
@@ -45,7 +45,7 @@ func TestParseIDAndSecret(t *testing.T) {
 
 // TestSecretNeverPrinted: a secret shows only in the escalation's ticket.
 func TestSecretNeverPrinted(t *testing.T) {
-	r, sec := NewRecord(Spec{Approver: Caller, Calls: []HeldCall{{Tool: "t", Digest: "sha256:x"}}}, time.Now(), time.Minute)
+	r, sec := NewRecord(HeldAnswer{Approver: Caller, Calls: []HeldCall{{Tool: "t", Digest: "sha256:x"}}}, time.Now(), time.Minute)
 	raw := r.Ticket(sec).Secret
 	if len(raw) != 32 {
 		t.Fatalf("secret %q", raw)
@@ -61,7 +61,7 @@ func TestSecretNeverPrinted(t *testing.T) {
 	if !strings.Contains(string(tk), `"secret":"`+raw+`"`) {
 		t.Fatalf("ticket lacks the secret: %s", tk)
 	}
-	op, none := NewRecord(Spec{}, time.Now(), time.Minute)
+	op, none := NewRecord(HeldAnswer{}, time.Now(), time.Minute)
 	if tk, _ := json.Marshal(op.Ticket(none)); strings.Contains(string(tk), "secret") || op.SecretHash != nil {
 		t.Fatalf("an operator approval has a secret: %s", tk)
 	}
@@ -141,7 +141,7 @@ func TestNotifySignedRetriedAndNeverBlocking(t *testing.T) {
 	svc := New(Config{Store: NewMemory(Options{}), Metrics: m, Notifier: n,
 		Redact: func(string, json.RawMessage) json.RawMessage { return json.RawMessage(`{"card":"[redacted]"}`) }})
 	call, _ := NewCall("refund", []byte(`{"card":"4111"}`))
-	r, _, err := svc.Request(context.Background(), Spec{Calls: []HeldCall{call}, Held: []byte("secret answer")})
+	r, _, err := svc.Request(context.Background(), HeldAnswer{Calls: []HeldCall{call}, Held: []byte("secret answer")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestNotifySignedRetriedAndNeverBlocking(t *testing.T) {
 		t.Fatal("no notification after a retry")
 	}
 	// A caller approval notifies nobody: the app asks its own user.
-	if _, _, err := svc.Request(context.Background(), Spec{Approver: Caller, Calls: []HeldCall{call}}); err != nil {
+	if _, _, err := svc.Request(context.Background(), HeldAnswer{Approver: Caller, Calls: []HeldCall{call}}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -255,7 +255,7 @@ func TestSetTTLAndRefuse(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	svc := New(Config{Store: NewMemory(Options{Now: func() time.Time { return now }}), TTL: time.Minute, Metrics: m,
 		Audit: func(e Event) { events = append(events, e) }, Now: func() time.Time { return now }})
-	spec := Spec{RequestDigest: "sha256:req", Route: "/v1/chat/completions", Upstream: "openai", Held: []byte("answer")}
+	spec := HeldAnswer{RequestDigest: "sha256:req", Route: "/v1/chat/completions", Upstream: "openai", Held: []byte("answer")}
 	r1, _, err := svc.Request(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)

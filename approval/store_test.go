@@ -90,7 +90,7 @@ func testRecord(t *testing.T, c *clock, who Approver) (*Record, Secret, Match) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, sec := NewRecord(Spec{
+	r, sec := NewRecord(HeldAnswer{
 		Approver: who, RequestDigest: "sha256:req", Route: "/v1/chat/completions", Upstream: "openai",
 		CatalogVersion: "v1", EscalationID: "esc_1", Calls: []HeldCall{call}, Held: []byte("held answer bytes"),
 	}, c.Now(), testTTL)
@@ -497,7 +497,7 @@ func TestStoreClaimBoundToCaller(t *testing.T) {
 		for _, who := range []Approver{Operator, Caller} {
 			a := Binding{Token: "token-a"}.Digest()
 			call, _ := NewCall("issue_refund", []byte(`{"order_id":"A1"}`))
-			r, sec := NewRecord(Spec{Approver: who, RequestDigest: "sha256:req", Route: "/r", Upstream: "u", Caller: a,
+			r, sec := NewRecord(HeldAnswer{Approver: who, RequestDigest: "sha256:req", Route: "/r", Upstream: "u", Caller: a,
 				Calls: []HeldCall{call}, Held: []byte("held")}, c.Now(), testTTL)
 			put(t, p.a, r)
 			if who == Operator {

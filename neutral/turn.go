@@ -22,8 +22,8 @@ type Usage struct {
 	Output int64 `json:"output"`
 }
 
-// Reply answers one call of a replayed turn.
-type Reply struct {
+// CallReply answers one call of a replayed turn.
+type CallReply struct {
 	CallID  string
 	Content string
 	IsError bool
@@ -33,7 +33,7 @@ type Reply struct {
 // followed by a reply to each of its calls, in the turn's order.
 type Round struct {
 	Turn    *Turn
-	Replies []Reply
+	Replies []CallReply
 }
 
 // QueryKind says why the upstream is asked; it labels metrics.

@@ -331,13 +331,13 @@ func (l *ladder) unprefix(i int) {
 
 // replies answers every call of turn in order: the calls at the given turn
 // indexes get their error text, all others are held.
-func replies(turn *Turn, errs map[int]string) []Reply {
-	out := make([]Reply, len(turn.Calls))
+func replies(turn *Turn, errs map[int]string) []CallReply {
+	out := make([]CallReply, len(turn.Calls))
 	for j, c := range turn.Calls {
 		if msg, ok := errs[j]; ok {
-			out[j] = Reply{CallID: c.ID, Content: msg, IsError: true}
+			out[j] = CallReply{CallID: c.ID, Content: msg, IsError: true}
 		} else {
-			out[j] = Reply{CallID: c.ID, Content: heldText}
+			out[j] = CallReply{CallID: c.ID, Content: heldText}
 		}
 	}
 	return out

@@ -21,8 +21,8 @@ type Turn = neutral.Turn
 // Usage counts the tokens of one upstream call.
 type Usage = neutral.Usage
 
-// Reply answers one call of a replayed turn.
-type Reply = neutral.Reply
+// CallReply answers one call of a replayed turn.
+type CallReply = neutral.CallReply
 
 // Round is one round of a re-query's history: a replayed assistant turn
 // followed by a reply to each of its calls, in the turn's order.

@@ -34,7 +34,7 @@ func TestAuditVerify(t *testing.T) {
 	}})
 	call, _ := approval.NewCall("issue_refund", []byte(`{"order_id":"A1"}`))
 	for i, by := range []string{"ana", "bob", "carol"} {
-		r, _, err := svc.Request(context.Background(), approval.Spec{Calls: []approval.HeldCall{call}, Held: []byte("h")})
+		r, _, err := svc.Request(context.Background(), approval.HeldAnswer{Calls: []approval.HeldCall{call}, Held: []byte("h")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -340,7 +340,7 @@ func TestFollowUpDecision(t *testing.T) {
 	turn := resp.Choices[0]
 	q := &neutral.Query{Kind: neutral.KindRecovery, Decision: true, History: []neutral.Round{{
 		Turn: turn,
-		Replies: []neutral.Reply{
+		Replies: []neutral.CallReply{
 			{CallID: "toolu_A", Content: "no tool named get_weather; decide", IsError: true},
 			{CallID: "toolu_B", Content: "Not executed: held"},
 		},
@@ -414,10 +414,10 @@ func TestFollowUpRepromptChain(t *testing.T) {
 	first, _ := c.DecodeAnswer(fixture(t, "parallel_tool_use.json"))
 	second, _ := newCodec().DecodeAnswer([]byte(`{"type":"message","content":[{"type":"tool_use","id":"toolu_2nd","name":"get_stock_price","input":{"ticker":"AAPL"}}],"stop_reason":"tool_use"}`))
 	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{
-		{Turn: first.Choices[0], Replies: []neutral.Reply{
+		{Turn: first.Choices[0], Replies: []neutral.CallReply{
 			{CallID: "toolu_01WVn2RNagKZ58sFy76HJ3zr", Content: "held"},
 			{CallID: "toolu_01CJq9uUwkuHSAbZdYmM6J4t", Content: "bad", IsError: true}}},
-		{Turn: second.Choices[0], Replies: []neutral.Reply{{CallID: "toolu_2nd", Content: "still bad", IsError: true}}},
+		{Turn: second.Choices[0], Replies: []neutral.CallReply{{CallID: "toolu_2nd", Content: "still bad", IsError: true}}},
 	}}
 	out, err := c.ReQuery(first, q)
 	if err != nil {
@@ -436,7 +436,7 @@ func TestFollowUpRepromptChain(t *testing.T) {
 		t.Errorf("the API would reject the re-query: %s", msg)
 	}
 	// A turn from another codec, or one without replies, is refused.
-	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Round{{Turn: &neutral.Turn{Raw: "x"}, Replies: []neutral.Reply{{}}}}}); err == nil {
+	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Round{{Turn: &neutral.Turn{Raw: "x"}, Replies: []neutral.CallReply{{}}}}}); err == nil {
 		t.Error("foreign turn accepted")
 	}
 	if _, err := c.ReQuery(nil, &neutral.Query{History: []neutral.Round{{Turn: first.Choices[0]}}}); err == nil {

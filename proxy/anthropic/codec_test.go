@@ -89,7 +89,7 @@ func TestInjectToolThenDecodeAbstainCall(t *testing.T) {
 	wantExitCalls(t, "stream", f.st.Turns()[0].Calls)
 
 	q := &neutral.Query{Kind: neutral.KindRecovery, Decision: true, History: []neutral.Round{{Turn: a.Choices[0],
-		Replies: []neutral.Reply{{CallID: "toolu_bash", Content: "held"}, {CallID: "toolu_exit", Content: "held"}, {CallID: "toolu_fn", Content: "held"}}}}}
+		Replies: []neutral.CallReply{{CallID: "toolu_bash", Content: "held"}, {CallID: "toolu_exit", Content: "held"}, {CallID: "toolu_fn", Content: "held"}}}}}
 	out, err := c.ReQuery(a, q)
 	if err != nil {
 		t.Fatal(err)

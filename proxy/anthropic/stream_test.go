@@ -363,7 +363,7 @@ func TestStreamMixedBlocksAndThinkingReplay(t *testing.T) {
 		t.Error("signatures lost")
 	}
 	// The re-query replays exactly that content, thinking first.
-	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{{Turn: turn, Replies: []neutral.Reply{
+	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{{Turn: turn, Replies: []neutral.CallReply{
 		{CallID: "toolu_W", Content: "bad", IsError: true}, {CallID: "toolu_S", Content: "held"}}}}}
 	out, err := req.ReQuery(nil, q)
 	if err != nil {
@@ -488,7 +488,7 @@ func TestStreamTruncatedAndTypedTools(t *testing.T) {
 	}
 	// The bash call is still answered in a re-query, as the API requires.
 	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{{Turn: resp.Choices[0],
-		Replies: []neutral.Reply{{CallID: "toolu_b", Content: "held"}, {CallID: "toolu_p", Content: "bad", IsError: true}}}}}
+		Replies: []neutral.CallReply{{CallID: "toolu_b", Content: "held"}, {CallID: "toolu_p", Content: "bad", IsError: true}}}}}
 	out, err := req.ReQuery(resp, q)
 	if err != nil {
 		t.Fatal(err)

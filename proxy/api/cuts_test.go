@@ -164,9 +164,9 @@ func (cc *conformanceCase) readCut(t *testing.T, body []byte, pieces []int) stri
 	}
 	// A turn's Raw is what a re-query replays, after the stream's events
 	// are long gone.
-	var replies []neutral.Reply
+	var replies []neutral.CallReply
 	for _, call := range turns[0].Calls {
-		replies = append(replies, neutral.Reply{CallID: call.ID, Content: "checked", IsError: true})
+		replies = append(replies, neutral.CallReply{CallID: call.ID, Content: "checked", IsError: true})
 	}
 	q, err := c.ReQuery(nil, &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{{Turn: turns[0], Replies: replies}}})
 	fmt.Fprintf(&b, "re-query %v %s\n", err, q)

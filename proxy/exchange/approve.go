@@ -121,10 +121,10 @@ func (x *exchange) hold(v *pipeline.Verdict, e *neutral.Escalated, held *heldCop
 }
 
 // holdSpec gathers what binds a held answer to its request and calls.
-func (x *exchange) holdSpec(v *pipeline.Verdict, escalationID, contentType string, held []byte, stream bool) (approval.Spec, error) {
+func (x *exchange) holdSpec(v *pipeline.Verdict, escalationID, contentType string, held []byte, stream bool) (approval.HeldAnswer, error) {
 	digest, err := approval.RequestDigest(x.body)
 	if err != nil {
-		return approval.Spec{}, err
+		return approval.HeldAnswer{}, err
 	}
 	approver := approval.Caller
 	var calls []approval.HeldCall
@@ -135,7 +135,7 @@ func (x *exchange) holdSpec(v *pipeline.Verdict, escalationID, contentType strin
 			}
 			ac, err := approval.NewCall(c.Name, c.Args)
 			if err != nil {
-				return approval.Spec{}, err
+				return approval.HeldAnswer{}, err
 			}
 			calls = append(calls, ac)
 			if r.Reports[i].Tool != nil && r.Reports[i].Tool.Policy == catalog.PolicyConfirm &&
@@ -145,7 +145,7 @@ func (x *exchange) holdSpec(v *pipeline.Verdict, escalationID, contentType strin
 			}
 		}
 	}
-	return approval.Spec{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.Name(),
+	return approval.HeldAnswer{Approver: approver, RequestDigest: digest, Route: x.r.URL.Path, Upstream: x.up.Name(),
 		Caller: x.caller(), CatalogVersion: x.gen.Snap.Version, EscalationID: escalationID, Calls: calls,
 		Held: packHeld(contentType, held), Stream: stream, UserText: x.parsed.req.UserText}, nil
 }

@@ -54,7 +54,7 @@ func TestInjectToolIsTheCodecsRequest(t *testing.T) {
 	if len(calls) != 2 || calls[0].Name != "get_current_weather" || calls[1].Name != "none_fits" || calls[1].ID != syntheticID+"1" {
 		t.Fatalf("calls %+v", calls)
 	}
-	q := &neutral.Query{Kind: neutral.KindRecovery, History: []neutral.Round{{Turn: resp.Choices[0], Replies: []neutral.Reply{
+	q := &neutral.Query{Kind: neutral.KindRecovery, History: []neutral.Round{{Turn: resp.Choices[0], Replies: []neutral.CallReply{
 		{CallID: calls[0].ID, Content: "ok"}, {CallID: calls[1].ID, Content: "noted"},
 	}}}}
 	body, err := cd.ReQuery(resp, q)

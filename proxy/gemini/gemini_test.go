@@ -227,7 +227,7 @@ func followUpContents(t *testing.T, body []byte) []json.RawMessage {
 func TestReQuery(t *testing.T) {
 	cd, req, resp := parallelTurn(t)
 	tn := resp.Choices[0]
-	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{{Turn: tn, Replies: []neutral.Reply{
+	q := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{{Turn: tn, Replies: []neutral.CallReply{
 		{CallID: tn.Calls[0].ID, Content: "bad unit", IsError: true},
 		{CallID: tn.Calls[1].ID, Content: "held"},
 	}}}}
@@ -273,7 +273,7 @@ func TestReQueryIDsAndConfig(t *testing.T) {
 	}
 	resp, _ := cd.DecodeAnswer([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"c1","name":"f","args":{}}}]}}]}`))
 	tn := resp.Choices[0]
-	body, err := cd.ReQuery(resp, &neutral.Query{Decision: true, History: []neutral.Round{{Turn: tn, Replies: []neutral.Reply{{CallID: "c1", Content: "x", IsError: true}}}}})
+	body, err := cd.ReQuery(resp, &neutral.Query{Decision: true, History: []neutral.Round{{Turn: tn, Replies: []neutral.CallReply{{CallID: "c1", Content: "x", IsError: true}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func setIn(obj jsonx.Object, key string, edit func(jsonx.Object) jsonx.Object) j
 // functionResponse answers one call: by name, and by id when the model
 // gave one. An error goes under "error", anything else under "output", the
 // keys the API documents.
-func functionResponse(id, name string, r neutral.Reply) []byte {
+func functionResponse(id, name string, r neutral.CallReply) []byte {
 	fr := jsonx.Object{}
 	if !strings.HasPrefix(id, syntheticID) {
 		fr = append(fr, jsonx.Field{Key: "id", Value: jsonx.String(id)})

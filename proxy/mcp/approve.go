@@ -77,7 +77,7 @@ func (cr *clientRequest) holdUnconfirmed(h *held, why string) []byte {
 	if h.ruling.CallerApproves {
 		approver = approval.Caller
 	}
-	rec, secret, err := svc.Request(context.WithoutCancel(cr.ctx), approval.Spec{Approver: approver, RequestDigest: m.RequestDigest,
+	rec, secret, err := svc.Request(context.WithoutCancel(cr.ctx), approval.HeldAnswer{Approver: approver, RequestDigest: m.RequestDigest,
 		Route: m.Route, Upstream: m.Upstream, Caller: m.Caller, CatalogVersion: h.call.Set.Version, EscalationID: e.ID, Calls: []approval.HeldCall{heldCall}})
 	if err != nil {
 		cr.log().Warn("approval store failed; the call stays held", zap.Error(err))

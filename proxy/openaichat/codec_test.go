@@ -250,8 +250,8 @@ func TestReQueryReplaysTurns(t *testing.T) {
 	streamed := st.Turns()[0]
 	gap := &neutral.Turn{Raw: rawMessage(`{"role":"assistant","content":""}`)}
 	q := &neutral.Query{Kind: neutral.KindRecovery, History: []neutral.Round{
-		{Turn: a.Choices[0], Replies: []neutral.Reply{{CallID: "call_1", Content: "bad \"args\""}}},
-		{Turn: streamed, Replies: []neutral.Reply{{CallID: "call_1", Content: "again"}}},
+		{Turn: a.Choices[0], Replies: []neutral.CallReply{{CallID: "call_1", Content: "bad \"args\""}}},
+		{Turn: streamed, Replies: []neutral.CallReply{{CallID: "call_1", Content: "again"}}},
 		{Turn: gap},
 	}}
 	body, err := c.ReQuery(a, q)

@@ -211,7 +211,7 @@ func TestLegacyReQuery(t *testing.T) {
 	}
 	for _, decision := range []bool{false, true} {
 		q := &neutral.Query{Kind: neutral.KindReprompt, Decision: decision, History: []neutral.Round{{Turn: a.Choices[0],
-			Replies: []neutral.Reply{{CallID: legacyCallID, Content: "bad city", IsError: true}}}}}
+			Replies: []neutral.CallReply{{CallID: legacyCallID, Content: "bad city", IsError: true}}}}}
 		body, err := c.ReQuery(a, q)
 		if err != nil {
 			t.Fatal(err)

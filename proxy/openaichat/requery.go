@@ -66,7 +66,7 @@ func (c *codec) ReQuery(_ *neutral.Answer, q *neutral.Query) ([]byte, error) {
 // replyMessage answers the jth call of turn: a tool message naming its id,
 // or, for a legacy call, which has no id, a function message naming its
 // function.
-func replyMessage(turn *neutral.Turn, j int, r neutral.Reply, legacy bool) []byte {
+func replyMessage(turn *neutral.Turn, j int, r neutral.CallReply, legacy bool) []byte {
 	if !legacy {
 		return jsonx.Object{
 			{Key: "role", Value: []byte(`"tool"`)},

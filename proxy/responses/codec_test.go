@@ -52,7 +52,7 @@ func TestInjectToolThenReQueryAndAnswer(t *testing.T) {
 		string(calls[0].Args) != `{"reason":"No tool books trains."}` || calls[1].Name != "get_weather" {
 		t.Fatalf("calls %+v", calls)
 	}
-	q := &neutral.Query{History: []neutral.Round{{Turn: a.Choices[0], Replies: []neutral.Reply{{CallID: "call_09", Content: "x"}}}}}
+	q := &neutral.Query{History: []neutral.Round{{Turn: a.Choices[0], Replies: []neutral.CallReply{{CallID: "call_09", Content: "x"}}}}}
 	out, err := c.ReQuery(a, q)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestCodecsArePerRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn := turnOf(t, responseOf("resp_1", itemBadCall))
-	q := &neutral.Query{History: []neutral.Round{{Turn: turn, Replies: []neutral.Reply{{CallID: "call_02", Content: "x"}}}}}
+	q := &neutral.Query{History: []neutral.Round{{Turn: turn, Replies: []neutral.CallReply{{CallID: "call_02", Content: "x"}}}}}
 	out, err := chained.ReQuery(nil, q)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func FuzzCodec(f *testing.F) {
 			return
 		}
 		turn := a.Choices[0]
-		q := &neutral.Query{Decision: pick&1 == 1, History: []neutral.Round{{Turn: turn, Replies: []neutral.Reply{{CallID: "c", Content: "x"}}}}}
+		q := &neutral.Query{Decision: pick&1 == 1, History: []neutral.Round{{Turn: turn, Replies: []neutral.CallReply{{CallID: "c", Content: "x"}}}}}
 		_, _ = c.ReQuery(a, q)
 		for _, call := range turn.Calls {
 			_ = c.CallJSON(call)

@@ -458,7 +458,7 @@ func TestReQueryStatelessReplaysItems(t *testing.T) {
 		`"tool_choice":"auto","text":{"format":{"type":"text"},"verbosity":"low"},"stream":true,"stream_options":{"include_obfuscation":false}}`
 	req := codecFor(t, reqBody)
 	turn := turnOf(t, responseOf("resp_1", itemReasoning, itemMessage, itemBadCall, itemCall))
-	q := &neutral.Query{Kind: neutral.KindRecovery, Decision: true, History: []neutral.Round{{Turn: turn, Replies: []neutral.Reply{
+	q := &neutral.Query{Kind: neutral.KindRecovery, Decision: true, History: []neutral.Round{{Turn: turn, Replies: []neutral.CallReply{
 		{CallID: "call_02", Content: "database_query does not exist", IsError: true},
 		{CallID: "call_01", Content: "held"},
 	}}}}
@@ -500,8 +500,8 @@ func TestReQueryStatelessReplaysItems(t *testing.T) {
 	t1 := turnOf(t, responseOf("resp_1", itemCustom))
 	t2 := turnOf(t, responseOf("resp_2", itemCall))
 	q2 := &neutral.Query{Kind: neutral.KindReprompt, History: []neutral.Round{
-		{Turn: t1, Replies: []neutral.Reply{{CallID: "call_03", Content: "bad", IsError: true}}},
-		{Turn: t2, Replies: []neutral.Reply{{CallID: "call_01", Content: "still bad", IsError: true}}},
+		{Turn: t1, Replies: []neutral.CallReply{{CallID: "call_03", Content: "bad", IsError: true}}},
+		{Turn: t2, Replies: []neutral.CallReply{{CallID: "call_01", Content: "still bad", IsError: true}}},
 	}}
 	out, err = req2.ReQuery(nil, q2)
 	if err != nil {
@@ -527,7 +527,7 @@ func TestReQueryStatelessReplaysItems(t *testing.T) {
 func TestReQueryStoreFalseBareReasoning(t *testing.T) {
 	req := codecFor(t, `{"model":"m","input":"x","store":false}`)
 	turn := turnOf(t, responseOf("resp_1", itemReasoningBare, itemBadCall))
-	q := &neutral.Query{History: []neutral.Round{{Turn: turn, Replies: []neutral.Reply{{CallID: "call_02", Content: "no"}}}}}
+	q := &neutral.Query{History: []neutral.Round{{Turn: turn, Replies: []neutral.CallReply{{CallID: "call_02", Content: "no"}}}}}
 	out, err := req.ReQuery(nil, q)
 	if err != nil {
 		t.Fatal(err)
@@ -550,7 +550,7 @@ func TestReQueryChained(t *testing.T) {
 		`"input":[{"type":"function_call_output","call_id":"call_prev","output":"42"}],"tools":[{"type":"function","name":"get_weather"}],"stream":true}`
 	req := codecFor(t, reqBody)
 	t1 := turnOf(t, responseOf("resp_1", itemReasoning, itemBadCall, itemCall))
-	q := &neutral.Query{Kind: neutral.KindRecovery, History: []neutral.Round{{Turn: t1, Replies: []neutral.Reply{
+	q := &neutral.Query{Kind: neutral.KindRecovery, History: []neutral.Round{{Turn: t1, Replies: []neutral.CallReply{
 		{CallID: "call_02", Content: "unknown tool"}, {CallID: "call_01", Content: "held"}}}}}
 	out, err := req.ReQuery(nil, q)
 	if err != nil {
@@ -566,7 +566,7 @@ func TestReQueryChained(t *testing.T) {
 
 	// A chain of exchanges continues from the last answer with its outputs.
 	t2 := turnOf(t, responseOf("resp_2", `{"id":"fc_5","type":"function_call","call_id":"call_05","name":"get_weather","arguments":"{}"}`))
-	q.History = append(q.History, neutral.Round{Turn: t2, Replies: []neutral.Reply{{CallID: "call_05", Content: "location is required"}}})
+	q.History = append(q.History, neutral.Round{Turn: t2, Replies: []neutral.CallReply{{CallID: "call_05", Content: "location is required"}}})
 	out, err = req.ReQuery(nil, q)
 	if err != nil {
 		t.Fatal(err)
@@ -592,7 +592,7 @@ func TestReQueryChained(t *testing.T) {
 
 func TestReQueryRefusals(t *testing.T) {
 	turn := turnOf(t, responseOf("resp_1", itemBadCall))
-	q := &neutral.Query{History: []neutral.Round{{Turn: turn, Replies: []neutral.Reply{{CallID: "call_02", Content: "x"}}}}}
+	q := &neutral.Query{History: []neutral.Round{{Turn: turn, Replies: []neutral.CallReply{{CallID: "call_02", Content: "x"}}}}}
 	conv := codecFor(t, `{"model":"m","input":"x","conversation":"conv_1"}`)
 	if _, err := conv.ReQuery(nil, q); err == nil {
 		t.Error("a conversation request was re-queried")
