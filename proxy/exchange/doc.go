@@ -9,5 +9,5 @@
 // What is decided is the pipeline's; what goes over the wire is this
 // package's. A plain answer takes serveAnswer (exchange.go), a stream
 // serveStream (stream.go); both end in perform (effects.go) and write
-// (write.go).
+// (reply.go).
 package exchange
