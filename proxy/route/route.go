@@ -9,6 +9,7 @@ package route
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -138,7 +139,14 @@ func NewTable() *Table {
 func (t *Table) AddJudged(api, prefix, path string, env Envelope, h http.Handler, methods ...string) {
 	jr := &Judged{API: api, prefix: prefix, pattern: prefix + path, Methods: methods,
 		full: parsePattern(prefix + path), path: parsePattern(path), Envelope: env, Handler: h}
-	t.judged = append(t.judged, jr)
+	if old := t.byRoute[jr.pattern]; old != nil {
+		// A pattern registered again (an upstream's api_paths naming a
+		// built-in path) is served by the last registration, so a
+		// refusal of its spellings speaks in that route's envelope too.
+		t.judged[slices.Index(t.judged, old)] = jr
+	} else {
+		t.judged = append(t.judged, jr)
+	}
 	for _, m := range methods {
 		t.mux.Method(m, jr.pattern, h)
 	}

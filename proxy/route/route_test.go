@@ -380,3 +380,20 @@ func BenchmarkCanonicalPath(b *testing.B) {
 		CanonicalPath("/v1/chat/completions")
 	}
 }
+
+// A pattern registered twice (an upstream's api_paths naming a built-in
+// path) is served by the last registration, and a refused spelling of it
+// names that same route, in its envelope.
+func TestRouteRegisteredAgainReplaces(t *testing.T) {
+	tab := testTable()
+	m := tab.Match(http.MethodPost, "/v1BetA/models/0:generAteContent", true)
+	if m.Kind != Refuse || m.Route == nil {
+		t.Fatalf("match %+v, want a refusal naming the route", m)
+	}
+	if m.Route.API != "chat" {
+		t.Errorf("refusal names the %s route; the chat route registered last serves the path", m.Route.API)
+	}
+	if u := tab.Match(http.MethodPost, "/v1beta/models/0:generateContent", true); u.Kind != Judge || u.Route != m.Route {
+		t.Errorf("the path is served by %+v, the refusal named %+v", u.Route, m.Route)
+	}
+}
