@@ -126,7 +126,7 @@ func (p *mcpPipeline) Write(w http.ResponseWriter, status int, upstream http.Hea
 
 // Done counts the request and writes its one log line, as report does for
 // a model route.
-func (p *mcpPipeline) Done(ctx context.Context, d *mcp.Done) {
+func (p *mcpPipeline) Done(ctx context.Context, d *mcp.RequestReport) {
 	overhead := time.Since(d.Start) - d.Upstream
 	observe.Record(ctx, p.s.metrics.AddedLatency.WithLabelValues(pipeline.APIMCP), max(overhead, 0).Seconds())
 	p.s.metrics.Requests.WithLabelValues(pipeline.APIMCP, d.Outcome).Inc()

@@ -210,7 +210,7 @@ func (l *ladder) run(ctx context.Context) (rung, error) {
 			return done(l.pass()), nil
 		}
 		for i := range calls {
-			l.reports[i].Findings = append(l.reports[i].Findings, validate.Cut())
+			l.reports[i].Findings = append(l.reports[i].Findings, validate.TruncatedCall())
 			l.result.Reports[i] = l.reports[i]
 		}
 		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1), nil

@@ -76,8 +76,8 @@ func NeedsConfirmation(why string) Finding {
 	return Finding{Code: ConfirmationRequired, Message: confirmMessage, Detail: why}
 }
 
-// Cut is a call in an answer the token limit cut off.
-func Cut() Finding {
+// TruncatedCall is a call in an answer the token limit cut off.
+func TruncatedCall() Finding {
 	const msg = "the answer was cut off by the token limit"
 	return Finding{Code: Truncated, Message: msg, Detail: msg}
 }

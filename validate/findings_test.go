@@ -25,7 +25,7 @@ func TestFindingConstructors(t *testing.T) {
 			`arguments/id: the value "ord_991" did not appear in anything the user wrote or a tool returned; use a value from the conversation or ask the user`, "ord_991"},
 		{NeedsConfirmation(""), ConfirmationRequired, "the tool requires confirmation by a person", "the tool requires confirmation by a person", ""},
 		{NeedsConfirmation("refunds over 100"), ConfirmationRequired, "the tool requires confirmation by a person", "refunds over 100", "100"},
-		{Cut(), Truncated, "the answer was cut off by the token limit", "the answer was cut off by the token limit", ""},
+		{TruncatedCall(), Truncated, "the answer was cut off by the token limit", "the answer was cut off by the token limit", ""},
 	} {
 		if c.f.Code != c.code || c.f.Message != c.msg || c.f.Detail != c.detail {
 			t.Errorf("%s: got %+v", c.code, c.f)

@@ -125,7 +125,7 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	cr := rt.newClientRequest(sw, r)
 	defer func() {
-		rt.pipe.Done(r.Context(), &Done{RequestID: cr.rid, Route: r.URL.Path, Server: rt.cfg.Name, Status: sw.status,
+		rt.pipe.Done(r.Context(), &RequestReport{RequestID: cr.rid, Route: r.URL.Path, Server: rt.cfg.Name, Status: sw.status,
 			Outcome: cr.outcome, Findings: cr.findings, Start: cr.start, Upstream: cr.upstreamWait, Calls: cr.calls})
 		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("toolgate.outcome", cr.outcome))
 	}()

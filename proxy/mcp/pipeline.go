@@ -35,7 +35,7 @@ type Pipeline interface {
 	// headers to pass on (nil: the body is toolgate's own JSON), body.
 	Write(w http.ResponseWriter, status int, upstream http.Header, body []byte)
 	// Done counts one MCP request and writes its log line.
-	Done(ctx context.Context, r *Done)
+	Done(ctx context.Context, r *RequestReport)
 	// Drift counts, logs and records a tool definition unlike its pin.
 	Drift(ctx context.Context, d *DriftReport)
 }
@@ -114,8 +114,8 @@ type ToolResult struct {
 	ID, Server, Tool string
 }
 
-// Done is one MCP request as the pipeline reports it.
-type Done struct {
+// RequestReport is one MCP request as the pipeline reports it.
+type RequestReport struct {
 	RequestID string
 	Route     string
 	Server    string
