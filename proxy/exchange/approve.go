@@ -53,7 +53,7 @@ func (x *exchange) heldAnswer(resp *neutral.Answer, results []*recovery.Result) 
 	if !changed {
 		return resp.Body, nil
 	}
-	return x.cd.EncodeAnswer(resp, actions)
+	return x.codec.EncodeAnswer(resp, actions)
 }
 
 // heldStream is the stream to replay on approval: every event, since
@@ -98,22 +98,22 @@ const storeDownHeld = "the approval store cannot be reached; the call is held, r
 func (x *exchange) hold(v *pipeline.Verdict, e *neutral.Escalated, held *heldCopy) (answering *neutral.Escalated, down bool) {
 	body, err := held.render()
 	if err != nil {
-		x.env.Log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Error("render failed", zap.String("request_id", x.requestID), zap.Error(err))
 		return e, false
 	}
 	spec, err := x.holdSpec(v, e.ID, held.contentType, body, held.stream)
 	if err != nil {
-		x.env.Log.Info("confirm call not held", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Info("confirm call not held", zap.String("request_id", x.requestID), zap.Error(err))
 		return e, false
 	}
 	rec, secret, err := x.env.Approvals.Request(context.WithoutCancel(x.r.Context()), spec)
 	if err != nil {
-		x.env.Log.Warn("approval store failed; the call stays held", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Warn("approval store failed; the call stays held", zap.String("request_id", x.requestID), zap.Error(err))
 		return e, true
 	}
 	ticket, _ := json.Marshal(rec.Ticket(secret))
 	x.out.approvalID = rec.ID
-	x.env.Log.Info("call held for approval", zap.String("request_id", x.rid),
+	x.env.Log.Info("call held for approval", zap.String("request_id", x.requestID),
 		zap.String("approval_id", rec.ID), zap.String("escalation_id", rec.EscalationID))
 	ticketed := *e
 	ticketed.Body = withMember(e.Body, "approval", ticket)
@@ -259,7 +259,7 @@ func (x *exchange) stillValid(calls []approval.HeldCall) bool {
 		batch[i] = validate.ToolCall{ID: "call_" + strconv.Itoa(i), Name: c.Tool, Args: c.Arguments, Kind: neutral.Function}
 		at[i] = i
 	}
-	for _, v := range x.jd.Batch(x.r.Context(), batch, at) {
+	for _, v := range x.callJudge.Batch(x.r.Context(), batch, at) {
 		if !v.Valid() {
 			return false
 		}
@@ -273,7 +273,7 @@ func (x *exchange) release(rec *approval.Record) {
 	ct, body := unpackHeld(rec.Held)
 	x.out.escalationID = rec.EscalationID
 	x.write(pipeline.Reply{Status: http.StatusOK, Label: outcomeApproved, Decided: true, ContentType: ct, NoCache: rec.Stream, Body: body})
-	x.env.Log.Info("approved call released", zap.String("request_id", x.rid), zap.String("approval_id", rec.ID))
+	x.env.Log.Info("approved call released", zap.String("request_id", x.requestID), zap.String("approval_id", rec.ID))
 }
 
 // approvalFailure answers a claim that released nothing.
@@ -282,15 +282,15 @@ func (x *exchange) approvalFailure(err error) {
 		x.refuseResume(rf.Code)
 		return
 	}
-	x.env.Log.Warn("approval store failed", zap.String("request_id", x.rid), zap.Error(err))
-	x.write(pipeline.FailureReply(x.cd, pipeline.StoreFailure("the approval store cannot be reached; retry the request")))
+	x.env.Log.Warn("approval store failed", zap.String("request_id", x.requestID), zap.Error(err))
+	x.write(pipeline.FailureReply(x.codec, pipeline.StoreFailure("the approval store cannot be reached; retry the request")))
 }
 
 // refuseResume answers a refused resume in the route's envelope; a retry
 // of the same request would be refused again.
 func (x *exchange) refuseResume(code approval.RefusalCode) {
 	rf := &approval.Refusal{Code: code}
-	x.write(pipeline.FailureReply(x.cd, neutral.Failure{Status: rf.Status(), Code: neutral.FailureCode(code), Message: approvalRefusalText[code]}))
+	x.write(pipeline.FailureReply(x.codec, neutral.Failure{Status: rf.Status(), Code: neutral.FailureCode(code), Message: approvalRefusalText[code]}))
 }
 
 var approvalRefusalText = map[approval.RefusalCode]string{

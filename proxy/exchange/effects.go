@@ -65,19 +65,19 @@ func (x *exchange) finish(resp *neutral.Answer, upHeader http.Header, results []
 func (x *exchange) answerOf(v *pipeline.Verdict, fx *pipeline.Effects, resp *neutral.Answer, upHeader http.Header) pipeline.Reply {
 	switch {
 	case v.Upstream() != nil:
-		return pipeline.HandBackReply(x.cd, v.Upstream())
+		return pipeline.HandBackReply(x.codec, v.Upstream())
 	case fx.StoreDown:
-		return pipeline.FailureReply(x.cd, pipeline.StoreFailure(storeDownHeld))
+		return pipeline.FailureReply(x.codec, pipeline.StoreFailure(storeDownHeld))
 	case fx.Answering != nil:
-		return pipeline.EscalationReply(x.cd, fx.Answering, v.Outcome())
+		return pipeline.EscalationReply(x.codec, fx.Answering, v.Outcome())
 	case !v.Changed():
 		// The common case: every call valid, the upstream's bytes go out as is.
 		return pipeline.AnswerReply(upHeader, resp.Body, v.Outcome())
 	}
-	body, err := x.cd.EncodeAnswer(resp, v.Actions(fx))
+	body, err := x.codec.EncodeAnswer(resp, v.Actions(fx))
 	if err != nil {
-		x.env.Log.Error("render failed", zap.String("request_id", x.rid), zap.Error(err))
-		return pipeline.FailureReply(x.cd, pipeline.Classify(pipeline.ErrRender))
+		x.env.Log.Error("render failed", zap.String("request_id", x.requestID), zap.Error(err))
+		return pipeline.FailureReply(x.codec, pipeline.Classify(pipeline.ErrRender))
 	}
 	return pipeline.AnswerReply(upHeader, body, v.Outcome())
 }

@@ -32,15 +32,15 @@ type exchange struct {
 	env *Env
 	gen *pipeline.Generation
 	up  *upstream.Upstream
-	// api names the wire format; cd translates this request's exchange.
-	api api.API
-	cd  api.Codec
+	// api names the wire format; codec translates this request's exchange.
+	api   api.API
+	codec api.Codec
 	// series are the route's pre-resolved metric series.
-	series *observe.APISeries
-	w      http.ResponseWriter
-	r      *http.Request
-	rid    string
-	path   string
+	series    *observe.APISeries
+	w         http.ResponseWriter
+	r         *http.Request
+	requestID string
+	path      string
 	// body is the client's request as it came, which an approval binds.
 	body []byte
 	// query is the query string sent upstream: the client's, less any key
@@ -53,10 +53,10 @@ type exchange struct {
 	// account is what the request's upstream calls took, which the
 	// outcome headers, the log line and escalations report.
 	account account
-	// jd judges this request's calls with its evidence and context.
-	jd       *judge.Judge
-	settings recovery.Settings
-	header   http.Header
+	// callJudge judges this request's calls with its evidence and context.
+	callJudge *judge.Judge
+	settings  recovery.Settings
+	header    http.Header
 	// sw writes the stream's events once a streamed answer's run began;
 	// a reply's tail goes out through it.
 	sw *streamWriter
@@ -73,11 +73,11 @@ type exchange struct {
 // its own while the upstream works on the request, and hands it back
 // whole; nothing changes it after.
 type parsedRequest struct {
-	req *neutral.Request
-	eff *catalog.Effective
-	// vctx is what the local checks read; the judge points into the
+	req       *neutral.Request
+	effective *catalog.Effective
+	// local is what the local checks read; the judge points into the
 	// exchange's copy.
-	vctx validate.Context
+	local validate.Context
 	// unread is set when the client's request could not be decoded.
 	unread bool
 }
@@ -137,15 +137,15 @@ func NewRoute(env *Env, gen *pipeline.Generation, up *upstream.Upstream, a api.A
 
 // ServeHTTP implements http.Handler, itself rather than through a
 // HandlerFunc: each wrapper would be a frame more under a held stream.
-func (j *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) { j.exchange(w, r).serve() }
+func (rt *Route) ServeHTTP(w http.ResponseWriter, r *http.Request) { rt.exchange(w, r).serve() }
 
 // exchange begins one request's exchange. Out of line, what it takes to
 // build one is no part of Route.ServeHTTP's frame.
 //
 //go:noinline
-func (j *Route) exchange(w http.ResponseWriter, r *http.Request) *exchange {
-	return &exchange{env: j.env, gen: j.gen, up: j.up, api: j.api, cd: j.api.NewCodec(), series: j.series, w: w, r: r,
-		account: account{start: time.Now()}, rid: pipeline.RequestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), j.prefix)}
+func (rt *Route) exchange(w http.ResponseWriter, r *http.Request) *exchange {
+	return &exchange{env: rt.env, gen: rt.gen, up: rt.up, api: rt.api, codec: rt.api.NewCodec(), series: rt.series, w: w, r: r,
+		account: account{start: time.Now()}, requestID: pipeline.RequestID(r.Context()), path: strings.TrimPrefix(r.URL.EscapedPath(), rt.prefix)}
 }
 
 func (x *exchange) serve() {
@@ -177,11 +177,11 @@ func (x *exchange) answerPath(c *upstream.Call) *streamRun {
 	// The answer's own framing decides the path, not the request's stream
 	// flag: an upstream may ignore stream: true, and a request toolgate
 	// could not read may still have asked for a stream.
-	if st, rd, ok := x.cd.NewFramedStream(c.Resp.Header, c.Body); ok {
+	if st, rd, ok := x.codec.NewFramedStream(c.Resp.Header, c.Body); ok {
 		return newStreamRun(x, c, st, rd)
 	}
 	if strings.HasPrefix(c.Resp.Header.Get("Content-Type"), "text/event-stream") {
-		return newStreamRun(x, c, x.cd.NewStream(), nil)
+		return newStreamRun(x, c, x.codec.NewStream(), nil)
 	}
 	x.serveAnswer(c)
 	return nil
@@ -197,7 +197,7 @@ func (x *exchange) open() (*upstream.Call, bool) {
 	if err != nil {
 		// Written even when the connection's read failed: a client that
 		// is still there (a slow body, not a gone one) learns why.
-		x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
+		x.write(pipeline.FailureReply(x.codec, pipeline.Classify(err)))
 		return nil, false
 	}
 	x.body = body
@@ -312,7 +312,7 @@ func (x *exchange) serveAnswer(c *upstream.Call) {
 // the client went away during a re-query; nothing is then written.
 func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bool) ([]*recovery.Result, bool) {
 	for _, t := range turns {
-		for _, note := range x.cd.Notes(t) {
+		for _, note := range x.codec.Notes(t) {
 			x.out.findings = append(x.out.findings, note)
 			x.env.Metrics.CountUnvalidated(note)
 		}
@@ -321,8 +321,8 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 	for i, turn := range turns {
 		res, err := recovery.Run(x.r.Context(), &recovery.Input{
 			Turn:          turn,
-			Judge:         x.jd.Batch,
-			Eff:           x.parsed.eff,
+			Judge:         x.callJudge.Batch,
+			Eff:           x.parsed.effective,
 			Settings:      &x.settings,
 			Ask:           ask,
 			Stateful:      x.parsed.req.Stateful || committed,
@@ -330,7 +330,7 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 			UserText:      x.parsed.req.UserText,
 		})
 		if err != nil {
-			x.env.Log.Info("client went away during recovery", zap.String("request_id", x.rid))
+			x.env.Log.Info("client went away during recovery", zap.String("request_id", x.requestID))
 			return nil, false
 		}
 		results[i] = res
@@ -341,7 +341,7 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 // parseAnswer decodes a whole upstream answer. An error means it cannot
 // be read, or (enforce mode) holds a call no agent could answer.
 func (x *exchange) parseAnswer(answer []byte) (*neutral.Answer, error) {
-	resp, err := x.cd.DecodeAnswer(answer)
+	resp, err := x.codec.DecodeAnswer(answer)
 	if err != nil {
 		return nil, answerError(err)
 	}
@@ -372,8 +372,8 @@ func answerError(err error) error {
 // not forwarded.
 func (x *exchange) refuseAnswer(err error) {
 	x.env.Metrics.CountUnvalidated(pipeline.UnreadableResponse)
-	x.env.Log.Warn("upstream answer unreadable", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
-	x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
+	x.env.Log.Warn("upstream answer unreadable", zap.String("request_id", x.requestID), zap.String("api", x.api.Name()), zap.Error(err))
+	x.write(pipeline.FailureReply(x.codec, pipeline.Classify(err)))
 }
 
 // missingCallID reports a judged call without an id in any complete turn.
@@ -420,7 +420,7 @@ func (x *exchange) offerAbstain(body []byte) []byte {
 			return body
 		}
 	}
-	nb, err := x.cd.InjectTool(neutral.Offered{Name: cfg.ToolName, Description: abstainDescription, Parameters: abstainSchema})
+	nb, err := x.codec.InjectTool(neutral.Offered{Name: cfg.ToolName, Description: abstainDescription, Parameters: abstainSchema})
 	if err != nil {
 		return body
 	}
@@ -436,7 +436,7 @@ type asker struct {
 
 func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error) {
 	x := a.x
-	body, err := x.cd.ReQuery(a.prev, q)
+	body, err := x.codec.ReQuery(a.prev, q)
 	if err != nil {
 		return nil, fmt.Errorf("building the re-query: %w", err)
 	}
@@ -454,7 +454,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 		return nil, pipeline.RequeryFailure(ctx, err)
 	}
 	// A re-query's calls go to the client as repairs.
-	resp, err := x.cd.DecodeAnswer(answer)
+	resp, err := x.codec.DecodeAnswer(answer)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", recovery.ErrBadAnswer, answerError(err))
 	}
@@ -472,7 +472,7 @@ func (a *asker) Ask(ctx context.Context, q *neutral.Query) (*neutral.Turn, error
 // catalog. It writes nothing of the exchange: it runs beside send.
 func (x *exchange) parseRequest(body []byte) parsedRequest {
 	snap := x.gen.Snap
-	req, err := x.cd.DecodeRequest(x.path, body)
+	req, err := x.codec.DecodeRequest(x.path, body)
 	p := parsedRequest{req: req}
 	var evidence validate.Evidence
 	if err == nil {
@@ -482,8 +482,8 @@ func (x *exchange) parseRequest(body []byte) parsedRequest {
 		p.req = &neutral.Request{Body: body}
 		p.unread = true
 	}
-	p.eff = snap.Effective(p.req.Offered, p.req.Choice, !p.unread)
-	p.vctx = validate.Context{Eff: p.eff, Evidence: evidence, HistoryUpstream: p.req.HistoryUpstream,
+	p.effective = snap.Effective(p.req.Offered, p.req.Choice, !p.unread)
+	p.local = validate.Context{Eff: p.effective, Evidence: evidence, HistoryUpstream: p.req.HistoryUpstream,
 		History: validate.HistoryOf(p.req.History), Values: pipeline.ContextValues(x.r.Context())}
 	return p
 }
@@ -492,7 +492,7 @@ func (x *exchange) parseRequest(body []byte) parsedRequest {
 func (x *exchange) useRequest(p parsedRequest) {
 	x.parsed = p
 	snap := x.gen.Snap
-	x.jd = &judge.Judge{Local: &x.parsed.vctx, Validators: x.gen.Validators, RequestID: x.rid, CatalogVersion: snap.Version}
+	x.callJudge = &judge.Judge{Local: &x.parsed.local, Validators: x.gen.Validators, RequestID: x.requestID, CatalogVersion: snap.Version}
 	x.traceRequest()
 }
 
@@ -504,7 +504,7 @@ func (x *exchange) send(ctx context.Context, kind neutral.QueryKind, body []byte
 	// one request are sequential, so all of them share it.
 	path, query := x.path, x.query
 	if kind != neutral.KindOriginal {
-		path, query = x.cd.FollowUpRoute(path, query)
+		path, query = x.codec.FollowUpRoute(path, query)
 	}
 	ctx, sp, header := x.startUpstream(ctx, kind)
 	c, err := x.up.Do(ctx, http.MethodPost, path, query, header, body)
@@ -585,6 +585,6 @@ func (x *exchange) fail(err error) {
 	if x.r.Context().Err() != nil {
 		return
 	}
-	x.env.Log.Warn("upstream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(httpx.WithoutURL(err)))
-	x.write(pipeline.FailureReply(x.cd, pipeline.Classify(err)))
+	x.env.Log.Warn("upstream failed", zap.String("request_id", x.requestID), zap.String("api", x.api.Name()), zap.Error(httpx.WithoutURL(err)))
+	x.write(pipeline.FailureReply(x.codec, pipeline.Classify(err)))
 }

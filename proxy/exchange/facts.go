@@ -14,8 +14,8 @@ func (x *exchange) facts() pipeline.Facts {
 	if x.parsed.req != nil {
 		model = x.parsed.req.Model
 	}
-	return pipeline.Facts{API: x.api.Name(), Model: model, RequestID: x.rid, CatalogVersion: x.gen.Snap.Version,
-		UpstreamIDs: x.account.upIDs, CallJSON: x.cd.CallJSON, AbstainTool: x.settings.AbstainTool, Tools: x}
+	return pipeline.Facts{API: x.api.Name(), Model: model, RequestID: x.requestID, CatalogVersion: x.gen.Snap.Version,
+		UpstreamIDs: x.account.upIDs, CallJSON: x.codec.CallJSON, AbstainTool: x.settings.AbstainTool, Tools: x}
 }
 
 // escalated completes the ladder's escalation with the exchange's facts,

@@ -12,5 +12,5 @@ func (x *exchange) observe(results []*recovery.Result) {
 	for _, r := range results {
 		steps = append(steps, r.Events...)
 	}
-	o.ObserveRecovery(x.rid, steps)
+	o.ObserveRecovery(x.requestID, steps)
 }

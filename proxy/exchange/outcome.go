@@ -63,7 +63,7 @@ func (x *exchange) headers(h http.Header, decided bool) {
 	// so that a later append to one header cannot spill into the next: a
 	// []string literal per header was one allocation each.
 	vals := make([]string, 7)
-	vals[0], vals[1] = x.rid, x.gen.Snap.Version
+	vals[0], vals[1] = x.requestID, x.gen.Snap.Version
 	h["X-Toolgate-Request-Id"] = vals[0:1:1]
 	h["X-Toolgate-Catalog-Version"] = vals[1:2:2]
 	if x.out.escalationID != "" {
@@ -141,6 +141,6 @@ func (x *exchange) report() {
 	if x.parsed.req != nil {
 		model = x.parsed.req.Model
 	}
-	x.env.Recorder.LogRequest(&pipeline.RequestLine{RequestID: x.rid, API: x.api.Name(), Route: x.r.URL.Path, Model: model, Status: o.status,
+	x.env.Recorder.LogRequest(&pipeline.RequestLine{RequestID: x.requestID, API: x.api.Name(), Route: x.r.URL.Path, Model: model, Status: o.status,
 		Outcome: o.label, Findings: o.findings, Calls: x.account.calls, Duration: time.Since(x.account.start), Overhead: x.account.overhead(), Trace: traceFields})
 }

@@ -155,7 +155,7 @@ func (x *exchange) replay() bool {
 	}
 	x.out.escalationID, x.out.approvalID = e.escalation, e.approval
 	x.env.Metrics.EscalationReplays.WithLabelValues(x.api.Name()).Inc()
-	x.env.Log.Info("escalation replayed", zap.String("request_id", x.rid), zap.String("escalation_id", e.escalation))
+	x.env.Log.Info("escalation replayed", zap.String("request_id", x.requestID), zap.String("escalation_id", e.escalation))
 	x.write(pipeline.Reply{Status: statusReplayed, Label: e.label, Decided: true, ContentType: "application/json",
 		NoRetry: true, Body: e.body})
 	return true

@@ -18,7 +18,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 	if x.parsed.unread || h == nil || len(h.Results) == 0 {
 		return body, true
 	}
-	j := pipeline.NewResultJudge(x.gen.Snap, x.gen.Validators, "", x.rid, x.parsed.vctx.Values)
+	j := pipeline.NewResultJudge(x.gen.Snap, x.gen.Validators, "", x.requestID, x.parsed.local.Values)
 	pair := x.gen.Snap.AnyResultRules || x.gen.Validators.HasResultValidators()
 	var edits []jsonx.Edit
 	from := 0
@@ -47,7 +47,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 		}
 		counted[v.Label]++
 		if v.Refused() {
-			x.env.Recorder.RecordResult(&pipeline.Facts{API: x.api.Name(), Model: x.parsed.req.Model, RequestID: x.rid, CatalogVersion: x.gen.Snap.Version}, r.ID, c.Tool, v)
+			x.env.Recorder.RecordResult(&pipeline.Facts{API: x.api.Name(), Model: x.parsed.req.Model, RequestID: x.requestID, CatalogVersion: x.gen.Snap.Version}, r.ID, c.Tool, v)
 			x.refuseResult(r.ID, v)
 			return nil, false
 		}
@@ -63,7 +63,7 @@ func (x *exchange) judgeResults(body []byte) ([]byte, bool) {
 func (x *exchange) refuseResult(id string, v pipeline.ResultRuling) {
 	f := neutral.Failure{Status: pipeline.StatusEscalated, Code: v.Code(),
 		Message: "the tool result for call " + strconv.Quote(id) + " " + v.Why}
-	x.write(pipeline.FailureReply(x.cd, f))
+	x.write(pipeline.FailureReply(x.codec, f))
 }
 
 // errResultRefused ends an exchange whose refusal of a tool result has
@@ -86,7 +86,7 @@ func (x *exchange) judgeParsedResults(body []byte) ([]byte, bool) {
 		return body, ok
 	}
 	// The judge reads the exchange's parsed values in place.
-	x.cd = x.api.NewCodec()
+	x.codec = x.api.NewCodec()
 	x.parsed = x.parseRequest(out)
 	return out, true
 }

@@ -432,7 +432,7 @@ func (r *streamRun) relayError(ev *sse.Event, rd api.EventReader) {
 	}
 	r.held.reset()
 	out := r.st.UpstreamError(neutral.HeldEvent{Raw: ev.Raw, Event: string(ev.Event), Data: ev.Data}, r.cur.Sent())
-	x.env.Log.Info("upstream error in the stream passed on", zap.String("request_id", x.rid),
+	x.env.Log.Info("upstream error in the stream passed on", zap.String("request_id", x.requestID),
 		zap.String("api", x.api.Name()), zap.Bool("held_call_dropped", dropped))
 	x.write(pipeline.TailReply(out, pipeline.LabelUpstreamError, false))
 	if !r.sw.failed() {
@@ -487,7 +487,7 @@ func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) pipeline.
 		if !sw.begun() {
 			// Nothing went out yet: a plain status (the provider's, or a
 			// 504 for a transport failure) is what makes the SDK retry.
-			return pipeline.HandBackReply(x.cd, v.Upstream())
+			return pipeline.HandBackReply(x.codec, v.Upstream())
 		}
 		return tail(st.ErrorEvent(pipeline.RepairFailure(v.Upstream(), true), nil, sent))
 	case fx.Answering != nil:
@@ -496,15 +496,15 @@ func (r *streamRun) deliver(v *pipeline.Verdict, fx *pipeline.Effects) pipeline.
 			return tail(st.ErrorEvent(neutral.Failure{Code: neutral.FailureCode(e.Code), Message: e.Text}, e, sent))
 		}
 		if fx.StoreDown {
-			return pipeline.FailureReply(x.cd, pipeline.StoreFailure(storeDownHeld))
+			return pipeline.FailureReply(x.codec, pipeline.StoreFailure(storeDownHeld))
 		}
-		return pipeline.EscalationReply(x.cd, e, v.Outcome())
+		return pipeline.EscalationReply(x.codec, e, v.Outcome())
 	case !v.Changed():
 		return tail(r.held.buf)
 	}
 	out, err := st.Encode(r.held.events, v.Actions(fx), sent)
 	if err != nil {
-		x.env.Log.Error("stream render failed", zap.String("request_id", x.rid), zap.Error(err))
+		x.env.Log.Error("stream render failed", zap.String("request_id", x.requestID), zap.Error(err))
 		return tail(st.ErrorEvent(pipeline.Classify(pipeline.ErrRender), nil, sent))
 	}
 	return tail(out)
@@ -728,10 +728,10 @@ var errDrained = errors.New("upstream kept the body open after the terminal even
 // always an error the client's SDK reports, following what sent says the
 // client has.
 func (x *exchange) streamFail(sw *streamWriter, st api.Stream, sent api.Sent, err error) {
-	x.env.Log.Warn("stream failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+	x.env.Log.Warn("stream failed", zap.String("request_id", x.requestID), zap.String("api", x.api.Name()), zap.Error(err))
 	f := pipeline.Classify(err)
 	if !sw.begun() {
-		x.write(pipeline.FailureReply(x.cd, f))
+		x.write(pipeline.FailureReply(x.codec, f))
 		return
 	}
 	x.write(pipeline.TailReply(st.ErrorEvent(f, nil, sent), string(f.Code), false))

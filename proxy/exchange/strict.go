@@ -45,7 +45,7 @@ func (x *exchange) strictOn() bool {
 // to send: the client's with only the flags spliced in. Nothing changes
 // for a request toolgate could not read or whose tools fit nowhere.
 func (x *exchange) markStrict(body []byte) []byte {
-	m := x.cd
+	m := x.codec
 	provider, known := strictProviders[x.api.Name()]
 	if !known || x.parsed.unread {
 		return body
@@ -70,7 +70,7 @@ func (x *exchange) markStrict(body []byte) []byte {
 		x.env.Metrics.StrictTools.WithLabelValues(x.api.Name(), string(r)).Inc()
 	}
 	if err != nil {
-		x.env.Log.Warn("strict marking failed", zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.Error(err))
+		x.env.Log.Warn("strict marking failed", zap.String("request_id", x.requestID), zap.String("api", x.api.Name()), zap.Error(err))
 		return body
 	}
 	if len(plan.Mark) == 0 {
@@ -122,11 +122,11 @@ func (x *exchange) strictFallback(ctx context.Context, c *upstream.Call, client 
 	c.Close()
 	x.forgetStrict(tool)
 	x.env.Log.Info("upstream refused the strict marking; sent as the client sent it",
-		zap.String("request_id", x.rid), zap.String("api", x.api.Name()), zap.String("tool", x.toolLabelOf(tool)))
+		zap.String("request_id", x.requestID), zap.String("api", x.api.Name()), zap.String("tool", x.toolLabelOf(tool)))
 	// A fresh codec reads the client's request again, so re-queries start
 	// from it and not from the marked one.
 	x.strict = nil
-	x.cd = x.api.NewCodec()
+	x.codec = x.api.NewCodec()
 	x.useRequest(x.parseRequest(client))
 	body := client
 	if x.abstainOn() {
