@@ -38,10 +38,10 @@ func SettingsFrom(s *catalog.Snapshot) Settings {
 	c := s.Config
 	return Settings{
 		Strategy:         c.Recovery.Strategy,
-		RecoveryAttempts: deref(c.Recovery.MaxAttempts),
-		RepromptAttempts: deref(c.Reprompt.MaxAttempts),
-		Threshold:        derefF(c.Recovery.ConfidenceThreshold),
-		Shortlist:        deref(c.Recovery.Shortlist),
+		RecoveryAttempts: valueOrZero(c.Recovery.MaxAttempts),
+		RepromptAttempts: valueOrZero(c.Reprompt.MaxAttempts),
+		Threshold:        valueOrZero(c.Recovery.ConfidenceThreshold),
+		Shortlist:        valueOrZero(c.Recovery.Shortlist),
 		Prompt:           s.Prompt,
 		Deadline:         c.Recovery.Deadline.D(),
 		Truncated:        c.Truncated,
@@ -49,14 +49,8 @@ func SettingsFrom(s *catalog.Snapshot) Settings {
 	}
 }
 
-func deref(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func derefF(p *float64) float64 {
+// valueOrZero reads an optional config number: 0 when it is unset.
+func valueOrZero[T int | float64](p *T) T {
 	if p == nil {
 		return 0
 	}
