@@ -175,7 +175,7 @@ func (s *File) Claim(_ context.Context, id string, m Match) (*Record, error) {
 			return err
 		}
 		now := s.opts.Now()
-		if err := check(r, m, now); err != nil {
+		if err := checkRelease(r, m, now); err != nil {
 			return err
 		}
 		release(withHeld(tx, r), now)

@@ -97,7 +97,7 @@ func (s *Memory) Claim(_ context.Context, id string, m Match) (*Record, error) {
 	}
 	now := s.opts.Now()
 	c := clone(r, true)
-	if err := check(c, m, now); err != nil {
+	if err := checkRelease(c, m, now); err != nil {
 		return nil, err
 	}
 	release(c, now)

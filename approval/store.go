@@ -124,9 +124,9 @@ func decide(r *Record, d Decision, now time.Time) error {
 	return nil
 }
 
-// check says whether m may release r at now: the immutable fields first
-// (the same request, the secret), then the state.
-func check(r *Record, m Match, now time.Time) error {
+// checkRelease says whether m may release r at now: the immutable fields
+// first (the same request, the secret), then the state.
+func checkRelease(r *Record, m Match, now time.Time) error {
 	if err := checkMatch(r, m); err != nil {
 		return err
 	}

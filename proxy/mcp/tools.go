@@ -304,7 +304,7 @@ func serverWords(body []byte) string {
 	if i := strings.IndexByte(t, '\n'); i >= 0 {
 		t = t[:i]
 	}
-	return bounded(t)
+	return quoteBounded(t)
 }
 
 // rpcErrorText is a JSON-RPC error object as "message (code N)".
@@ -313,10 +313,10 @@ func rpcErrorText(e []byte) string {
 	if err != nil {
 		return "an error"
 	}
-	return bounded(stringMember(obj, "message")) + " (code " + string(compact(obj.Get("code"))) + ")"
+	return quoteBounded(stringMember(obj, "message")) + " (code " + string(compact(obj.Get("code"))) + ")"
 }
 
-func bounded(s string) string {
+func quoteBounded(s string) string {
 	if len(s) > maxServerWords {
 		s = strings.ToValidUTF8(s[:maxServerWords], "") + "…"
 	}
