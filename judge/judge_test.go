@@ -79,7 +79,7 @@ func newJudge(t *testing.T, url string, timeout time.Duration, failOpen bool, se
 	h.AddResult("c0", `{"order_id":"ord_1","total_cents":4000}`, false, nil)
 	eff := snap.Effective([]catalog.Offered{{Name: "issue_refund"}, {Name: "get_order"}, {Name: "note"}}, catalog.ToolChoice{}, true)
 	return &judge.Judge{
-		Local: &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil), History: h,
+		Local: &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil), History: h,
 			Values: map[string]string{"customer_id": "c_1"}},
 		Validators: vs, RequestID: "req_1", CatalogVersion: snap.Version,
 	}, obs
@@ -376,7 +376,7 @@ validators:
 			v.Findings = append(v.Findings, validate.Finding{Code: validate.SchemaViolation, Message: "no"})
 		}
 	}
-	j := &judge.Judge{Local: &validate.Context{Eff: set.Eff}, Validators: vs, CatalogVersion: set.Version, Server: "orders", Extra: extra}
+	j := &judge.Judge{Local: &validate.Context{Effective: set.Eff}, Validators: vs, CatalogVersion: set.Version, Server: "orders", Extra: extra}
 	if v := j.Call(context.Background(), refund("1", `{"reason":"server-says-no"}`)); v.Valid() || len(*got) != 0 {
 		t.Fatalf("a call the extra check refused: findings %+v, %d validator requests", v.Findings, len(*got))
 	}

@@ -36,7 +36,7 @@ var _ mcp.Pipeline = (*mcpPipeline)(nil)
 // with a refusal's escalation recorded.
 func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Ruling {
 	j := &judge.Judge{
-		Local:          &validate.Context{Eff: c.Set.Eff, Values: pipeline.ContextValues(ctx)},
+		Local:          &validate.Context{Effective: c.Set.Eff, Values: pipeline.ContextValues(ctx)},
 		Validators:     p.rt.Validators,
 		RequestID:      c.RequestID,
 		CatalogVersion: c.Set.Version,
@@ -48,7 +48,7 @@ func (p *mcpPipeline) Judge(ctx context.Context, c *mcp.Call) mcp.Ruling {
 	// An MCP request has no shadow mode, abstain exit or token limit,
 	// and nobody to ask again: the ladder's other settings do not apply.
 	settings := recovery.Settings{}
-	res, _ := recovery.Run(ctx, &recovery.Input{Turn: turn, Judge: j.Batch, Eff: c.Set.Eff, Settings: &settings})
+	res, _ := recovery.Run(ctx, &recovery.Input{Turn: turn, Judge: j.Batch, Effective: c.Set.Eff, Settings: &settings})
 	at := &pipeline.Facts{API: pipeline.APIMCP, RequestID: c.RequestID, CatalogVersion: c.Set.Version, Server: c.Server,
 		Session: c.Session, Tools: mcpTools{c.Set},
 		CallJSON: func(call neutral.ToolCall) []byte { return jsonrpc.CallJSON(call.Name, call.Args) }}

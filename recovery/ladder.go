@@ -65,9 +65,9 @@ type Input struct {
 	// called for the original answer and for every repaired call, so each
 	// call that goes out passed every check. It may do I/O (validators),
 	// bounded by ctx, which carries recovery.deadline.
-	Judge    JudgeFunc
-	Eff      *catalog.Effective
-	Settings *Settings
+	Judge     JudgeFunc
+	Effective *catalog.Effective
+	Settings  *Settings
 	// Ask asks the model again. nil means nobody can be asked: a bad
 	// call escalates with its own finding as the reason.
 	Ask Asker
@@ -209,7 +209,7 @@ func (l *ladder) run(ctx context.Context) (rung, error) {
 		}
 		return l.escalate(string(validate.Truncated), "the answer was cut off by the token limit inside a tool call", -1), nil
 	}
-	if l.input.Eff.Len() == 0 && l.input.Ask != nil {
+	if l.input.Effective.Len() == 0 && l.input.Ask != nil {
 		// Without an asker the call's own finding says it: the tool
 		// does not exist here.
 		return l.escalate(ReasonNoTools, "the model called a tool but no tool may be called in this request", -1), nil
@@ -420,7 +420,7 @@ func (l *ladder) decisionQuery(orig validate.ToolCall, i int) *Query {
 // puts it in place when it may run, or in front of a person when its tool
 // needs one.
 func (l *ladder) substitute(ctx context.Context, i int, proposal *Proposal, ev Event) rung {
-	tool, st, stripped := l.input.Eff.Lookup(proposal.Tool)
+	tool, st, stripped := l.input.Effective.Lookup(proposal.Tool)
 	if st != catalog.Found || stripped {
 		l.event(ev, "invalid_decision")
 		return l.escalate(ReasonInvalidDecision, "the proposed substitute is not a tool of this request", -1)
@@ -456,7 +456,7 @@ func (l *ladder) substitute(ctx context.Context, i int, proposal *Proposal, ev E
 // shortlisted when the catalog is large.
 func (l *ladder) promptTools(bad validate.ToolCall) []PromptTool {
 	var tools []*catalog.Tool
-	for _, t := range l.input.Eff.Tools() {
+	for _, t := range l.input.Effective.Tools() {
 		if t.Substitutable && t.Policy != catalog.PolicyConfirm && t.Name != l.settings.AbstainTool {
 			tools = append(tools, t)
 		}
@@ -668,8 +668,8 @@ func (l *ladder) repeatsHeld(c validate.ToolCall, pending []int) bool {
 // the model only (it may quote values).
 func (l *ladder) errorText(c validate.ToolCall, v validate.CallReport) string {
 	if v.Worst() == validate.ClassName {
-		names := make([]string, 0, l.input.Eff.Len())
-		for _, t := range l.input.Eff.Tools() {
+		names := make([]string, 0, l.input.Effective.Len())
+		for _, t := range l.input.Effective.Tools() {
 			if t.Name != l.settings.AbstainTool {
 				names = append(names, t.Name)
 			}

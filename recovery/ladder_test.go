@@ -166,15 +166,15 @@ func runLadderCtx(t *testing.T, ctx context.Context, turn *Turn, eff *catalog.Ef
 		mod(&s)
 	}
 	a := &fakeAsker{steps: steps}
-	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus([]string{"weather in Paris please"})}
+	vcx := &validate.Context{Effective: eff, Evidence: validate.NewCorpus([]string{"weather in Paris please"})}
 	res, err := Run(ctx, &Input{
-		Turn:     turn,
-		Judge:    localJudge(vcx),
-		Eff:      eff,
-		Settings: &s,
-		Ask:      a,
-		Stateful: stateful,
-		UserText: "weather in Paris please",
+		Turn:      turn,
+		Judge:     localJudge(vcx),
+		Effective: eff,
+		Settings:  &s,
+		Ask:       a,
+		Stateful:  stateful,
+		UserText:  "weather in Paris please",
 	})
 	if len(a.steps) != 0 {
 		t.Errorf("%d scripted answers were never asked for", len(a.steps))
@@ -1048,8 +1048,8 @@ func TestRunClientCancels(t *testing.T) {
 			<-a.started
 			cancel()
 		}()
-		vcx := &validate.Context{Eff: eff}
-		res, err := Run(ctx, &Input{Turn: turnOf(badArgs), Eff: eff, Settings: &s, Ask: a,
+		vcx := &validate.Context{Effective: eff}
+		res, err := Run(ctx, &Input{Turn: turnOf(badArgs), Effective: eff, Settings: &s, Ask: a,
 			Judge: localJudge(vcx)})
 		if !errors.Is(err, ErrCanceled) {
 			t.Errorf("err = %v, want ErrCanceled", err)
@@ -1168,12 +1168,12 @@ func FuzzRunDecision(f *testing.F) {
 	f.Add("```json\n{\"decision\":\"substitute\"}\n```")
 	f.Add("no")
 	eff := ladderEffective(f, catalog.ToolChoice{})
-	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
+	vcx := &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)}
 	check := localJudge(vcx)
 	f.Fuzz(func(t *testing.T, text string) {
 		s := baseSettings()
 		a := &fakeAsker{steps: []askStep{{turn: textTurn(text)}}}
-		res, err := Run(context.Background(), &Input{Turn: turnOf(invented), Judge: check, Eff: eff, Settings: &s, Ask: a})
+		res, err := Run(context.Background(), &Input{Turn: turnOf(invented), Judge: check, Effective: eff, Settings: &s, Ask: a})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -1226,7 +1226,7 @@ type judgeCall struct {
 // every judgement runs under the recovery deadline.
 func TestLadderJudgesBatches(t *testing.T) {
 	eff := ladderEffective(t, catalog.ToolChoice{})
-	vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
+	vcx := &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)}
 	var got []judgeCall
 	judgeFn := func(ctx context.Context, calls []validate.ToolCall, at []int) []validate.CallReport {
 		_, hasDeadline := ctx.Deadline()
@@ -1240,7 +1240,7 @@ func TestLadderJudgesBatches(t *testing.T) {
 	bad2 := mkCall("call_b2", "get_weather", `{"city":13}`)
 	s := baseSettings()
 	a := &fakeAsker{steps: []askStep{{turn: turnOf(mkCall("n1", "get_weather", `{"city":"Oslo"}`), mkCall("n2", "get_weather", `{"city":"Rome"}`))}}}
-	res, err := Run(context.Background(), &Input{Turn: turnOf(badArgs, validSearch, bad2), Judge: judgeFn, Eff: eff, Settings: &s, Ask: a})
+	res, err := Run(context.Background(), &Input{Turn: turnOf(badArgs, validSearch, bad2), Judge: judgeFn, Effective: eff, Settings: &s, Ask: a})
 	if err != nil || res.Outcome != Reprompted {
 		t.Fatalf("outcome %q err %v", res.Outcome, err)
 	}
@@ -1260,8 +1260,8 @@ func TestLadderWithoutAsker(t *testing.T) {
 	eff := ladderEffective(t, catalog.ToolChoice{})
 	run := func(calls ...validate.ToolCall) *Result {
 		s := baseSettings()
-		vcx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus([]string{"weather in Paris please"})}
-		res, err := Run(context.Background(), &Input{Turn: &Turn{Calls: calls}, Judge: localJudge(vcx), Eff: eff, Settings: &s})
+		vcx := &validate.Context{Effective: eff, Evidence: validate.NewCorpus([]string{"weather in Paris please"})}
+		res, err := Run(context.Background(), &Input{Turn: &Turn{Calls: calls}, Judge: localJudge(vcx), Effective: eff, Settings: &s})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1281,7 +1281,7 @@ func TestLadderWithoutAsker(t *testing.T) {
 	empty := ladderEffective(t, catalog.ToolChoice{Kind: catalog.ChoiceNone})
 	s := baseSettings()
 	res, _ := Run(context.Background(), &Input{Turn: &Turn{Calls: []validate.ToolCall{invented}},
-		Judge: localJudge(&validate.Context{Eff: empty}), Eff: empty, Settings: &s})
+		Judge: localJudge(&validate.Context{Effective: empty}), Effective: empty, Settings: &s})
 	if res.Escalation == nil || res.Escalation.Label == ReasonNoTools {
 		t.Errorf("no tools: %+v; the call's own finding names what is wrong", res.Escalation)
 	}

@@ -71,7 +71,7 @@ func BenchmarkProvenanceRules(b *testing.B) {
 		b.Fatal(err)
 	}
 	eff := snap.Effective([]catalog.Offered{{Name: "issue_refund"}}, catalog.ToolChoice{Kind: catalog.ChoiceAuto}, true)
-	cx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(conversation())}
+	cx := &validate.Context{Effective: eff, Evidence: validate.NewCorpus(conversation())}
 	call := validate.ToolCall{ID: "call_1", Name: "issue_refund", Kind: validate.Function,
 		Args: []byte(`{"order_id":"ord_918273","customer_id":"cus_4411","amount_cents":4599,"reason":"the mug arrived broken"}`)}
 	if v := validate.Check(call, cx); len(v.Findings) != 0 {

@@ -45,7 +45,7 @@ type Evidence interface {
 
 // Context is what Check needs beyond the call itself.
 type Context struct {
-	Eff *catalog.Effective
+	Effective *catalog.Effective
 	// Evidence is nil when the request could not be read; provenance is then
 	// unverifiable.
 	Evidence Evidence
@@ -159,7 +159,7 @@ func CheckIn(calls []ToolCall, i int, cx *Context) CallReport {
 	if c.Kind == Other {
 		return rep
 	}
-	tool, st, stripped := cx.Eff.Lookup(c.Name)
+	tool, st, stripped := cx.Effective.Lookup(c.Name)
 	rep.Stripped = stripped
 	switch st {
 	case catalog.Unknown:

@@ -116,8 +116,8 @@ func testEffective(t testing.TB) *catalog.Effective {
 // testContext vouches for the identifiers a user would have typed.
 func testContext(t testing.TB) *validate.Context {
 	return &validate.Context{
-		Eff:      testEffective(t),
-		Evidence: validate.NewCorpus([]string{"please look at ord_1 for cus_a and cus_b, amount 250", "tool said: ord_77"}),
+		Effective: testEffective(t),
+		Evidence:  validate.NewCorpus([]string{"please look at ord_1 for cus_a and cus_b, amount 250", "tool said: ord_77"}),
 	}
 }
 
@@ -503,11 +503,11 @@ func TestCheckProvenanceUnverifiable(t *testing.T) {
 		args string
 		want []validate.Code
 	}{
-		{"no evidence", &validate.Context{Eff: eff}, `{"order_id":"ord_1"}`, []validate.Code{validate.ProvenanceUnverifiable}},
-		{"history upstream", &validate.Context{Eff: eff, Evidence: corpus, HistoryUpstream: true}, `{"order_id":"ord_1"}`, []validate.Code{validate.ProvenanceUnverifiable}},
-		{"history upstream, invented value", &validate.Context{Eff: eff, Evidence: corpus, HistoryUpstream: true}, `{"order_id":"ord_9"}`, []validate.Code{validate.ProvenanceUnverifiable}},
-		{"one per present pointer", &validate.Context{Eff: eff}, `{"order_id":"ord_1","amount":3}`, []validate.Code{validate.ProvenanceUnverifiable, validate.ProvenanceUnverifiable}},
-		{"absent pointers need nothing", &validate.Context{Eff: eff}, `{"order_id":"ord_1","customer_ids":["a"]}`, []validate.Code{validate.ProvenanceUnverifiable, validate.ProvenanceUnverifiable}},
+		{"no evidence", &validate.Context{Effective: eff}, `{"order_id":"ord_1"}`, []validate.Code{validate.ProvenanceUnverifiable}},
+		{"history upstream", &validate.Context{Effective: eff, Evidence: corpus, HistoryUpstream: true}, `{"order_id":"ord_1"}`, []validate.Code{validate.ProvenanceUnverifiable}},
+		{"history upstream, invented value", &validate.Context{Effective: eff, Evidence: corpus, HistoryUpstream: true}, `{"order_id":"ord_9"}`, []validate.Code{validate.ProvenanceUnverifiable}},
+		{"one per present pointer", &validate.Context{Effective: eff}, `{"order_id":"ord_1","amount":3}`, []validate.Code{validate.ProvenanceUnverifiable, validate.ProvenanceUnverifiable}},
+		{"absent pointers need nothing", &validate.Context{Effective: eff}, `{"order_id":"ord_1","customer_ids":["a"]}`, []validate.Code{validate.ProvenanceUnverifiable, validate.ProvenanceUnverifiable}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -576,7 +576,7 @@ func TestCheckRequestSchemaThatDoesNotCompile(t *testing.T) {
 		{Name: "fine", Parameters: []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)},
 		{Name: "none"},
 	}, catalog.ToolChoice{}, true)
-	cx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
+	cx := &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)}
 	tests := []struct {
 		name        string
 		call        validate.ToolCall

@@ -55,7 +55,7 @@ func TestCheckFastPath(t *testing.T) {
 	// and little else; decoding the arguments and jsonschema v6 cost over
 	// a hundred allocations on this call.
 	for way, eff := range ways {
-		cx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
+		cx := &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)}
 		call := fnCall("t", valid)
 		allocs := testing.AllocsPerRun(50, func() {
 			if v := validate.Check(call, cx); len(v.Findings) != 0 {
@@ -74,7 +74,7 @@ func TestCheckFastPathPatternTimeout(t *testing.T) {
 	hostile := strings.Repeat("a", 40) + "!"
 	ways := loadWays(t, `{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","pattern":"^(?=a)(a+)+$"}}}}`, "")
 	for way, eff := range ways {
-		v := validate.Check(fnCall("t", `{"tags":["aaa","`+hostile+`"]}`), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
+		v := validate.Check(fnCall("t", `{"tags":["aaa","`+hostile+`"]}`), &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)})
 		if v.Unvalidated != validate.PatternTimeout || len(v.Findings) != 1 {
 			t.Fatalf("%s: report %+v, want one finding and unvalidated pattern_timeout", way, v)
 		}
@@ -91,7 +91,7 @@ func TestCheckNumberBeyondRat(t *testing.T) {
 	const schema = `{"type":"object","properties":{"n":{"type":"number","minimum":0}}}`
 	const args = `{"n":1e1000001}`
 	for way, eff := range loadWays(t, schema, "") {
-		v := validate.Check(fnCall("t", args), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
+		v := validate.Check(fnCall("t", args), &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)})
 		if v.Valid() || len(v.Findings) != 1 || v.Findings[0].Code != validate.SchemaViolation {
 			t.Errorf("%s: report %+v, want one blocking schema finding", way, v)
 		}

@@ -58,10 +58,10 @@ func meaningContext(t testing.TB, h *validate.History, values map[string]string)
 	t.Helper()
 	snap := compileTestSnapshot(t, meaningConfig)
 	return &validate.Context{
-		Eff:      snap.Effective(offerTools("get_order", "issue_refund", "close_account", "send_note", "heavy"), catalog.ToolChoice{}, true),
-		Evidence: validate.NewCorpus(nil),
-		History:  h,
-		Values:   values,
+		Effective: snap.Effective(offerTools("get_order", "issue_refund", "close_account", "send_note", "heavy"), catalog.ToolChoice{}, true),
+		Evidence:  validate.NewCorpus(nil),
+		History:   h,
+		Values:    values,
 	}
 }
 

@@ -63,7 +63,7 @@ func loadWays(t *testing.T, schema, extra string) map[string]*catalog.Effective 
 func expectReport(t *testing.T, ways map[string]*catalog.Effective, args, ptr, kw string) {
 	t.Helper()
 	for way, eff := range ways {
-		v := validate.Check(fnCall("t", args), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
+		v := validate.Check(fnCall("t", args), &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)})
 		if ptr == "-" {
 			if len(v.Findings) != 0 {
 				t.Errorf("%s: %s: findings %+v, want none", way, args, v.Findings)
@@ -242,7 +242,7 @@ func TestCheckPatternTimeout(t *testing.T) {
 	}
 	for way, eff := range ways {
 		for _, c := range calls {
-			v := validate.Check(fnCall("t", c.args), &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)})
+			v := validate.Check(fnCall("t", c.args), &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)})
 			if v.Unvalidated != validate.PatternTimeout || v.Valid() || len(v.Findings) != 1 {
 				t.Fatalf("%s: report %+v, want one blocking finding and unvalidated pattern_timeout", way, v)
 			}

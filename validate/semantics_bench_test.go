@@ -114,7 +114,7 @@ func semBenchContext(b *testing.B, yaml string, req *neutral.Request) *validate.
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &validate.Context{Eff: snap.Effective(req.Offered, req.Choice, true), Evidence: validate.NewCorpus(req.Vouching)}
+	return &validate.Context{Effective: snap.Effective(req.Offered, req.Choice, true), Evidence: validate.NewCorpus(req.Vouching)}
 }
 
 // BenchmarkProvenanceAndRules20Messages measures validate.Check of a call

@@ -322,7 +322,7 @@ func (x *exchange) judge(turns []*neutral.Turn, ask recovery.Asker, committed bo
 		res, err := recovery.Run(x.r.Context(), &recovery.Input{
 			Turn:          turn,
 			Judge:         x.callJudge.Batch,
-			Eff:           x.parsed.effective,
+			Effective:     x.parsed.effective,
 			Settings:      &x.settings,
 			Ask:           ask,
 			Stateful:      x.parsed.req.Stateful || committed,
@@ -483,7 +483,7 @@ func (x *exchange) parseRequest(body []byte) parsedRequest {
 		p.unread = true
 	}
 	p.effective = snap.Effective(p.req.Offered, p.req.Choice, !p.unread)
-	p.local = validate.Context{Eff: p.effective, Evidence: evidence, HistoryUpstream: p.req.HistoryUpstream,
+	p.local = validate.Context{Effective: p.effective, Evidence: evidence, HistoryUpstream: p.req.HistoryUpstream,
 		History: validate.HistoryOf(p.req.History), Values: pipeline.ContextValues(x.r.Context())}
 	return p
 }

@@ -77,7 +77,7 @@ func benchContextFor(b *testing.B, config, request []byte) *validate.Context {
 		b.Fatal(err)
 	}
 	eff := snap.Effective(req.Offered, req.Choice, true)
-	return &validate.Context{Eff: eff, Evidence: validate.NewCorpus(req.Vouching), HistoryUpstream: req.HistoryUpstream}
+	return &validate.Context{Effective: eff, Evidence: validate.NewCorpus(req.Vouching), HistoryUpstream: req.HistoryUpstream}
 }
 
 // BenchmarkFindingsTwoCalls is the work between an upstream answer arriving

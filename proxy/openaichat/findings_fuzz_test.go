@@ -76,7 +76,7 @@ func loadFindingsFixture(t testing.TB) findingsFixture {
 		}
 		schemas[tl.Function.Name] = sch
 	}
-	return findingsFixture{cx: &validate.Context{Eff: eff, Evidence: validate.NewCorpus(req.Vouching)}, schemas: schemas}
+	return findingsFixture{cx: &validate.Context{Effective: eff, Evidence: validate.NewCorpus(req.Vouching)}, schemas: schemas}
 }
 
 // checkAnswer parses body as the upstream's answer and judges every call.

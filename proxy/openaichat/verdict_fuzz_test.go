@@ -186,7 +186,7 @@ func FuzzVerdictMatchesJSONSchema(f *testing.F) {
 		if tool, _, _ := eff.Lookup("t"); tool == nil || tool.SchemaError != nil {
 			return // not ECMA-262 (regexp2 also takes .NET syntax) or past a limit
 		}
-		cx := &validate.Context{Eff: eff, Evidence: validate.NewCorpus(nil)}
+		cx := &validate.Context{Effective: eff, Evidence: validate.NewCorpus(nil)}
 		plain, stream := verdictAnswers(args, cuts)
 		resp, err := openaichat.API{}.NewCodec().DecodeAnswer(plain)
 		if err != nil {

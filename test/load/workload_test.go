@@ -116,7 +116,7 @@ func TestToolgateConfigJudgesFixtureValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cx := &validate.Context{Eff: snap.Effective(req.Offered, req.Choice, true), Evidence: validate.NewCorpus(req.Vouching), HistoryUpstream: req.HistoryUpstream}
+	cx := &validate.Context{Effective: snap.Effective(req.Offered, req.Choice, true), Evidence: validate.NewCorpus(req.Vouching), HistoryUpstream: req.HistoryUpstream}
 	resp, err := cd.DecodeAnswer(w.answer)
 	if err != nil {
 		t.Fatal(err)

@@ -207,7 +207,7 @@ func prepare(snap *catalog.Snapshot, rs *runSetup, c Case) (*prepared, error) {
 	if eff.Len() == 0 {
 		return nil, errors.New("no tool is callable in this case")
 	}
-	v := validate.Check(resp.Choices[0].Calls[0], &validate.Context{Eff: eff, Evidence: validate.NewCorpus(req.Vouching)})
+	v := validate.Check(resp.Choices[0].Calls[0], &validate.Context{Effective: eff, Evidence: validate.NewCorpus(req.Vouching)})
 	if v.Worst() != validate.ClassName {
 		return nil, fmt.Errorf("bad_call %q names a tool of this case, so there is nothing to recover", c.BadCall.Name)
 	}

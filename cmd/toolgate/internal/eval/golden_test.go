@@ -72,7 +72,7 @@ func TestGoldenSetIsSound(t *testing.T) {
 			t.Errorf("%s: %v", c.ID, err)
 			continue
 		}
-		v := validate.Check(p.resp.Choices[0].Calls[0], &validate.Context{Eff: p.eff, Evidence: validate.NewCorpus(p.req.Vouching)})
+		v := validate.Check(p.resp.Choices[0].Calls[0], &validate.Context{Effective: p.eff, Evidence: validate.NewCorpus(p.req.Vouching)})
 		if cs := v.Codes(); len(cs) != 1 || cs[0] != validate.UnknownTool {
 			t.Errorf("%s: the bad call yields %v, want unknown_tool alone", c.ID, cs)
 		}

@@ -97,7 +97,7 @@ func TestEvalRunsToolgatesChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	vetoed := validate.ToolCall{ID: "c", Name: "get_weather", Args: []byte(`{"city":"Lima"}`), Kind: validate.Function}
-	if v := validate.Check(vetoed, &validate.Context{Eff: p.eff}); !v.Valid() {
+	if v := validate.Check(vetoed, &validate.Context{Effective: p.eff}); !v.Valid() {
 		t.Fatalf("the local checks refuse the vetoed substitute (%v); the test needs one only the validator refuses", v.Codes())
 	}
 
