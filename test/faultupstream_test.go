@@ -509,7 +509,11 @@ func startGateConfig(t *testing.T, cfg *catalog.Config, dir string, o app.Option
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			// Longer than net/http's own 5 s: a connection a client's
+			// transport dialled and never sent a request on (it raced
+			// another for one request) is waited for that long before
+			// Shutdown counts it idle.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := a.Shutdown(ctx); err != nil {
 				t.Errorf("shutdown: %v", err)
