@@ -11,11 +11,12 @@ import (
 	"github.com/toolgate/toolgate/proxy/pipeline"
 )
 
-// outcome is what one request came to. It is filled in as the request is
-// decided and concluded by write, and everything that reports the request
+// outcome is what one request came to. perform fills in what the
+// verdict's effects produced (the escalation and approval ids, the
+// findings) and write concludes it; everything that reports the request
 // reads it, here: the X-Toolgate response headers (docs/routes.md,
-// "Headers"), the request metrics and the one log line. Escalations reach the sinks when record reads the
-// verdict (decide.go, escalation.go).
+// "Headers"), the request metrics and the one log line. Escalations reach
+// the sinks in perform (effects.go), through the pipeline's Recorder.
 type outcome struct {
 	// label is the X-Toolgate-Outcome value once the answer is decided,
 	// else what ended the request (an error code, upstream_status); it

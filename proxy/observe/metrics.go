@@ -53,7 +53,7 @@ type Metrics struct {
 	StrictCalls       *prometheus.CounterVec
 	TraceSpansDropped prometheus.Counter
 	// EscalationReplays counts retries answered with an escalation kept
-	// from the same request (proxy/replay.go).
+	// from the same request (proxy/exchange/replay.go).
 	EscalationReplays *prometheus.CounterVec
 	// ToolResults counts the tool results judged before the model reads
 	// them (docs/results.md), by what became of each.
@@ -142,7 +142,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// replayMetric counts escalation replays (proxy/replay.go).
+// replayMetric counts escalation replays (proxy/exchange/replay.go).
 func replayMetric() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_escalation_replays_total",
 		Help: "Retries answered with the escalation the same request got before, from memory."}, []string{"api"})
