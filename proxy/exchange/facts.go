@@ -8,20 +8,23 @@ import (
 )
 
 // facts are what the pipeline's books record of this exchange: its API,
-// model, ids and catalog version, and how its codec writes a call.
+// model, ids and catalog version. How its codec writes a call is added
+// only for an escalation: the method value costs an allocation, which
+// counting every answer's calls does not need.
 func (x *exchange) facts() pipeline.Facts {
 	model := ""
 	if x.parsed.req != nil {
 		model = x.parsed.req.Model
 	}
 	return pipeline.Facts{API: x.api.Name(), Model: model, RequestID: x.requestID, CatalogVersion: x.gen.Snap.Version,
-		UpstreamIDs: x.account.upIDs, CallJSON: x.codec.CallJSON, AbstainTool: x.settings.AbstainTool, Tools: x}
+		UpstreamIDs: x.account.upIDs, AbstainTool: x.settings.AbstainTool, Tools: x}
 }
 
 // escalated completes the ladder's escalation with the exchange's facts,
 // counts it and hands it to the sinks.
 func (x *exchange) escalated(r *recovery.Result) *neutral.Escalated {
 	f := x.facts()
+	f.CallJSON = x.codec.CallJSON
 	return x.env.Recorder.Record(&f, r)
 }
 
