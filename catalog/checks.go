@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -138,7 +139,7 @@ func (c *Config) validateUpstreams(ps *problems) {
 			prefixes[u.PathPrefix] = i
 		}
 
-		for _, k := range sortedKeys(u.APIPaths) {
+		for _, k := range slices.Sorted(maps.Keys(u.APIPaths)) {
 			kp := fieldPath(at+".api_paths", k)
 			if msg := routePatternProblem(k); msg != "" {
 				ps.add(kp, "%s", msg)
@@ -203,7 +204,7 @@ var reservedHeaders = []string{"authorization", "x-api-key", "api-key", "content
 
 func (c *Config) validateContext(ps *problems) {
 	headers := map[string]string{}
-	for _, name := range sortedKeys(c.Catalog.Context) {
+	for _, name := range slices.Sorted(maps.Keys(c.Catalog.Context)) {
 		at := fieldPath("catalog.context", name)
 		if !contextName.MatchString(name) {
 			ps.add(at, "%q is not a valid context name (a letter or _, then letters, digits or _; a rule reads it as context.name)", name)
@@ -550,15 +551,6 @@ func pointerProblem(p string) string {
 		}
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func oneOf(ps *problems, path, v string, allowed ...string) {

@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,7 @@ import (
 func FuzzFastSchema(f *testing.F) {
 	i := 0
 	groups := suiteGroups(f)
-	for _, name := range sortedKeys(groups) {
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		for _, g := range groups[name] {
 			for _, tc := range g.Tests {
 				f.Add([]byte(g.Schema), []byte(tc.Data), seedBytes(i))
@@ -368,13 +369,4 @@ func TestGeneratedSchemasReachFastPath(t *testing.T) {
 	if taken < 100 || seen[valid] < 50 || seen[invalid] < 50 {
 		t.Fatalf("the generator reaches the fast path too rarely: %d taken, rulings %v", taken, seen)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

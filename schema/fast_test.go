@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,7 +172,7 @@ func TestFastPathSuite(t *testing.T) {
 	for _, formats := range formatSettings {
 		t.Run(formats.name, func(t *testing.T) {
 			var c suiteCounts
-			for _, name := range sortedKeys(groups) {
+			for _, name := range slices.Sorted(maps.Keys(groups)) {
 				for gi, g := range groups[name] {
 					c.schemas++
 					sch, err := Compile("https://toolgate.invalid/suite.json", g.Schema, formats.opt)
