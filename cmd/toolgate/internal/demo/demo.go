@@ -88,15 +88,7 @@ func RunTraced(ctx context.Context, out io.Writer, traceEndpoint string) error {
 	go func() { _ = ms.Serve(ln) }()
 	defer ms.Close()
 
-	yaml := fmt.Sprintf(config, "http://"+ln.Addr().String())
-	if traceEndpoint != "" {
-		yaml += "tracing: {endpoint: " + strconv.Quote(traceEndpoint) + "}\n"
-	}
-	cfg, err := catalog.Parse([]byte(yaml), "demo.yaml")
-	if err != nil {
-		return err
-	}
-	snap, err := catalog.Compile(cfg, ".")
+	snap, err := compileConfig(fmt.Sprintf(config, "http://"+ln.Addr().String()), traceEndpoint)
 	if err != nil {
 		return err
 	}
@@ -396,4 +388,17 @@ func newTraceID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// compileConfig compiles a demo's config, exporting traces to
+// traceEndpoint when one is given.
+func compileConfig(yaml, traceEndpoint string) (*catalog.Snapshot, error) {
+	if traceEndpoint != "" {
+		yaml += "tracing: {endpoint: " + strconv.Quote(traceEndpoint) + "}\n"
+	}
+	cfg, err := catalog.Parse([]byte(yaml), "demo.yaml")
+	if err != nil {
+		return nil, err
+	}
+	return catalog.Compile(cfg, ".")
 }

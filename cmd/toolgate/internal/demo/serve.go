@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
 	"github.com/toolgate/toolgate/recovery"
 )
@@ -59,15 +58,7 @@ func Serve(ctx context.Context, out io.Writer, o ServeOptions) error {
 	go func() { _ = ms.Serve(ln) }()
 	defer ms.Close()
 
-	yaml := fmt.Sprintf(serveConfig, strconv.Quote(o.Listen), "http://"+ln.Addr().String())
-	if o.TraceEndpoint != "" {
-		yaml += "tracing: {endpoint: " + strconv.Quote(o.TraceEndpoint) + "}\n"
-	}
-	cfg, err := catalog.Parse([]byte(yaml), "demo.yaml")
-	if err != nil {
-		return err
-	}
-	snap, err := catalog.Compile(cfg, ".")
+	snap, err := compileConfig(fmt.Sprintf(serveConfig, strconv.Quote(o.Listen), "http://"+ln.Addr().String()), o.TraceEndpoint)
 	if err != nil {
 		return err
 	}
