@@ -36,6 +36,7 @@ import (
 
 	"github.com/toolgate/toolgate/catalog"
 	"github.com/toolgate/toolgate/cmd/toolgate/app"
+	"github.com/toolgate/toolgate/proxy/api/apitest"
 	"github.com/toolgate/toolgate/proxy/gemini"
 	"github.com/toolgate/toolgate/proxy/sse"
 )
@@ -454,24 +455,10 @@ func FuzzStreamCuts(f *testing.F) {
 			checkWhole(t, c, w)
 			wholes[k] = &w
 		}
-		pieces := piecesFrom(cuts, len(c.answer))
+		pieces := apitest.Pieces(cuts, len(c.answer))
 		if got := replay(t, g, u, c, pieces, len(pieces) <= 400); got != *wholes[k] {
 			t.Fatalf("%s cut %v: status %d outcome %q escalations %q, body\n%s\nwhole: status %d outcome %q escalations %q, body\n%s",
 				c.name, cuts, got.status, got.outcome, got.codes, got.body, wholes[k].status, wholes[k].outcome, wholes[k].codes, wholes[k].body)
 		}
 	})
-}
-
-// piecesFrom turns the fuzzer's bytes into pieces covering size bytes.
-func piecesFrom(cuts []byte, size int) []int {
-	if len(cuts) == 0 {
-		return []int{size}
-	}
-	var out []int
-	for i := 0; size > 0; i++ {
-		n := min(size, int(cuts[min(i, len(cuts)-1)])+1)
-		out = append(out, n)
-		size -= n
-	}
-	return out
 }

@@ -285,22 +285,8 @@ func FuzzStreamCutsCodecs(f *testing.F) {
 		if *want == "" {
 			*want = cc.readCut(t, body, []int{len(body)})
 		}
-		if got := cc.readCut(t, body, piecesFrom(cuts, len(body))); got != *want {
+		if got := cc.readCut(t, body, apitest.Pieces(cuts, len(body))); got != *want {
 			t.Fatalf("%s cut %v: read\n%s\nwhole\n%s", s.file, cuts, got, *want)
 		}
 	})
-}
-
-// piecesFrom turns the fuzzer's bytes into pieces covering size bytes.
-func piecesFrom(cuts []byte, size int) []int {
-	if len(cuts) == 0 {
-		return []int{size}
-	}
-	var out []int
-	for i := 0; size > 0; i++ {
-		n := min(size, int(cuts[min(i, len(cuts)-1)])+1)
-		out = append(out, n)
-		size -= n
-	}
-	return out
 }
