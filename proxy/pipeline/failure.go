@@ -153,12 +153,12 @@ func RequeryFailure(ctx context.Context, err error) error {
 	if errors.As(err, new(*failure)) {
 		return err
 	}
-	return TransportFailure(err)
+	return transportFailure(err)
 }
 
-// TransportFailure is a re-query that failed without a status (a reset,
+// transportFailure is a re-query that failed without a status (a reset,
 // a timeout): the client's retry may well not meet it again.
-func TransportFailure(err error) *recovery.UpstreamError {
+func transportFailure(err error) *recovery.UpstreamError {
 	return &recovery.UpstreamError{Err: err, Retryable: true}
 }
 
@@ -218,9 +218,9 @@ func StoreFailure(msg string) neutral.Failure {
 	return neutral.Failure{Status: http.StatusServiceUnavailable, Code: neutral.CodeStoreUnavailable, Message: msg, Retryable: true}
 }
 
-// RetryAfterOf is the Retry-After value for f, or "" for none: only an
+// retryAfterOf is the Retry-After value for f, or "" for none: only an
 // unreachable approval store says when to come back.
-func RetryAfterOf(f neutral.Failure) string {
+func retryAfterOf(f neutral.Failure) string {
 	if f.Code == neutral.CodeStoreUnavailable {
 		return "1"
 	}

@@ -25,7 +25,7 @@ func TestStatusFailureRetryable(t *testing.T) {
 			}
 		})
 	}
-	if !TransportFailure(errors.New("reset")).Retryable {
+	if !transportFailure(errors.New("reset")).Retryable {
 		t.Error("a transport failure is not retryable")
 	}
 }
@@ -58,8 +58,8 @@ func TestClassify(t *testing.T) {
 		{"idle stream", ErrStreamIdle, 504, neutral.CodeUpstreamTimeout, "the upstream stream went silent for longer than idle_timeout", true},
 		{"idle answer", httpx.ErrIdle, 504, neutral.CodeUpstream, "the upstream did not answer in time", true},
 		{"render", ErrRender, 502, neutral.CodeInternal, ErrRender.Error(), true},
-		{"repair transport", TransportFailure(errors.New("reset")), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
-		{"repair transport idle", TransportFailure(httpx.ErrIdle), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
+		{"repair transport", transportFailure(errors.New("reset")), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
+		{"repair transport idle", transportFailure(httpx.ErrIdle), 504, neutral.CodeUpstream, "the upstream failed while toolgate was repairing a tool call; retry the request", true},
 		{"unreachable", errors.New("dial tcp: refused"), 502, neutral.CodeUpstream, "the upstream could not be reached", true},
 	}
 	for _, tc := range tests {

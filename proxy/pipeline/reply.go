@@ -88,7 +88,7 @@ func HandBackReply(cd api.Codec, ue *recovery.UpstreamError) Reply {
 // FailureReply is one of toolgate's own errors in the API's envelope.
 func FailureReply(cd api.Codec, f neutral.Failure) Reply {
 	return Reply{Status: f.Status, Label: string(f.Code), ContentType: "application/json", NoRetry: !f.Retryable,
-		RetryAfter: RetryAfterOf(f), Body: cd.EncodeError(f)}
+		RetryAfter: retryAfterOf(f), Body: cd.EncodeError(f)}
 }
 
 // EscalationReply answers in error mode (docs/escalations.md).
